@@ -1,0 +1,42 @@
+# boxes: see README.md. `make up` builds boxes and brings the boxes of
+# boxes.yaml up; `make test` runs every test, unit and real-engine.
+GO       ?= go
+BIN      := bin/boxes
+GOFLAGS  ?=
+export GOFLAGS
+
+.PHONY: all build up test test-short test-image lint bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/boxes
+
+# The real image needs the internet (Ubuntu base, npm); see README.
+up: build
+	./$(BIN) validate
+	./$(BIN) build
+	./$(BIN) plan
+	./$(BIN) apply
+
+test-image:
+	bash scripts/test-image.sh
+
+test: test-image
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 40m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run)
+
+bench: test-image
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,164 @@
+// Package cli holds the boxes commands: flag parsing and printing only. Each
+// command's RunE calls one plain function of the packages that do the work.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the standard streams a command reads and writes, injected so
+// commands run in-process in tests.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// IsTTY reports whether In and Out are a terminal (prompts, colour, live progress).
+	IsTTY bool
+}
+
+// StdStreams are the process's own streams.
+func StdStreams() Streams {
+	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Env is what every command shares: the streams and the global flags.
+type Env struct {
+	Streams
+	// File is the path of boxes.yaml; boxes.lock and .boxes/ live beside it.
+	File string
+}
+
+// Dir is the directory holding boxes.yaml.
+func (e *Env) Dir() string { return filepath.Dir(e.File) }
+
+// LockFile is the path of boxes.lock.
+func (e *Env) LockFile() string { return filepath.Join(e.Dir(), "boxes.lock") }
+
+// Warnf prints a warning line to stderr.
+func (e *Env) Warnf(format string, args ...any) {
+	fmt.Fprintf(e.Err, "boxes: warning: "+format+"\n", args...)
+}
+
+// ExitError carries an exit code other than 1 (e.g. plan --detailed-exitcode's 2)
+// or an error that has already been reported.
+type ExitError struct {
+	Code int
+	Err  error // nil when nothing more is to be printed
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// HintError is an error with the next thing the user should do.
+type HintError struct {
+	Err  error
+	Hint string
+}
+
+func (e *HintError) Error() string { return e.Err.Error() }
+func (e *HintError) Unwrap() error { return e.Err }
+
+// withHint wraps err with a hint line.
+func withHint(err error, format string, args ...any) error {
+	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
+}
+
+// Main runs boxes with args and returns the process exit code.
+func Main(s Streams, args []string) int {
+	err := Run(s, args)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		code = exit.Code
+		if exit.Err == nil {
+			return code
+		}
+	}
+	Report(s.Err, err)
+	return code
+}
+
+// Report prints err as "boxes: error: …" lines, with hints where the error carries them.
+func Report(w io.Writer, err error) {
+	var lines interface{ ErrorLines() []string }
+	if errors.As(err, &lines) {
+		for _, l := range lines.ErrorLines() {
+			fmt.Fprintf(w, "boxes: error: %s\n", l)
+		}
+	} else {
+		fmt.Fprintf(w, "boxes: error: %s\n", err)
+	}
+	var hinted interface{ HintLines() []string }
+	if errors.As(err, &hinted) {
+		for _, h := range hinted.HintLines() {
+			fmt.Fprintf(w, "boxes: hint: %s\n", h)
+		}
+	}
+	var h *HintError
+	if errors.As(err, &h) && h.Hint != "" {
+		fmt.Fprintf(w, "boxes: hint: %s\n", h.Hint)
+	}
+}
+
+// Run parses args and runs one command.
+func Run(s Streams, args []string) error {
+	env := &Env{Streams: s}
+	root := &cobra.Command{
+		Use:           "boxes",
+		Short:         "Keep agent boxes on Docker in the state declared in boxes.yaml",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(env.File)
+			if err != nil {
+				return err
+			}
+			env.File = abs
+			return nil
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetArgs(args)
+	root.PersistentFlags().StringVarP(&env.File, "file", "f", "boxes.yaml", "path of boxes.yaml (boxes.lock and .boxes/ live beside it)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	for _, newCommand := range commands {
+		root.AddCommand(newCommand(env))
+	}
+	return root.Execute()
+}
+
+// commands lists every subcommand constructor; each lives in its own file.
+var commands = []func(*Env) *cobra.Command{
+	newVersionCommand,
+	newInitCommand,
+	newValidateCommand,
+	newSchemaCommand,
+	newComposeCommand,
+	newPlanCommand,
+	newApplyCommand,
+	newComposeCommand,
+}

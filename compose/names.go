@@ -1,0 +1,48 @@
+package compose
+
+import "strings"
+
+// The one table of names and labels that identify a box on Docker. Everything
+// that creates, finds or removes a box's resources goes through here.
+const (
+	// ManagedLabel marks every container, volume and network boxes owns.
+	ManagedLabel = "hermes-box-lite"
+	// BoxLabel names the box a resource belongs to.
+	BoxLabel = "boxes.box"
+
+	ProjectPrefix = "hbl-"
+
+	AgentService    = "agent"
+	ExecutorService = "executor"
+
+	AgentVolume    = "agent-data"
+	ExecutorVolume = "exec-data"
+	Network        = "default"
+
+	// ExecutorPort is the port Executor listens on inside the box's network.
+	ExecutorPort = 4788
+	// TokenVar is the environment variable carrying the box's bearer token.
+	TokenVar = "EXECUTOR_TOKEN"
+)
+
+// Labels are the labels boxes puts on every resource of box name.
+func Labels(name string) map[string]string {
+	return map[string]string{ManagedLabel: "1", BoxLabel: name}
+}
+
+// ProjectName is the compose project of box name.
+func ProjectName(name string) string { return ProjectPrefix + name }
+
+// VolumeName is the Docker name of one of the box's volumes (AgentVolume or ExecutorVolume).
+func VolumeName(box, volume string) string { return ProjectName(box) + "_" + volume }
+
+// NetworkName is the Docker name of the box's private network.
+func NetworkName(box string) string { return ProjectName(box) + "_" + Network }
+
+// ContainerName is the Docker name compose gives the box's container of service.
+func ContainerName(box, service string) string { return ProjectName(box) + "-" + service + "-1" }
+
+// BoxOfProject returns the box name of a compose project name, if it is one of ours.
+func BoxOfProject(project string) (string, bool) {
+	return strings.CutPrefix(project, ProjectPrefix)
+}

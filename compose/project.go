@@ -1,0 +1,261 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/compose/v2/pkg/api"
+
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Input is everything one box's project is made from.
+type Input struct {
+	Box spec.Box
+	// Image is the exact image ID from boxes.lock, "sha256:…".
+	Image string
+	// Token is the box's bearer token. "" only when the project is built to be
+	// printed: the containers then get Redacted, which no Executor accepts.
+	Token string
+	// HostPort is the host port to publish Executor on when Box.Executor.Port
+	// is 0 (auto): 0 lets Docker pick one; non-zero keeps the port a box
+	// already has across a recreate.
+	HostPort int
+	// WorkDir is the directory of boxes.yaml (compose's working_dir label).
+	WorkDir string
+	// ConfigFile is the path of boxes.yaml (compose's config_files label).
+	ConfigFile string
+}
+
+// Redacted stands in for the token wherever a project is shown to a person.
+const Redacted = "<redacted>"
+
+const (
+	// hb is the in-image entrypoint of both services.
+	hb = "/usr/local/bin/hb"
+	// dataDir is where each service's volume is mounted.
+	dataDir = "/data"
+	// agentHome is the agent user's home, inside the agent volume so it is
+	// saved and restored with the box.
+	agentHome = dataDir + "/home/agent"
+	// boxNameVar tells the processes of both containers which box they are.
+	boxNameVar = "BOX_NAME"
+	// stopGrace is how long a container gets between SIGTERM and SIGKILL.
+	stopGrace = "10s"
+)
+
+// agentEnv is the agent's fixed environment: every tool's state under the
+// agent volume, and the way to Executor over the box's private network.
+var agentEnv = map[string]string{
+	"EXECUTOR_HOST":     "http://" + ExecutorService + ":" + strconv.Itoa(ExecutorPort),
+	"HOME":              agentHome,
+	"CLAUDE_CONFIG_DIR": agentHome + "/.claude",
+	"CODEX_HOME":        agentHome + "/.codex",
+	"HERMES_HOME":       agentHome + "/.hermes",
+	"XDG_CONFIG_HOME":   agentHome + "/.config",
+	"XDG_DATA_HOME":     agentHome + "/.local/share",
+	"XDG_STATE_HOME":    agentHome + "/.local/state",
+	"XDG_CACHE_HOME":    agentHome + "/.cache",
+}
+
+// Project returns the compose project of one box, named ProjectName(box), as
+// compose-go's loader normalises it: what `docker compose up` would run, with
+// the labels the compose CLI would add so the library finds its containers.
+func Project(in Input) (*types.Project, error) {
+	name := in.Box.Name
+	if name == "" {
+		return nil, errors.New("composing a box: the box has no name")
+	}
+	if in.Image == "" {
+		return nil, fmt.Errorf("composing box %s: no image", name)
+	}
+	for _, port := range []int{in.Box.Executor.Port, in.HostPort} {
+		if port < 0 || port > 65535 {
+			return nil, fmt.Errorf("composing box %s: host port %d out of range", name, port)
+		}
+	}
+	for k := range in.Box.Env {
+		if reserved(k) {
+			return nil, fmt.Errorf("composing box %s: env %s is set by boxes and cannot be overridden", name, k)
+		}
+	}
+	project, err := load(in)
+	if err != nil {
+		return nil, fmt.Errorf("composing box %s: %w", name, err)
+	}
+	if in.ConfigFile != "" {
+		project.ComposeFiles = []string{in.ConfigFile}
+	}
+	for svc, s := range project.Services {
+		s.CustomLabels = composeLabels(project, svc)
+		project.Services[svc] = s
+	}
+	return project, nil
+}
+
+// composeLabels are the labels the compose CLI (ToProject) adds to every
+// service and the library needs to find and converge its containers. They
+// stay out of the config hash (CustomLabels are not serialised).
+func composeLabels(p *types.Project, service string) types.Labels {
+	return types.Labels{
+		api.ProjectLabel:     p.Name,
+		api.ServiceLabel:     service,
+		api.VersionLabel:     api.ComposeVersion,
+		api.WorkingDirLabel:  p.WorkingDir,
+		api.ConfigFilesLabel: strings.Join(p.ComposeFiles, ","),
+		api.OneoffLabel:      "False",
+	}
+}
+
+// load runs the model through compose-go's loader so its defaults and
+// normalisation apply exactly as for a compose file, while nothing of the
+// process environment or of the disk can reach the project: the environment
+// is empty, there is no .env or env_file, and interpolation is off because the
+// model holds literal values (a "$" in a box's env stays a "$").
+func load(in Input) (*types.Project, error) {
+	details := types.ConfigDetails{
+		WorkingDir:  in.WorkDir,
+		ConfigFiles: []types.ConfigFile{{Filename: in.ConfigFile, Config: model(in)}},
+		Environment: types.Mapping{},
+	}
+	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName(ProjectName(in.Box.Name), true)
+		o.SkipInterpolation = true
+		o.SkipInclude = true
+		o.SkipExtends = true
+	})
+}
+
+// model is the box as a compose file would spell it, the way the loader reads
+// YAML: maps are map[string]any, lists []any, numbers int or float64.
+func model(in Input) map[string]any {
+	b := in.Box
+	labels := func() map[string]any { return anyMap(Labels(b.Name)) }
+	token := in.Token
+	if token == "" {
+		token = Redacted
+	}
+
+	common := func(role string, volume string) map[string]any {
+		s := map[string]any{
+			// The hostname is the role: box names need not be valid
+			// hostnames, and BOX_NAME tells the guest which box it is.
+			"hostname":    role,
+			"image":       in.Image,
+			"pull_policy": types.PullPolicyNever,
+			"entrypoint":  []any{hb, role},
+			"init":        true,
+			"restart":     types.RestartPolicyUnlessStopped,
+			"sysctls":     map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
+			"labels":      serviceLabels(b, role),
+			"environment": map[string]any{TokenVar: token, boxNameVar: b.Name},
+			"healthcheck": map[string]any{
+				"test":         []any{"CMD", hb, "health", role},
+				"interval":     "10s",
+				"timeout":      "5s",
+				"retries":      3,
+				"start_period": "30s",
+			},
+			"volumes": []any{map[string]any{
+				"type":   types.VolumeTypeVolume,
+				"source": volume,
+				"target": dataDir,
+			}},
+			"networks":          map[string]any{Network: nil},
+			"stop_grace_period": stopGrace,
+		}
+		if b.Runtime != "" {
+			s["runtime"] = b.Runtime
+		}
+		// cpus and mem_limit are what the create path turns into
+		// HostConfig.NanoCPUs and HostConfig.Memory; deploy.resources would
+		// do the same but is swarm's vocabulary.
+		if b.CPUs > 0 {
+			s["cpus"] = b.CPUs
+		}
+		if b.Memory > 0 {
+			s["mem_limit"] = int(b.Memory)
+		}
+		return s
+	}
+
+	agent := common(AgentService, AgentVolume)
+	env := agent["environment"].(map[string]any)
+	for k, v := range b.Env {
+		env[k] = v
+	}
+	for k, v := range agentEnv {
+		env[k] = v
+	}
+	// Executor first, so the agent's first start finds it. Not restart: a
+	// recreated executor must not take the agent's tmux sessions down with it.
+	agent["depends_on"] = map[string]any{ExecutorService: map[string]any{
+		"condition": types.ServiceConditionStarted,
+		"restart":   false,
+		"required":  true,
+	}}
+	// No tty or stdin_open: `boxes enter` runs tmux through `docker exec -it`,
+	// which gets a terminal of its own. A tty on PID 1 would only merge the
+	// agent's stderr into stdout and put carriage returns into its logs.
+
+	executor := common(ExecutorService, ExecutorVolume)
+	port := map[string]any{
+		"target":    ExecutorPort,
+		"host_ip":   b.Executor.Bind,
+		"protocol":  "tcp",
+		"published": "",
+	}
+	switch {
+	case b.Executor.Port != 0:
+		port["published"] = strconv.Itoa(b.Executor.Port)
+	case in.HostPort != 0:
+		port["published"] = strconv.Itoa(in.HostPort)
+	default:
+		delete(port, "published")
+	}
+	if b.Executor.Bind == "" {
+		delete(port, "host_ip")
+	}
+	executor["ports"] = []any{port}
+
+	return map[string]any{
+		"services": map[string]any{
+			AgentService:    agent,
+			ExecutorService: executor,
+		},
+		"volumes": map[string]any{
+			AgentVolume:    map[string]any{"labels": labels()},
+			ExecutorVolume: map[string]any{"labels": labels()},
+		},
+		"networks": map[string]any{
+			Network: map[string]any{"labels": labels()},
+		},
+	}
+}
+
+// reserved reports whether boxes itself sets the environment variable k.
+func reserved(k string) bool {
+	_, fixed := agentEnv[k]
+	return fixed || k == TokenVar || k == boxNameVar
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// serviceLabels are the resource labels plus the declared settings, which a
+// plan reads back to name what changed.
+func serviceLabels(b spec.Box, service string) map[string]any {
+	l := anyMap(Labels(b.Name))
+	l[SettingsLabel] = SettingsJSON(b, service)
+	return l
+}

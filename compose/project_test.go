@@ -1,0 +1,527 @@
+package compose
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/compose/v2/pkg/api"
+	dcompose "github.com/docker/compose/v2/pkg/compose"
+
+	"github.com/hermes-box/boxes/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+const (
+	testImage = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	testToken = "tok-0123456789abcdef0123456789abcdef"
+	testDir   = "/srv/boxes"
+)
+
+const gib = 1 << 30
+
+// box is a box as spec resolves it from the design's sketch defaults.
+func box(name string) spec.Box {
+	return spec.Box{
+		Name:  name,
+		State: spec.Running,
+		Settings: spec.Settings{
+			CPUs:     2,
+			Memory:   4 * gib,
+			Executor: spec.Executor{Bind: "127.0.0.1"},
+		},
+	}
+}
+
+func input(b spec.Box) Input {
+	return Input{
+		Box:        b,
+		Image:      testImage,
+		Token:      testToken,
+		WorkDir:    testDir,
+		ConfigFile: testDir + "/boxes.yaml",
+	}
+}
+
+func mustProject(t *testing.T, in Input) *types.Project {
+	t.Helper()
+	p, err := Project(in)
+	if err != nil {
+		t.Fatalf("Project: %v", err)
+	}
+	return p
+}
+
+func mustYAML(t *testing.T, p *types.Project) []byte {
+	t.Helper()
+	out, err := YAML(p)
+	if err != nil {
+		t.Fatalf("YAML: %v", err)
+	}
+	return out
+}
+
+func mustHashes(t *testing.T, p *types.Project) map[string]string {
+	t.Helper()
+	h, err := ServiceHashes(p)
+	if err != nil {
+		t.Fatalf("ServiceHashes: %v", err)
+	}
+	return h
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./compose -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test ./compose -update and review the diff)\n--- got\n%s", file, got)
+	}
+}
+
+// cases are the golden projects; each also runs through the contract checks.
+var cases = []struct {
+	name string
+	in   func() Input
+}{
+	{"defaults", func() Input { return input(box("alpha")) }},
+	{"overrides", func() Input {
+		b := box("beta")
+		b.CPUs = 4
+		b.Memory = 8 * gib
+		b.Env = map[string]string{"TZ": "Europe/Berlin", "PROMPT": "$USER@$HOSTNAME"}
+		b.Runtime = "runsc"
+		b.Executor.Bind = "0.0.0.0"
+		return input(b)
+	}},
+	{"unlimited", func() Input {
+		b := box("delta")
+		b.CPUs, b.Memory = 0, 0
+		return input(b)
+	}},
+	{"stopped", func() Input {
+		b := box("alpha")
+		b.State = spec.Stopped
+		return input(b)
+	}},
+	{"fixed-port", func() Input {
+		b := box("gamma")
+		b.Executor.Port = 8788
+		in := input(b)
+		in.HostPort = 49153 // a fixed port outranks the one the box had
+		return in
+	}},
+	{"auto-port-kept", func() Input {
+		in := input(box("alpha"))
+		in.HostPort = 49153
+		return in
+	}},
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			golden(t, c.name, mustYAML(t, mustProject(t, c.in())))
+		})
+	}
+}
+
+func TestStateDoesNotChangeTheProject(t *testing.T) {
+	running := input(box("alpha"))
+	stopped := input(box("alpha"))
+	stopped.Box.State = spec.Stopped
+	a, b := mustProject(t, running), mustProject(t, stopped)
+	if !bytes.Equal(mustYAML(t, a), mustYAML(t, b)) {
+		t.Error("a stopped box renders differently from a running one")
+	}
+	ha, hb := mustHashes(t, a), mustHashes(t, b)
+	for s := range ha {
+		if ha[s] != hb[s] {
+			t.Errorf("%s: hash changes with state", s)
+		}
+	}
+}
+
+// TestContract checks design section 1 on every golden project.
+func TestContract(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in()
+			name := in.Box.Name
+			p := mustProject(t, in)
+			want := Labels(name)
+
+			if p.Name != ProjectName(name) {
+				t.Errorf("project name %q, want %q", p.Name, ProjectName(name))
+			}
+			if got := p.ServiceNames(); strings.Join(got, ",") != AgentService+","+ExecutorService {
+				t.Errorf("services %v", got)
+			}
+			for sname, s := range p.Services {
+				hasLabels(t, "service "+sname, s.Labels, want)
+				if s.Hostname != sname {
+					t.Errorf("%s: hostname %q", sname, s.Hostname)
+				}
+				if s.Image != in.Image {
+					t.Errorf("%s: image %q", sname, s.Image)
+				}
+				if s.PullPolicy != types.PullPolicyNever {
+					t.Errorf("%s: pull_policy %q", sname, s.PullPolicy)
+				}
+				if s.Init == nil || !*s.Init {
+					t.Errorf("%s: init not true", sname)
+				}
+				if s.Restart != types.RestartPolicyUnlessStopped {
+					t.Errorf("%s: restart %q", sname, s.Restart)
+				}
+				if s.Sysctls["net.ipv6.conf.all.disable_ipv6"] != "1" {
+					t.Errorf("%s: sysctls %v", sname, s.Sysctls)
+				}
+				if s.Privileged || s.UseAPISocket || s.NetworkMode != "" || s.Pid != "" || s.Ipc != "" {
+					t.Errorf("%s: shares or escalates: privileged=%v api_socket=%v network_mode=%q pid=%q ipc=%q",
+						sname, s.Privileged, s.UseAPISocket, s.NetworkMode, s.Pid, s.Ipc)
+				}
+				if len(s.Volumes) != 1 {
+					t.Errorf("%s: %d volumes", sname, len(s.Volumes))
+				}
+				for _, v := range s.Volumes {
+					if v.Type != types.VolumeTypeVolume || v.Bind != nil {
+						t.Errorf("%s: volume %+v is not a named volume", sname, v)
+					}
+					if _, ok := p.Volumes[v.Source]; !ok {
+						t.Errorf("%s: volume %q is not the project's", sname, v.Source)
+					}
+					if v.Target != "/data" {
+						t.Errorf("%s: volume at %q", sname, v.Target)
+					}
+				}
+				if len(s.Devices) != 0 || len(s.CapAdd) != 0 || len(s.SecurityOpt) != 0 {
+					t.Errorf("%s: devices/cap_add/security_opt set", sname)
+				}
+				if _, ok := s.Networks[Network]; !ok || len(s.Networks) != 1 {
+					t.Errorf("%s: networks %v, want only %s", sname, s.Networks, Network)
+				}
+				if got := s.Environment[TokenVar]; got == nil || *got != testToken {
+					t.Errorf("%s: %s not the token", sname, TokenVar)
+				}
+				if got := s.Environment["BOX_NAME"]; got == nil || *got != name {
+					t.Errorf("%s: BOX_NAME %v", sname, got)
+				}
+				if s.Runtime != in.Box.Runtime {
+					t.Errorf("%s: runtime %q, want %q", sname, s.Runtime, in.Box.Runtime)
+				}
+				if float64(s.CPUS) != in.Box.CPUs || int64(s.MemLimit) != in.Box.Memory {
+					t.Errorf("%s: cpus %v mem_limit %v, want %v %v", sname, s.CPUS, s.MemLimit, in.Box.CPUs, in.Box.Memory)
+				}
+				if s.Deploy != nil {
+					t.Errorf("%s: deploy set; limits belong in cpus/mem_limit", sname)
+				}
+				if s.HealthCheck == nil || strings.Join(s.HealthCheck.Test, " ") != "CMD /usr/local/bin/hb health "+sname {
+					t.Errorf("%s: healthcheck %+v", sname, s.HealthCheck)
+				}
+				if strings.Join(s.Entrypoint, " ") != "/usr/local/bin/hb "+sname {
+					t.Errorf("%s: entrypoint %v", sname, s.Entrypoint)
+				}
+				for k, v := range map[string]string{
+					api.ProjectLabel:     p.Name,
+					api.ServiceLabel:     sname,
+					api.OneoffLabel:      "False",
+					api.WorkingDirLabel:  in.WorkDir,
+					api.ConfigFilesLabel: in.ConfigFile,
+				} {
+					if got, ok := s.CustomLabels[k]; !ok || got != v {
+						t.Errorf("%s: compose label %s=%q, want %q", sname, k, got, v)
+					}
+				}
+			}
+			for vname, v := range p.Volumes {
+				hasLabels(t, "volume "+vname, v.Labels, want)
+				if v.External || v.Name != VolumeName(name, vname) {
+					t.Errorf("volume %s: external=%v name %q", vname, v.External, v.Name)
+				}
+			}
+			if len(p.Volumes) != 2 {
+				t.Errorf("volumes %v", p.VolumeNames())
+			}
+			if len(p.Networks) != 1 {
+				t.Errorf("networks %v", p.NetworkNames())
+			}
+			for nname, n := range p.Networks {
+				hasLabels(t, "network "+nname, n.Labels, want)
+				if n.External || n.Name != NetworkName(name) {
+					t.Errorf("network %s: external=%v name %q", nname, n.External, n.Name)
+				}
+			}
+
+			agent := p.Services[AgentService]
+			if len(agent.Ports) != 0 || len(agent.Expose) != 0 {
+				t.Errorf("agent publishes %v / exposes %v", agent.Ports, agent.Expose)
+			}
+			if agent.Volumes[0].Source != AgentVolume {
+				t.Errorf("agent mounts %q", agent.Volumes[0].Source)
+			}
+			for k, v := range in.Box.Env {
+				if got := agent.Environment[k]; got == nil || *got != v {
+					t.Errorf("agent env %s=%v, want %q", k, got, v)
+				}
+			}
+			for k, v := range agentEnv {
+				if got := agent.Environment[k]; got == nil || *got != v {
+					t.Errorf("agent env %s=%v, want %q", k, got, v)
+				}
+			}
+
+			executor := p.Services[ExecutorService]
+			if executor.Volumes[0].Source != ExecutorVolume {
+				t.Errorf("executor mounts %q", executor.Volumes[0].Source)
+			}
+			for k := range in.Box.Env {
+				if _, ok := executor.Environment[k]; ok {
+					t.Errorf("executor gets the box's env %s", k)
+				}
+			}
+			if len(executor.Ports) != 1 {
+				t.Fatalf("executor ports %v", executor.Ports)
+			}
+			port := executor.Ports[0]
+			wantPublished := published(in)
+			if port.Target != ExecutorPort || port.Protocol != "tcp" || port.HostIP != in.Box.Executor.Bind || port.Published != wantPublished {
+				t.Errorf("executor port %+v, want %s:%s->%d/tcp", port, in.Box.Executor.Bind, wantPublished, ExecutorPort)
+			}
+
+			out := mustYAML(t, p)
+			if bytes.Contains(out, []byte(testToken)) {
+				t.Error("the token is in the rendered YAML")
+			}
+			if !bytes.Contains(out, []byte(TokenVar+": "+Redacted)) {
+				t.Error("the rendered YAML does not show the token as redacted")
+			}
+			if bytes.Contains(out, []byte("docker.sock")) {
+				t.Error("the Docker socket is in the project")
+			}
+			if got := p.Services[AgentService].Environment[TokenVar]; got == nil || *got != testToken {
+				t.Error("YAML changed the project")
+			}
+		})
+	}
+}
+
+func hasLabels(t *testing.T, what string, got map[string]string, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: label %s=%q, want %q", what, k, got[k], v)
+		}
+	}
+}
+
+func TestPrintingWithoutToken(t *testing.T) {
+	in := input(box("alpha"))
+	in.Token = ""
+	p := mustProject(t, in)
+	for name, s := range p.Services {
+		if got := s.Environment[TokenVar]; got == nil || *got != Redacted {
+			t.Errorf("%s: %s=%v, want the placeholder", name, TokenVar, got)
+		}
+	}
+	withToken := mustYAML(t, mustProject(t, input(box("alpha"))))
+	if !bytes.Equal(mustYAML(t, p), withToken) {
+		t.Error("a project built without the token renders differently from one with it")
+	}
+}
+
+func TestRejects(t *testing.T) {
+	for name, mutate := range map[string]func(*Input){
+		"no image":          func(in *Input) { in.Image = "" },
+		"no name":           func(in *Input) { in.Box.Name = "" },
+		"bad name":          func(in *Input) { in.Box.Name = "Not_OK!" },
+		"negative port":     func(in *Input) { in.Box.Executor.Port = -1 },
+		"kept port too big": func(in *Input) { in.HostPort = 70000 },
+		"env HOME":          func(in *Input) { in.Box.Env = map[string]string{"HOME": "/root"} },
+		"env token":         func(in *Input) { in.Box.Env = map[string]string{TokenVar: "mine"} },
+		"env BOX_NAME":      func(in *Input) { in.Box.Env = map[string]string{"BOX_NAME": "other"} },
+		"env EXECUTOR_HOST": func(in *Input) { in.Box.Env = map[string]string{"EXECUTOR_HOST": "http://x"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := input(box("alpha"))
+			mutate(&in)
+			if _, err := Project(in); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+// TestNothingLeaks: the user's environment and files beside boxes.yaml do not
+// reach the project, the way they would reach a `docker compose` run there.
+func TestNothingLeaks(t *testing.T) {
+	clean := mustProject(t, input(box("alpha")))
+
+	dir := t.TempDir()
+	for file, content := range map[string]string{
+		".env":                        "COMPOSE_PROJECT_NAME=evil\nCOMPOSE_PROFILES=extra\nEXECUTOR_TOKEN=leaked\nTZ=Mars/Olympus\nHOME=/leaked\n",
+		"compose.yaml":                "services:\n  extra:\n    image: busybox\n    volumes: ['/var/run/docker.sock:/var/run/docker.sock']\n",
+		"docker-compose.override.yml": "services:\n  agent:\n    privileged: true\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string]string{
+		"COMPOSE_PROJECT_NAME":    "evil",
+		"COMPOSE_PROFILES":        "extra",
+		"COMPOSE_FILE":            filepath.Join(dir, "compose.yaml"),
+		"COMPOSE_ENV_FILES":       filepath.Join(dir, ".env"),
+		"DOCKER_DEFAULT_PLATFORM": "linux/s390x",
+		"EXECUTOR_TOKEN":          "leaked",
+		"TZ":                      "Mars/Olympus",
+	} {
+		t.Setenv(k, v)
+	}
+	in := input(box("alpha"))
+	in.WorkDir = dir
+	in.ConfigFile = filepath.Join(dir, "boxes.yaml")
+	p := mustProject(t, in)
+
+	if !bytes.Equal(mustYAML(t, p), mustYAML(t, clean)) {
+		t.Errorf("the environment or the directory changed the project:\n%s", mustYAML(t, p))
+	}
+	hp, hc := mustHashes(t, p), mustHashes(t, clean)
+	for s := range hc {
+		if hp[s] != hc[s] {
+			t.Errorf("%s: hash changed", s)
+		}
+	}
+	if len(p.Environment) != 1 || p.Environment["COMPOSE_PROJECT_NAME"] != p.Name {
+		t.Errorf("project environment %v, want only COMPOSE_PROJECT_NAME=%s", p.Environment, p.Name)
+	}
+	if len(p.Profiles) != 0 || len(p.DisabledServices) != 0 {
+		t.Errorf("profiles %v disabled %v", p.Profiles, p.DisabledServices)
+	}
+}
+
+func TestServiceHashes(t *testing.T) {
+	base := func() Input { return input(box("alpha")) }
+	ref := mustHashes(t, mustProject(t, base()))
+	if len(ref) != 2 || ref[AgentService] == "" || ref[ExecutorService] == "" || ref[AgentService] == ref[ExecutorService] {
+		t.Fatalf("hashes %v", ref)
+	}
+
+	t.Run("stable", func(t *testing.T) {
+		in := base()
+		in.Box.Env = map[string]string{"A": "1", "B": "2", "C": "3", "D": "4", "E": "5", "F": "6"}
+		first := mustHashes(t, mustProject(t, in))
+		for range 50 {
+			in := base()
+			in.Box.Env = map[string]string{"F": "6", "E": "5", "D": "4", "C": "3", "B": "2", "A": "1"}
+			got := mustHashes(t, mustProject(t, in))
+			for s := range first {
+				if got[s] != first[s] {
+					t.Fatalf("%s: hash %s then %s for the same input", s, first[s], got[s])
+				}
+			}
+		}
+	})
+
+	t.Run("same token same hash", func(t *testing.T) {
+		got := mustHashes(t, mustProject(t, base()))
+		for s := range ref {
+			if got[s] != ref[s] {
+				t.Errorf("%s: hash changed with nothing changed", s)
+			}
+		}
+	})
+
+	// which says which services' hashes must change; the others must not.
+	const agent, executor, both = "agent", "executor", "both"
+	for _, c := range []struct {
+		name   string
+		which  string
+		mutate func(*Input)
+	}{
+		{"env", agent, func(in *Input) { in.Box.Env = map[string]string{"TZ": "UTC"} }},
+		{"cpus", both, func(in *Input) { in.Box.CPUs = 3 }},
+		{"memory", both, func(in *Input) { in.Box.Memory = 6 * gib }},
+		{"runtime", both, func(in *Input) { in.Box.Runtime = "runsc" }},
+		{"image", both, func(in *Input) { in.Image = "sha256:2222222222222222222222222222222222222222222222222222222222222222" }},
+		{"token", both, func(in *Input) { in.Token = "another-token" }},
+		{"fixed port", executor, func(in *Input) { in.Box.Executor.Port = 8788 }},
+		{"kept port", executor, func(in *Input) { in.HostPort = 49153 }},
+		{"bind", executor, func(in *Input) { in.Box.Executor.Bind = "0.0.0.0" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := base()
+			c.mutate(&in)
+			got := mustHashes(t, mustProject(t, in))
+			for s := range ref {
+				mustChange := c.which == both || c.which == s
+				if changed := got[s] != ref[s]; changed != mustChange {
+					t.Errorf("%s: changed=%v, want %v", s, changed, mustChange)
+				}
+			}
+		})
+	}
+
+	t.Run("what compose computes", func(t *testing.T) {
+		p := mustProject(t, base())
+		want := mustHashes(t, p)
+		// What Up does to the project before it hashes: record the image
+		// digest among the (unhashed) custom labels.
+		for name, s := range p.Services {
+			s.CustomLabels.Add(api.ImageDigestLabel, testImage)
+			p.Services[name] = s
+		}
+		for name := range p.Services {
+			s, err := p.GetService(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := dcompose.ServiceHash(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want[name] {
+				t.Errorf("%s: compose computes %s, ServiceHashes says %s", name, got, want[name])
+			}
+		}
+	})
+
+	t.Run("does not change the project", func(t *testing.T) {
+		p := mustProject(t, base())
+		s := p.Services[AgentService]
+		replicas := 1
+		s.Deploy = &types.DeployConfig{Replicas: &replicas}
+		p.Services[AgentService] = s
+		mustHashes(t, p)
+		if p.Services[AgentService].Deploy.Replicas == nil {
+			t.Error("ServiceHashes cleared deploy.replicas of the project")
+		}
+	})
+}
+
+// published is the host port the executor must be published on: the box's
+// fixed port, else the one it keeps, else none (Docker picks).
+func published(in Input) string {
+	switch {
+	case in.Box.Executor.Port != 0:
+		return strconv.Itoa(in.Box.Executor.Port)
+	case in.HostPort != 0:
+		return strconv.Itoa(in.HostPort)
+	}
+	return ""
+}

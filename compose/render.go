@@ -1,0 +1,22 @@
+package compose
+
+import (
+	"maps"
+
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// YAML renders the project as compose YAML for a person to read, with the
+// token replaced by Redacted. p itself is not changed.
+func YAML(p *types.Project) ([]byte, error) {
+	shown := *p
+	shown.Services = make(types.Services, len(p.Services))
+	for name, s := range p.Services {
+		if _, ok := s.Environment[TokenVar]; ok {
+			s.Environment = maps.Clone(s.Environment)
+			s.Environment[TokenVar] = new(Redacted)
+		}
+		shown.Services[name] = s
+	}
+	return shown.MarshalYAML()
+}

@@ -1,0 +1,176 @@
+// Package docker is the only package that holds a Docker engine client. It
+// observes labelled resources and applies compose projects through the
+// docker/compose library.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/cli/cli/command"
+	cliflags "github.com/docker/cli/cli/flags"
+	"github.com/docker/compose/v2/pkg/api"
+	composesvc "github.com/docker/compose/v2/pkg/compose"
+	"github.com/docker/compose/v2/pkg/progress"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Engine is one Docker engine: a box host.
+type Engine struct {
+	// Host is the boxes.yaml host name; "" is the local engine.
+	Host    string
+	api     client.APIClient
+	compose api.Compose
+	calls   *atomic.Int64
+}
+
+// Options tune how an engine is reached.
+type Options struct {
+	// CountCalls makes the engine count every HTTP request it sends (benchmarks).
+	CountCalls bool
+}
+
+// Connect reaches the engine of host: its docker: address, its docker context,
+// or for the local host ("") the environment's DOCKER_HOST / default socket.
+func Connect(ctx context.Context, host spec.Host, opts Options) (*Engine, error) {
+	// Compose's own progress output would interleave with ours.
+	progress.Mode = progress.ModeQuiet
+
+	cli, err := command.NewDockerCli(command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
+	if err != nil {
+		return nil, err
+	}
+	clientOpts := cliflags.NewClientOptions()
+	if host.Docker != "" {
+		clientOpts.Hosts = []string{host.Docker}
+	}
+	clientOpts.Context = host.Context
+
+	e := &Engine{Host: host.Name, calls: new(atomic.Int64)}
+	var initOpts []command.CLIOption
+	if host.Docker == "" && host.Context == "" && opts.CountCalls {
+		apiClient, err := localClient(e.calls, opts.CountCalls)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the local Docker engine: %w", err)
+		}
+		initOpts = append(initOpts, command.WithAPIClient(apiClient))
+	}
+	if err := cli.Initialize(clientOpts, initOpts...); err != nil {
+		return nil, fmt.Errorf("connecting to host %q: %w", host.Name, err)
+	}
+	e.api = cli.Client()
+	e.api.NegotiateAPIVersion(ctx)
+	e.compose = composesvc.NewComposeService(cli, composesvc.WithPrompt(decline))
+	return e, nil
+}
+
+// decline answers every compose prompt with no. Its one prompt on our path is
+// "volume config diverged, recreate it?", and yes would lose the box's data;
+// our own plan reports such divergence instead.
+func decline(string, bool) (bool, error) { return false, nil }
+
+func localClient(calls *atomic.Int64, count bool) (*client.Client, error) {
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil || !count {
+		return c, err
+	}
+	// HTTPClient returns a copy already dialling the right socket; wrap its
+	// transport and build the client again on it.
+	hc := c.HTTPClient()
+	hc.Transport = countingTransport{next: hc.Transport, calls: calls}
+	return client.NewClientWithOpts(client.FromEnv, client.WithHTTPClient(hc), client.WithAPIVersionNegotiation())
+}
+
+type countingTransport struct {
+	next  http.RoundTripper
+	calls *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	// The version negotiation ping is part of connecting, not of the work.
+	if !strings.HasSuffix(r.URL.Path, "/_ping") {
+		t.calls.Add(1)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// Calls is the number of API requests sent so far (with Options.CountCalls).
+func (e *Engine) Calls() int64 { return e.calls.Load() }
+
+// APIVersion is the API version negotiated with the engine.
+func (e *Engine) APIVersion() string { return e.api.ClientVersion() }
+
+// Client is the raw engine client, for callers in this package's tests and benchmarks.
+func (e *Engine) Client() client.APIClient { return e.api }
+
+// Close releases the connection.
+func (e *Engine) Close() error { return e.api.Close() }
+
+// Create makes the project's network, volumes and containers without starting
+// them. With force, existing containers are replaced even when compose sees no
+// difference (volumes are always kept).
+func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error {
+	recreate := api.RecreateDiverged
+	if force {
+		recreate = api.RecreateForce
+	}
+	return e.compose.Create(ctx, p, api.CreateOptions{
+		Services:             p.ServiceNames(),
+		Recreate:             recreate,
+		RecreateDependencies: recreate,
+		Inherit:              false,
+		RemoveOrphans:        true,
+		AssumeYes:            false,
+	})
+}
+
+// Start starts the project's created or stopped containers.
+func (e *Engine) Start(ctx context.Context, p *types.Project) error {
+	return e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})
+}
+
+// Stop stops every container of project.
+func (e *Engine) Stop(ctx context.Context, project string) error {
+	return e.compose.Stop(ctx, project, api.StopOptions{})
+}
+
+// RemoveContainer force-removes one container by ID (its anonymous volumes too; boxes has none).
+func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
+	return ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions()))
+}
+
+// RemoveNetwork removes one network by ID.
+func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
+	return ignoreNotFound(e.api.NetworkRemove(ctx, id))
+}
+
+// RemoveVolume removes one volume by name.
+func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
+	return ignoreNotFound(e.api.VolumeRemove(ctx, name, false))
+}
+
+func ignoreNotFound(err error) error {
+	if err != nil && errdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// IsNotFound reports whether err is the engine's "no such object".
+func IsNotFound(err error) bool { return errdefs.IsNotFound(err) || errors.Is(err, errNotFound) }
+
+var errNotFound = errors.New("not found")
+
+func containerRemoveOptions() container.RemoveOptions {
+	return container.RemoveOptions{Force: true, RemoveVolumes: false}
+}

@@ -1,0 +1,160 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// Observe takes one snapshot of the engine: three list calls (containers,
+// volumes, networks) however many boxes there are, plus one inspect per image
+// asked about.
+func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Observed, error) {
+	o := &reconcile.Observed{
+		Host: e.Host,
+		Unmanaged: reconcile.Unmanaged{
+			Containers: map[string]bool{},
+			Volumes:    map[string]bool{},
+			Networks:   map[string]bool{},
+		},
+		Images: map[string]bool{},
+	}
+	var (
+		containers []container.Summary
+		volumes    volume.ListResponse
+		networks   []network.Summary
+		present    = make([]bool, len(images))
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
+		return err
+	})
+	g.Go(func() (err error) {
+		volumes, err = e.api.VolumeList(gctx, volume.ListOptions{})
+		return err
+	})
+	g.Go(func() (err error) {
+		networks, err = e.api.NetworkList(gctx, network.ListOptions{})
+		return err
+	})
+	for i, id := range images {
+		g.Go(func() error {
+			_, err := e.api.ImageInspect(gctx, id)
+			if IsNotFound(err) {
+				return nil
+			}
+			present[i] = err == nil
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+	}
+	for i, id := range images {
+		o.Images[id] = present[i]
+	}
+
+	for _, c := range containers {
+		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
+		box, ok := managedBox(c.Labels)
+		if !ok {
+			o.Unmanaged.Containers[name] = true
+			continue
+		}
+		oc := reconcile.Container{
+			ID:         c.ID,
+			Name:       name,
+			Box:        box,
+			Service:    c.Labels["com.docker.compose.service"],
+			Image:      c.ImageID,
+			State:      c.State,
+			ConfigHash: c.Labels["com.docker.compose.config-hash"],
+			Labels:     c.Labels,
+		}
+		for _, p := range c.Ports {
+			if p.PublicPort == 0 {
+				continue
+			}
+			oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.IP, HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort)})
+		}
+		o.Containers = append(o.Containers, oc)
+	}
+	for _, v := range volumes.Volumes {
+		box, ok := managedBox(v.Labels)
+		if !ok {
+			o.Unmanaged.Volumes[v.Name] = true
+			continue
+		}
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Labels: v.Labels, Size: -1})
+	}
+	for _, n := range networks {
+		box, ok := managedBox(n.Labels)
+		if !ok {
+			o.Unmanaged.Networks[n.Name] = true
+			continue
+		}
+		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Labels: n.Labels})
+	}
+	o.Sort()
+	return o, nil
+}
+
+// VolumeSizes asks the engine for the size of every volume (one disk-usage
+// call; slow on big volumes, so only used when a plan deletes something).
+func (e *Engine) VolumeSizes(ctx context.Context) (map[string]int64, error) {
+	du, err := e.api.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.VolumeObject}})
+	if err != nil {
+		return nil, fmt.Errorf("measuring volumes on %s: %w", e.describe(), err)
+	}
+	sizes := map[string]int64{}
+	for _, v := range du.Volumes {
+		if v.UsageData != nil {
+			sizes[v.Name] = v.UsageData.Size
+		}
+	}
+	return sizes, nil
+}
+
+// ContainerEnv reads a container's configured environment (token recovery).
+func (e *Engine) ContainerEnv(ctx context.Context, id string) ([]string, error) {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Config == nil {
+		return nil, nil
+	}
+	return c.Config.Env, nil
+}
+
+func (e *Engine) describe() string {
+	if e.Host == "" {
+		return "the local engine"
+	}
+	return fmt.Sprintf("host %q", e.Host)
+}
+
+func managedBox(labels map[string]string) (string, bool) {
+	if labels[compose.ManagedLabel] != "1" {
+		return "", false
+	}
+	box := labels[compose.BoxLabel]
+	return box, box != ""
+}
+
+func firstOr(names []string, fallback string) string {
+	if len(names) > 0 {
+		return names[0]
+	}
+	return fallback
+}

@@ -1,0 +1,148 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// ReadyTimeout bounds how long WaitReady waits for a box's Executor.
+var ReadyTimeout = 90 * time.Second
+
+// WaitReady returns once box's Executor answers an authenticated MCP
+// initialize on its published port. On a remote host, whose published
+// address this machine may not reach, it waits for the container's
+// healthcheck instead.
+func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		url, err := e.probe(ctx, box, token)
+		if err == nil {
+			return url, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("executor of %s not ready after %s: %w", box, ReadyTimeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
+	c, err := e.executorContainer(ctx, box)
+	if err != nil {
+		return "", err
+	}
+	if c.State != "running" {
+		return "", fmt.Errorf("executor container is %s", c.State)
+	}
+	var hostIP string
+	var port uint16
+	for _, p := range c.Ports {
+		if int(p.PrivatePort) == compose.ExecutorPort && p.PublicPort != 0 {
+			hostIP, port = p.IP, p.PublicPort
+			break
+		}
+	}
+	if port == 0 {
+		return "", fmt.Errorf("executor publishes no port")
+	}
+	url := reconcile.ExecutorURL(hostIP, int(port))
+	if e.Host != "" {
+		inspect, err := e.api.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return "", err
+		}
+		if inspect.State == nil || inspect.State.Health == nil || inspect.State.Health.Status != "healthy" {
+			return "", fmt.Errorf("executor is not healthy yet")
+		}
+		return url, nil
+	}
+	return url, Initialize(ctx, url+"/mcp", token)
+}
+
+func (e *Engine) executorContainer(ctx context.Context, box string) (container.Summary, error) {
+	cs, err := e.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", compose.ManagedLabel+"=1"),
+		filters.Arg("label", compose.BoxLabel+"="+box),
+		filters.Arg("label", "com.docker.compose.service="+compose.ExecutorService),
+	)})
+	if err != nil {
+		return container.Summary{}, err
+	}
+	if len(cs) != 1 {
+		return container.Summary{}, fmt.Errorf("found %d executor containers", len(cs))
+	}
+	return cs[0], nil
+}
+
+// Initialize sends one MCP initialize over Streamable HTTP to url with the
+// bearer token and checks the JSON-RPC answer carries a protocol version.
+func Initialize(ctx context.Context, url, token string) error {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boxes","version":"1"}}}`
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &StatusError{Code: resp.StatusCode}
+	}
+	data = sseData(data)
+	var answer struct {
+		JSONRPC string `json:"jsonrpc"`
+		Result  struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &answer); err != nil {
+		return fmt.Errorf("initialize answer is not JSON-RPC: %w", err)
+	}
+	if answer.JSONRPC != "2.0" || answer.Result.ProtocolVersion == "" {
+		return fmt.Errorf("initialize answer has no protocol version")
+	}
+	return nil
+}
+
+// StatusError is an HTTP answer other than 200.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code)) }
+
+// sseData returns the first data: payload of a text/event-stream body, or the body as it is.
+func sseData(b []byte) []byte {
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
+			return bytes.TrimSpace(rest)
+		}
+	}
+	return b
+}

@@ -1,0 +1,222 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Engine is everything Apply needs from one Docker engine.
+type Engine interface {
+	// Create makes the project's network, volumes and containers, not started;
+	// force replaces existing containers (volumes are always kept).
+	Create(ctx context.Context, p *types.Project, force bool) error
+	Start(ctx context.Context, p *types.Project) error
+	Stop(ctx context.Context, project string) error
+	RemoveContainer(ctx context.Context, id string) error
+	RemoveNetwork(ctx context.Context, id string) error
+	RemoveVolume(ctx context.Context, name string) error
+	// WaitReady returns once the box's Executor answers an authenticated MCP
+	// initialize, with the URL it answers on.
+	WaitReady(ctx context.Context, box, token string) (string, error)
+}
+
+// Progress receives live per-box progress; it must be safe for concurrent use.
+type Progress interface {
+	Step(box, msg string)
+	Done(box string, err error)
+}
+
+// Applier carries out plans.
+type Applier struct {
+	Config      *spec.Config
+	Engines     map[string]Engine // by host name
+	Tokens      Tokens
+	Parallelism int
+	Progress    Progress
+}
+
+// BoxError is the failure of one box's steps.
+type BoxError struct {
+	Box string
+	Err error
+}
+
+func (e *BoxError) Error() string { return fmt.Sprintf("%s: %v", e.Box, e.Err) }
+func (e *BoxError) Unwrap() error { return e.Err }
+
+// Apply runs every box's steps, boxes in parallel and each box's steps in
+// order. A failing box does not stop the others; all failures come back
+// together, one *BoxError per box.
+func (a *Applier) Apply(ctx context.Context, p *Plan) error {
+	n := a.Parallelism
+	if n < 1 {
+		n = 1
+	}
+	sem := make(chan struct{}, n)
+	var (
+		mu   sync.Mutex
+		errs []*BoxError
+		wg   sync.WaitGroup
+	)
+	for _, bp := range p.Boxes {
+		if bp.Action == NoOp {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := a.applyBox(ctx, p.Image, bp)
+			a.Progress.Done(bp.Name, err)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, &BoxError{Box: bp.Name, Err: err})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Box < errs[j].Box })
+	var all *multierror.Error
+	for _, e := range errs {
+		all = multierror.Append(all, e)
+	}
+	all.ErrorFormat = func(es []error) string {
+		return fmt.Sprintf("%d of the plan's boxes failed", len(es))
+	}
+	return all
+}
+
+func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error {
+	lock, err := LockBox(a.Config.Path, bp.Name, "boxes apply")
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+
+	engine := a.Engines[bp.Host]
+	if engine == nil {
+		return fmt.Errorf("no engine for %s", hostLabel(bp.Host))
+	}
+	if bp.Action == Delete {
+		return a.delete(ctx, engine, bp)
+	}
+	if bp.Action == Stop {
+		a.Progress.Step(bp.Name, "stopping")
+		return engine.Stop(ctx, compose.ProjectName(bp.Name))
+	}
+
+	box, ok := a.Config.Box(bp.Name)
+	if !ok {
+		return fmt.Errorf("box %s is not in boxes.yaml", bp.Name)
+	}
+	if bp.Restore != "" {
+		return fmt.Errorf("restore: seeding a box from %s needs boxes load, which this version does not have yet; remove restore: or create the box empty", bp.Restore)
+	}
+	token, err := a.token(bp)
+	if err != nil {
+		return err
+	}
+	project, err := compose.Project(compose.Input{
+		Box:        box,
+		Image:      image,
+		Token:      token,
+		HostPort:   bp.HostPort,
+		WorkDir:    filepath.Dir(a.Config.Path),
+		ConfigFile: a.Config.Path,
+	})
+	if err != nil {
+		return err
+	}
+
+	switch bp.Action {
+	case Create:
+		a.Progress.Step(bp.Name, "creating network, volumes and containers")
+		if err := engine.Create(ctx, project, false); err != nil {
+			return err
+		}
+	case Recreate:
+		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
+		if err := engine.Create(ctx, project, true); err != nil {
+			return err
+		}
+	case Start:
+	default:
+		return fmt.Errorf("unknown action %q", bp.Action)
+	}
+	if box.State != spec.Running {
+		return nil
+	}
+	a.Progress.Step(bp.Name, "starting")
+	if err := engine.Start(ctx, project); err != nil {
+		return err
+	}
+	a.Progress.Step(bp.Name, "waiting for executor")
+	url, err := engine.WaitReady(ctx, bp.Name, token)
+	if err != nil {
+		return err
+	}
+	a.Progress.Step(bp.Name, "ready at "+url)
+	return nil
+}
+
+// token is the box's stored token, minted and stored first when the box has none.
+// It is written before any resource exists, so a create killed half-way resumes with it.
+func (a *Applier) token(bp BoxPlan) (string, error) {
+	token, ok, err := a.Tokens.Get(bp.Name)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return token, nil
+	}
+	if bp.Action == Start {
+		return "", errors.New("the box has no token in .boxes/secrets; run boxes plan to recover it")
+	}
+	if token, err = NewToken(); err != nil {
+		return "", err
+	}
+	return token, a.Tokens.Put(bp.Name, token)
+}
+
+// delete removes exactly the resources the plan listed: containers first,
+// then the network, then the volumes, then the token.
+func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
+	d := bp.Delete
+	if d == nil {
+		return errors.New("delete without a list of resources")
+	}
+	for _, c := range d.Containers {
+		a.Progress.Step(bp.Name, "removing container "+c.Name)
+		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("removing container %s: %w", c.Name, err)
+		}
+	}
+	for _, n := range d.Networks {
+		a.Progress.Step(bp.Name, "removing network "+n.Name)
+		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("removing network %s: %w", n.Name, err)
+		}
+	}
+	for _, v := range d.Volumes {
+		a.Progress.Step(bp.Name, "removing volume "+v.Name)
+		if err := engine.RemoveVolume(ctx, v.Name); err != nil {
+			return fmt.Errorf("removing volume %s: %w", v.Name, err)
+		}
+	}
+	return a.Tokens.Remove(bp.Name)
+}

@@ -1,0 +1,69 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrLocked is returned when another boxes process holds a lock.
+var ErrLocked = errors.New("locked")
+
+// FileLock is an exclusive, non-blocking lock on a file under .boxes/. The
+// kernel drops it when the process dies, so a killed apply never leaves it held.
+type FileLock struct {
+	f *os.File
+}
+
+// LockApply takes the one-apply-at-a-time lock of the boxes.yaml at configPath.
+func LockApply(configPath, what string) (*FileLock, error) {
+	return lockFile(filepath.Join(filepath.Dir(configPath), ".boxes", "apply.lock"), what)
+}
+
+// LockBox takes the per-box lock of box name.
+func LockBox(configPath, name, what string) (*FileLock, error) {
+	return lockFile(filepath.Join(filepath.Dir(configPath), ".boxes", "locks", name+".lock"), what)
+}
+
+func lockFile(path, what string) (*FileLock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h := strings.TrimSpace(string(holder))
+			if h == "" {
+				h = "another boxes process"
+			}
+			return nil, fmt.Errorf("%w: %s is held by %s", ErrLocked, path, h)
+		}
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	if err := f.Truncate(0); err == nil {
+		fmt.Fprintf(f, "%s (pid %d on %s, since %s)\n", what, os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+		_ = f.Sync()
+	}
+	return &FileLock{f: f}, nil
+}
+
+// Unlock releases the lock.
+func (l *FileLock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	_ = l.f.Truncate(0)
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

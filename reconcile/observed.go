@@ -1,0 +1,146 @@
+// Package reconcile decides what to do to each box: Observe takes a snapshot of
+// what Docker has, Plan (pure) compares it with boxes.yaml and boxes.lock, and
+// Apply carries a plan out through one narrow Engine interface.
+package reconcile
+
+import "sort"
+
+// Observed is a plain snapshot of one engine: every resource boxes manages
+// (labelled hermes-box-lite=1) and the names of those it does not, so that a
+// name clash can be reported without touching anything.
+type Observed struct {
+	Host       string
+	Containers []Container
+	Volumes    []Volume
+	Networks   []Network
+	// Unmanaged holds names of containers, volumes and networks without our label.
+	Unmanaged Unmanaged
+	// Images holds the IDs of images present on the engine that a plan asked about.
+	Images map[string]bool
+}
+
+// Unmanaged are resource names on the engine that boxes does not own.
+type Unmanaged struct {
+	Containers map[string]bool
+	Volumes    map[string]bool
+	Networks   map[string]bool
+}
+
+// Container is one labelled container.
+type Container struct {
+	ID      string
+	Name    string
+	Box     string
+	Service string
+	Image   string // image ID the container runs
+	// State is Docker's: created, running, paused, restarting, removing, exited, dead.
+	State      string
+	ConfigHash string
+	Labels     map[string]string
+	Ports      []Port
+	// Env is filled only for the executor when a token had to be recovered.
+	Env []string
+}
+
+// Port is one published port of a container.
+type Port struct {
+	HostIP        string
+	HostPort      int
+	ContainerPort int
+}
+
+// Volume is one labelled volume.
+type Volume struct {
+	Name   string
+	Box    string
+	Labels map[string]string
+	// Size in bytes, or -1 when the engine did not say (only asked for on delete).
+	Size int64
+}
+
+// Network is one labelled network.
+type Network struct {
+	ID     string
+	Name   string
+	Box    string
+	Labels map[string]string
+}
+
+// Boxes are the names of every box that has a labelled resource, sorted.
+func (o *Observed) Boxes() []string {
+	seen := map[string]bool{}
+	for _, c := range o.Containers {
+		seen[c.Box] = true
+	}
+	for _, v := range o.Volumes {
+		seen[v.Box] = true
+	}
+	for _, n := range o.Networks {
+		seen[n.Box] = true
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Resources are the labelled resources of one box on one engine.
+type Resources struct {
+	Containers []Container
+	Volumes    []Volume
+	Networks   []Network
+}
+
+// Empty reports whether the box has no labelled resource at all.
+func (r Resources) Empty() bool {
+	return len(r.Containers) == 0 && len(r.Volumes) == 0 && len(r.Networks) == 0
+}
+
+// Container returns the box's container of service, if any.
+func (r Resources) Container(service string) (Container, bool) {
+	for _, c := range r.Containers {
+		if c.Service == service {
+			return c, true
+		}
+	}
+	return Container{}, false
+}
+
+// Of returns the labelled resources of box name.
+func (o *Observed) Of(name string) Resources {
+	var r Resources
+	for _, c := range o.Containers {
+		if c.Box == name {
+			r.Containers = append(r.Containers, c)
+		}
+	}
+	for _, v := range o.Volumes {
+		if v.Box == name {
+			r.Volumes = append(r.Volumes, v)
+		}
+	}
+	for _, n := range o.Networks {
+		if n.Box == name {
+			r.Networks = append(r.Networks, n)
+		}
+	}
+	return r
+}
+
+// Sort puts every list in a stable order, so snapshots compare and hash equal.
+func (o *Observed) Sort() {
+	sort.Slice(o.Containers, func(i, j int) bool { return o.Containers[i].Name < o.Containers[j].Name })
+	sort.Slice(o.Volumes, func(i, j int) bool { return o.Volumes[i].Name < o.Volumes[j].Name })
+	sort.Slice(o.Networks, func(i, j int) bool { return o.Networks[i].Name < o.Networks[j].Name })
+	for i := range o.Containers {
+		c := &o.Containers[i]
+		sort.Slice(c.Ports, func(a, b int) bool {
+			if c.Ports[a].HostIP != c.Ports[b].HostIP {
+				return c.Ports[a].HostIP < c.Ports[b].HostIP
+			}
+			return c.Ports[a].HostPort < c.Ports[b].HostPort
+		})
+	}
+}

@@ -1,0 +1,269 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// FormatVersion is the version of the JSON plan schema; bump it on any
+// incompatible change.
+const FormatVersion = "1"
+
+var symbols = map[Action]string{
+	Create:   "+",
+	Recreate: "-/+",
+	Start:    "~",
+	Stop:     "~",
+	Delete:   "-",
+}
+
+var legendText = map[Action]string{
+	Create:   "create",
+	Recreate: "recreate (containers replaced, volumes kept)",
+	Start:    "start or stop",
+	Stop:     "start or stop",
+	Delete:   "delete (containers, network and volumes)",
+}
+
+var headline = map[Action]string{
+	Create:   "will be created",
+	Recreate: "must be replaced",
+	Start:    "will be started",
+	Stop:     "will be stopped",
+	Delete:   "will be deleted, with its data",
+}
+
+const (
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	red    = "\x1b[31m"
+	bold   = "\x1b[1m"
+	reset  = "\x1b[0m"
+)
+
+var colours = map[Action]string{Create: green, Recreate: yellow, Start: yellow, Stop: yellow, Delete: red}
+
+// SummaryLine is "Plan: 1 to create, 1 to recreate, 0 to start, 0 to stop, 1 to delete."
+func (p *Plan) SummaryLine() string {
+	if !p.Changes() {
+		return "No changes."
+	}
+	s := p.Summary()
+	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete.",
+		s.Create, s.Recreate, s.Start, s.Stop, s.Delete)
+}
+
+// RenderText writes the plan the way people read it in a terminal; colour only when asked.
+func (p *Plan) RenderText(w io.Writer, colour bool) {
+	paint := func(a Action, s string) string {
+		if !colour {
+			return s
+		}
+		return colours[a] + s + reset
+	}
+	if len(p.Target) > 0 {
+		fmt.Fprintf(w, "Note: this plan is limited to --target %s; other boxes were not looked at.\n\n", strings.Join(p.Target, ", "))
+	}
+	if !p.Changes() {
+		fmt.Fprintln(w, "No changes. Every box matches boxes.yaml and boxes.lock.")
+		return
+	}
+	fmt.Fprintln(w, "Box actions are indicated with the following symbols:")
+	seen := map[string]bool{}
+	for _, a := range []Action{Create, Recreate, Start, Stop, Delete} {
+		if p.count(a) == 0 || seen[legendText[a]] {
+			continue
+		}
+		seen[legendText[a]] = true
+		fmt.Fprintf(w, "  %s %s\n", paint(a, fmt.Sprintf("%3s", symbols[a])), legendText[a])
+	}
+	fmt.Fprintln(w, "\nboxes will perform the following actions:")
+	for _, b := range p.Boxes {
+		if b.Action == NoOp {
+			continue
+		}
+		fmt.Fprintln(w)
+		title := fmt.Sprintf("  # %s %s", b.Name, headline[b.Action])
+		if b.Host != "" {
+			title += " on host " + b.Host
+		}
+		if colour {
+			title = bold + title + reset
+		}
+		fmt.Fprintln(w, title)
+		fmt.Fprintf(w, "%s box %q\n", paint(b.Action, fmt.Sprintf("%3s", symbols[b.Action])), b.Name)
+		for _, r := range b.Reasons {
+			line := "      " + r.String()
+			if b.Action == Recreate && r.Kind != "replace" && r.Kind != "missing" && r.Kind != "duplicate" && r.Kind != "dead" {
+				line += " # forces replacement"
+			}
+			fmt.Fprintln(w, line)
+		}
+		if d := b.Delete; d != nil {
+			for _, line := range d.lines() {
+				fmt.Fprintf(w, "      %s %s\n", paint(Delete, "-"), line)
+			}
+			fmt.Fprintf(w, "      backup: %s\n", d.backupText())
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", paint(NoOp, p.SummaryLine()))
+}
+
+func (p *Plan) count(a Action) int {
+	n := 0
+	for _, b := range p.Boxes {
+		if b.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *Deletion) lines() []string {
+	var out []string
+	for _, c := range d.Containers {
+		out = append(out, "container "+c.Name)
+	}
+	for _, n := range d.Networks {
+		out = append(out, "network "+n.Name)
+	}
+	for _, v := range d.Volumes {
+		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, sizeText(v.Size)))
+	}
+	return out
+}
+
+func (d *Deletion) backupText() string {
+	if d.Backup == "" {
+		return "no backup found"
+	}
+	return d.Backup
+}
+
+func sizeText(n int64) string {
+	if n < 0 {
+		return "size unknown"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+// JSONPlan is the documented, versioned machine form of a plan.
+type JSONPlan struct {
+	FormatVersion string    `json:"format_version"`
+	Image         string    `json:"image"`
+	Target        []string  `json:"target"`
+	Changes       bool      `json:"changes"`
+	Boxes         []JSONBox `json:"boxes"`
+	Summary       Summary   `json:"summary"`
+}
+
+// JSONBox is one box in a JSONPlan. Actions follows Terraform: a recreate is
+// ["delete","create"] of its containers, so a script scanning for "delete"
+// must also look at the box's action.
+type JSONBox struct {
+	Name    string    `json:"name"`
+	Host    string    `json:"host"`
+	Action  Action    `json:"action"`
+	Actions []string  `json:"actions"`
+	Reasons []string  `json:"reasons"`
+	Causes  []Reason  `json:"causes"`
+	Delete  *Deletion `json:"delete,omitempty"`
+}
+
+// JSON is the plan in its machine form.
+func (p *Plan) JSON() JSONPlan {
+	out := JSONPlan{FormatVersion: FormatVersion, Image: p.Image, Target: p.Target, Changes: p.Changes(), Summary: p.Summary(), Boxes: []JSONBox{}}
+	if out.Target == nil {
+		out.Target = []string{}
+	}
+	for _, b := range p.Boxes {
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, Delete: b.Delete}
+		if jb.Causes == nil {
+			jb.Causes = []Reason{}
+		}
+		for _, r := range b.Reasons {
+			jb.Reasons = append(jb.Reasons, r.String())
+		}
+		switch b.Action {
+		case Recreate:
+			jb.Actions = []string{"delete", "create"}
+		case Start, Stop:
+			jb.Actions = []string{"update"}
+		case NoOp:
+			jb.Actions = []string{"no-op"}
+		default:
+			jb.Actions = []string{string(b.Action)}
+		}
+		out.Boxes = append(out.Boxes, jb)
+	}
+	return out
+}
+
+// RenderJSON writes the plan as indented JSON.
+func (p *Plan) RenderJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p.JSON())
+}
+
+// RenderMarkdown writes the plan for a pull-request comment: the summary line,
+// then the details folded in a diff fence so GitHub colours + and -.
+func (p *Plan) RenderMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "**boxes plan:** %s\n", p.SummaryLine())
+	if len(p.Target) > 0 {
+		fmt.Fprintf(w, "\n_Limited to --target %s._\n", strings.Join(p.Target, ", "))
+	}
+	if !p.Changes() {
+		return
+	}
+	fmt.Fprint(w, "\n<details><summary>Show plan</summary>\n\n```diff\n")
+	for _, b := range p.Boxes {
+		if b.Action == NoOp {
+			continue
+		}
+		where := ""
+		if b.Host != "" {
+			where = " (host " + b.Host + ")"
+		}
+		fmt.Fprintf(w, "%s %s %s%s\n", symbols[b.Action], b.Action, b.Name, where)
+		for _, r := range b.Reasons {
+			fmt.Fprintf(w, "#     %s\n", r.String())
+		}
+		if d := b.Delete; d != nil {
+			for _, line := range d.lines() {
+				fmt.Fprintf(w, "-     %s\n", line)
+			}
+			fmt.Fprintf(w, "#     backup: %s\n", d.backupText())
+		}
+	}
+	fmt.Fprint(w, "```\n\n</details>\n")
+}
+
+// ExecutorURL is the URL a box's Executor answers on from its host (no token).
+func ExecutorURL(bind string, port int) string {
+	if port == 0 {
+		return ""
+	}
+	host := bind
+	switch bind {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("http://%s:%d", host, port)
+}

@@ -1,0 +1,453 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultBind is where a box's Executor is published unless boxes.yaml says otherwise.
+const DefaultBind = "127.0.0.1"
+
+var (
+	boxNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sizePattern    = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
+)
+
+// Keys accepted at each level; the JSON Schema is built from the same lists.
+var (
+	topKeys      = []string{"version", "defaults", "boxes", "hosts", "archive"}
+	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env"}
+	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
+	executorKeys = []string{"bind", "port"}
+	hostKeys     = []string{"docker", "context"}
+	archiveKeys  = []string{"recipients"}
+)
+
+// Load reads and validates the boxes.yaml at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+type parser struct {
+	file string
+	errs Errors
+}
+
+func (p *parser) errorf(n *yaml.Node, hint, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil && n.Line > 0 {
+		line, col = n.Line, n.Column
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...), Hint: hint})
+}
+
+// Parse validates boxes.yaml content. It reports every problem it finds, as Errors.
+func Parse(path string, data []byte) (*Config, error) {
+	p := &parser{file: path}
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
+		return nil, p.errs
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.syntaxError(err)
+		return nil, p.errs
+	}
+	if len(doc.Content) == 0 {
+		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
+		return nil, p.errs
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.errorf(root, "", "the top level must be a mapping with version: and boxes:")
+		return nil, p.errs
+	}
+	cfg := &Config{Path: path, Hosts: map[string]Host{}}
+	top := p.mapping(root, topKeys)
+
+	if v, ok := top["version"]; ok {
+		if n, ok := p.int(v.value); ok {
+			if n != 1 {
+				p.errorf(v.value, "this boxes understands version: 1", "unsupported version %d", n)
+			}
+			cfg.Version = n
+		}
+	} else {
+		p.errorf(root, "add version: 1 at the top", "missing version")
+	}
+
+	defaults := Settings{Executor: Executor{Bind: DefaultBind}}
+	var defaultsSet fieldSet
+	if d, ok := top["defaults"]; ok {
+		defaultsSet = p.settings(d.value, &defaults, settingKeys)
+	}
+	cfg.Defaults = defaults
+
+	if h, ok := top["hosts"]; ok && p.kind(h.value, yaml.MappingNode, "a mapping of host names") {
+		for name, e := range p.mapping(h.value, nil) {
+			if !boxNamePattern.MatchString(name) {
+				p.errorf(e.key, "use a lowercase name of letters, digits and dashes", "bad host name %q", name)
+			}
+			host := Host{Name: name}
+			if !p.kind(e.value, yaml.MappingNode, "a mapping with docker: or context:") {
+				continue
+			}
+			fields := p.mapping(e.value, hostKeys)
+			if f, ok := fields["docker"]; ok {
+				host.Docker, _ = p.str(f.value)
+			}
+			if f, ok := fields["context"]; ok {
+				host.Context, _ = p.str(f.value)
+			}
+			if (host.Docker == "") == (host.Context == "") {
+				p.errorf(e.key, "e.g. {docker: ssh://me@nexus} or {context: nexus}", "host %s needs exactly one of docker: or context:", name)
+			}
+			cfg.Hosts[name] = host
+		}
+	}
+
+	if a, ok := top["archive"]; ok && p.kind(a.value, yaml.MappingNode, "a mapping") {
+		fields := p.mapping(a.value, archiveKeys)
+		if r, ok := fields["recipients"]; ok && p.kind(r.value, yaml.SequenceNode, "a list of age recipients") {
+			for _, item := range r.value.Content {
+				if s, ok := p.str(item); ok {
+					cfg.Recipients = append(cfg.Recipients, s)
+				}
+			}
+		}
+	}
+
+	if b, ok := top["boxes"]; ok && b.value.Tag != "!!null" {
+		if p.kind(b.value, yaml.MappingNode, "a mapping of box names") {
+			for name, e := range p.mapping(b.value, nil) {
+				if box, ok := p.box(name, e, defaults, defaultsSet, cfg); ok {
+					cfg.Boxes = append(cfg.Boxes, box)
+				}
+			}
+		}
+	}
+	sort.Slice(cfg.Boxes, func(i, j int) bool { return cfg.Boxes[i].Name < cfg.Boxes[j].Name })
+	p.portClashes(cfg, top)
+
+	if len(p.errs) > 0 {
+		return nil, p.errs.sorted()
+	}
+	return cfg, nil
+}
+
+func displayName(path string) string {
+	if i := strings.LastIndex(path, "/"); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+var syntaxLine = regexp.MustCompile(`line (\d+)`)
+
+func (p *parser) syntaxError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax error: " + msg})
+}
+
+type entry struct {
+	key, value *yaml.Node
+}
+
+// mapping returns the key → entry of a mapping node, reporting duplicate keys
+// (which yaml.v3's node API accepts) and, when known is non-nil, unknown keys.
+func (p *parser) mapping(n *yaml.Node, known []string) map[string]entry {
+	out := map[string]entry{}
+	if n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			p.errorf(k, "", "keys must be plain names")
+			continue
+		}
+		if first, dup := out[k.Value]; dup {
+			p.errorf(k, "remove one of them", "duplicate key %q (first at line %d)", k.Value, first.key.Line)
+			continue
+		}
+		if known != nil && !contains(known, k.Value) {
+			hint := "known keys: " + strings.Join(known, ", ")
+			if s := suggest(k.Value, known); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			p.errorf(k, hint, "unknown key %q", k.Value)
+			continue
+		}
+		out[k.Value] = entry{key: k, value: v}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) kind(n *yaml.Node, want yaml.Kind, what string) bool {
+	if n.Kind == want {
+		return true
+	}
+	p.errorf(n, "", "expected %s, found %s", what, describe(n))
+	return false
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	if n.Tag == "!!null" {
+		return "nothing"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+func (p *parser) str(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, "", "expected a string, found %s", describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) int(n *yaml.Node) (int, bool) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" {
+		if v, err := strconv.Atoi(n.Value); err == nil {
+			return v, true
+		}
+	}
+	p.errorf(n, "", "expected a whole number, found %s", describe(n))
+	return 0, false
+}
+
+// fieldSet records which settings a mapping set explicitly.
+type fieldSet map[string]bool
+
+func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
+	set := fieldSet{}
+	if !p.kind(n, yaml.MappingNode, "a mapping") {
+		return set
+	}
+	fields := p.mapping(n, known)
+	if f, ok := fields["cpus"]; ok {
+		if f.value.Kind == yaml.ScalarNode && (f.value.Tag == "!!int" || f.value.Tag == "!!float") {
+			v, err := strconv.ParseFloat(f.value.Value, 64)
+			if err != nil || v <= 0 {
+				p.errorf(f.value, "e.g. cpus: 2 or cpus: 0.5", "cpus must be a positive number, not %s", f.value.Value)
+			} else {
+				s.CPUs = v
+			}
+		} else {
+			p.errorf(f.value, "e.g. cpus: 2 or cpus: 0.5", "cpus must be a positive number, found %s", describe(f.value))
+		}
+		set["cpus"] = true
+	}
+	if f, ok := fields["memory"]; ok {
+		if v, err := ParseSize(f.value.Value); err != nil || f.value.Kind != yaml.ScalarNode {
+			p.errorf(f.value, "e.g. memory: 4GiB, 512MiB or 8g", "bad size %s", describe(f.value))
+		} else {
+			s.Memory = v
+		}
+		set["memory"] = true
+	}
+	if f, ok := fields["runtime"]; ok {
+		s.Runtime, _ = p.str(f.value)
+		set["runtime"] = true
+	}
+	if f, ok := fields["executor"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping with bind: and port:") {
+		ef := p.mapping(f.value, executorKeys)
+		if b, ok := ef["bind"]; ok {
+			if v, ok := p.str(b.value); ok {
+				if _, err := netip.ParseAddr(v); err != nil {
+					p.errorf(b.value, "e.g. bind: 127.0.0.1 or bind: 0.0.0.0", "bind must be an IP address, not %q", v)
+				} else {
+					s.Executor.Bind = v
+				}
+			}
+			set["executor.bind"] = true
+		}
+		if pt, ok := ef["port"]; ok {
+			switch {
+			case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
+				s.Executor.Port = 0
+			case pt.value.Kind == yaml.ScalarNode && pt.value.Tag == "!!int":
+				v, err := strconv.Atoi(pt.value.Value)
+				if err != nil || v < 1 || v > 65535 {
+					p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port %s is out of range", pt.value.Value)
+				} else {
+					s.Executor.Port = v
+				}
+			default:
+				p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port must be a number or auto, found %s", describe(pt.value))
+			}
+			set["executor.port"] = true
+		}
+	}
+	if f, ok := fields["env"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping of variable names to values") {
+		env := map[string]string{}
+		for k, v := range s.Env {
+			env[k] = v
+		}
+		for name, e := range p.mapping(f.value, nil) {
+			if !envNamePattern.MatchString(name) {
+				p.errorf(e.key, "names are letters, digits and _, not starting with a digit", "bad environment variable name %q", name)
+				continue
+			}
+			if e.value.Kind != yaml.ScalarNode {
+				p.errorf(e.value, "quote it to pass it as a string", "env %s must be a scalar, found %s", name, describe(e.value))
+				continue
+			}
+			env[name] = e.value.Value
+		}
+		s.Env = env
+	}
+	return set
+}
+
+func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *Config) (Box, bool) {
+	ok := true
+	if !boxNamePattern.MatchString(name) {
+		p.errorf(e.key, "a box name is a lowercase DNS label: a letter, then up to 30 letters, digits or dashes (so hbl-NAME is a valid compose project name)", "bad box name %q", name)
+		ok = false
+	}
+	b := Box{Name: name, State: Running, Settings: defaults, Line: e.key.Line}
+	b.Env = map[string]string{}
+	for k, v := range defaults.Env {
+		b.Env[k] = v
+	}
+	if e.value.Tag == "!!null" {
+		return b, ok
+	}
+	if !p.kind(e.value, yaml.MappingNode, "a mapping of box settings") {
+		return b, false
+	}
+	p.settings(e.value, &b.Settings, boxKeys)
+	fields := map[string]entry{}
+	for i := 0; i+1 < len(e.value.Content); i += 2 {
+		k := e.value.Content[i]
+		if _, seen := fields[k.Value]; !seen {
+			fields[k.Value] = entry{key: k, value: e.value.Content[i+1]}
+		}
+	}
+	if f, ok2 := fields["state"]; ok2 {
+		if v, isStr := p.str(f.value); isStr {
+			switch State(v) {
+			case Running, Stopped:
+				b.State = State(v)
+			default:
+				p.errorf(f.value, "use running or stopped", "bad state %q", v)
+				ok = false
+			}
+		}
+	}
+	if f, ok2 := fields["restore"]; ok2 {
+		b.Restore, _ = p.str(f.value)
+	}
+	if f, ok2 := fields["host"]; ok2 {
+		if v, isStr := p.str(f.value); isStr {
+			b.Host = v
+			if _, defined := cfg.Hosts[v]; !defined {
+				names := make([]string, 0, len(cfg.Hosts))
+				for n := range cfg.Hosts {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				hint := "define it under hosts:"
+				if len(names) > 0 {
+					hint = "defined hosts: " + strings.Join(names, ", ")
+				}
+				p.errorf(f.value, hint, "host %q is not defined under hosts:", v)
+				ok = false
+			}
+		}
+	}
+	return b, ok
+}
+
+// portClashes reports two boxes publishing the same fixed port on one host
+// where their bind addresses overlap (a wildcard overlaps every address of its family).
+func (p *parser) portClashes(cfg *Config, top map[string]entry) {
+	boxesNode := map[string]*yaml.Node{}
+	if b, ok := top["boxes"]; ok && b.value.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(b.value.Content); i += 2 {
+			boxesNode[b.value.Content[i].Value] = b.value.Content[i]
+		}
+	}
+	for i, a := range cfg.Boxes {
+		for _, b := range cfg.Boxes[:i] {
+			if a.Executor.Port == 0 || a.Executor.Port != b.Executor.Port || a.Host != b.Host || !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
+				continue
+			}
+			p.errorf(boxesNode[a.Name], "give one of them another port, or port: auto",
+				"box %s publishes executor port %d on %s, which box %s (line %d) already uses", a.Name, a.Executor.Port, a.Executor.Bind, b.Name, b.Line)
+		}
+	}
+}
+
+func bindsOverlap(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := netip.ParseAddr(a)
+	y, err2 := netip.ParseAddr(b)
+	if err1 != nil || err2 != nil || x.Is4() != y.Is4() {
+		return false
+	}
+	return x.IsUnspecified() || y.IsUnspecified()
+}
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1000,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1000 * 1000,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1000 * 1000 * 1000,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1000 * 1000 * 1000 * 1000,
+}
+
+// ParseSize reads 4GiB, 512MiB, 8g, 1.5GiB, 2GB or a plain number of bytes.
+func ParseSize(s string) (int64, error) {
+	m := sizePattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	unit, ok := sizeUnits[strings.ToLower(m[2])]
+	if !ok {
+		return 0, fmt.Errorf("bad size unit %q", m[2])
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v <= 0 || v*float64(unit) > 1<<62 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return int64(v * float64(unit)), nil
+}

@@ -1,0 +1,139 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseResolvesDefaults(t *testing.T) {
+	src := `version: 1
+defaults:
+  cpus: 2
+  memory: 4GiB
+  env: {TZ: UTC, LANG: C}
+  executor: {bind: 127.0.0.1, port: auto}
+boxes:
+  alpha: {}
+  beta:
+    state: stopped
+    memory: 8g
+    env: {TZ: Europe/Berlin}
+    executor: {port: 4800}
+hosts:
+  nexus: {docker: ssh://me@nexus}
+`
+	cfg, err := Parse("boxes.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Boxes) != 2 || cfg.Boxes[0].Name != "alpha" || cfg.Boxes[1].Name != "beta" {
+		t.Fatalf("boxes = %+v", cfg.Boxes)
+	}
+	a, b := cfg.Boxes[0], cfg.Boxes[1]
+	if a.CPUs != 2 || a.Memory != 4<<30 || a.State != Running || a.Executor.Bind != "127.0.0.1" || a.Executor.Port != 0 || a.Env["TZ"] != "UTC" {
+		t.Errorf("alpha = %+v", a)
+	}
+	if b.Memory != 8<<30 || b.State != Stopped || b.Executor.Port != 4800 || b.Executor.Bind != "127.0.0.1" || b.Env["TZ"] != "Europe/Berlin" || b.Env["LANG"] != "C" {
+		t.Errorf("beta = %+v", b)
+	}
+	if cfg.Hosts["nexus"].Docker != "ssh://me@nexus" {
+		t.Errorf("hosts = %+v", cfg.Hosts)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, src string
+		line, col int
+		msg, hint string
+	}{
+		{"empty", "", 1, 1, "is empty", "boxes init"},
+		{"syntax", "version: 1\nboxes:\n  a: b: c\n", 3, 1, "YAML syntax error", ""},
+		{"not a mapping", "- a\n", 1, 1, "top level must be a mapping", ""},
+		{"unknown top key", "version: 1\nboxs: {}\n", 2, 1, `unknown key "boxs"`, `did you mean "boxes"?`},
+		{"unknown box key", "version: 1\nboxes:\n  alpha:\n    memroy: 4GiB\n", 4, 5, `unknown key "memroy"`, `did you mean "memory"?`},
+		{"duplicate key", "version: 1\nboxes:\n  alpha: {}\n  alpha: {}\n", 4, 3, `duplicate key "alpha" (first at line 3)`, ""},
+		{"missing version", "boxes: {}\n", 1, 1, "missing version", "version: 1"},
+		{"unsupported version", "version: 2\n", 1, 10, "unsupported version 2", ""},
+		{"version type", "version: one\n", 1, 10, "expected a whole number", ""},
+		{"bad name", "version: 1\nboxes:\n  Alpha: {}\n", 3, 3, `bad box name "Alpha"`, "DNS label"},
+		{"long name", "version: 1\nboxes:\n  " + strings.Repeat("a", 32) + ": {}\n", 3, 3, "bad box name", ""},
+		{"bad size", "version: 1\nboxes:\n  a: {memory: 4 gigs}\n", 3, 15, "bad size", "4GiB"},
+		{"cpus zero", "version: 1\nboxes:\n  a: {cpus: 0}\n", 3, 13, "cpus must be a positive number", ""},
+		{"cpus type", "version: 1\nboxes:\n  a: {cpus: lots}\n", 3, 13, "cpus must be a positive number", ""},
+		{"bad state", "version: 1\nboxes:\n  a: {state: paused}\n", 3, 14, `bad state "paused"`, "running or stopped"},
+		{"port range", "version: 1\nboxes:\n  a: {executor: {port: 70000}}\n", 3, 24, "out of range", ""},
+		{"port zero", "version: 1\nboxes:\n  a: {executor: {port: 0}}\n", 3, 24, "out of range", ""},
+		{"port type", "version: 1\nboxes:\n  a: {executor: {port: high}}\n", 3, 24, "port must be a number or auto", ""},
+		{"bind", "version: 1\nboxes:\n  a: {executor: {bind: localhost}}\n", 3, 24, "bind must be an IP address", ""},
+		{"port clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800}}\n", 4, 3, "already uses", "another port"},
+		{"wildcard clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800, bind: 0.0.0.0}}\n", 4, 3, "already uses", ""},
+		{"undefined host", "version: 1\nboxes:\n  a: {host: nexus}\n", 3, 13, `host "nexus" is not defined`, "hosts:"},
+		{"env not scalar", "version: 1\nboxes:\n  a: {env: {X: [1]}}\n", 3, 16, "env X must be a scalar", ""},
+		{"env name", "version: 1\nboxes:\n  a: {env: {1X: y}}\n", 3, 13, "bad environment variable name", ""},
+		{"wrong type", "version: 1\nboxes: [a]\n", 2, 8, "expected a mapping of box names", ""},
+		{"host without engine", "version: 1\nhosts:\n  nexus: {}\n", 3, 3, "exactly one of docker: or context:", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("boxes.yaml", []byte(tc.src))
+			if cfg != nil {
+				t.Errorf("got a config despite errors")
+			}
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) == 0 {
+				t.Fatalf("err = %v, want Errors", err)
+			}
+			e := errs[0]
+			if e.Line != tc.line || e.Col != tc.col || !strings.Contains(e.Msg, tc.msg) || !strings.Contains(e.Hint, tc.hint) {
+				t.Errorf("got %d:%d %q hint %q; want %d:%d %q hint %q", e.Line, e.Col, e.Msg, e.Hint, tc.line, tc.col, tc.msg, tc.hint)
+			}
+			if !strings.HasPrefix(e.Error(), "boxes.yaml:") {
+				t.Errorf("error %q does not start with the file name", e.Error())
+			}
+		})
+	}
+}
+
+func TestParseReportsEveryError(t *testing.T) {
+	src := "version: 1\nboxes:\n  a: {cpus: -1}\n  B: {}\n  c: {state: up}\n"
+	_, err := Parse("boxes.yaml", []byte(src))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 3 {
+		t.Fatalf("want 3 errors, got %v", err)
+	}
+	if errs[0].Line != 3 || errs[1].Line != 4 || errs[2].Line != 5 {
+		t.Errorf("errors out of order: %v", errs)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"4GiB": 4 << 30, "512MiB": 512 << 20, "8g": 8 << 30, "1.5GiB": 3 << 29, "2GB": 2e9, "1024": 1024} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "-1g", "4 parsecs", "0"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("version: 1\nboxes:\n  alpha: {}\n"))
+	f.Add([]byte("version: 1\ndefaults: {memory: 4GiB, executor: {port: auto}}\nboxes: {a: {env: {X: 1}}}\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := Parse("boxes.yaml", data)
+		var errs Errors
+		if err != nil && errors.As(err, &errs) {
+			for _, e := range errs {
+				if e.Line < 1 {
+					t.Fatalf("error without a line: %v", e)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,209 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+const lockHeader = "# boxes.lock: written by boxes build / boxes lock. Review changes in pull requests; do not edit by hand.\n"
+
+var imageIDPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// The on-disk shape of boxes.lock; field order is the file's key order.
+type lockFile struct {
+	Version int        `yaml:"version"`
+	Pins    lockPins   `yaml:"pins"`
+	Image   *lockImage `yaml:"image,omitempty"`
+}
+
+type lockPins struct {
+	Base     *basePin `yaml:"base,omitempty"`
+	Node     *toolPin `yaml:"node,omitempty"`
+	Claude   *toolPin `yaml:"claude,omitempty"`
+	Codex    *toolPin `yaml:"codex,omitempty"`
+	Executor *toolPin `yaml:"executor,omitempty"`
+	Hermes   *toolPin `yaml:"hermes,omitempty"`
+	UV       *toolPin `yaml:"uv,omitempty"`
+}
+
+type basePin struct {
+	Image  string `yaml:"image"`
+	Digest string `yaml:"digest,omitempty"`
+}
+
+type toolPin struct {
+	Package   string `yaml:"package,omitempty"`
+	Version   string `yaml:"version"`
+	Integrity string `yaml:"integrity,omitempty"`
+}
+
+type lockImage struct {
+	ID     string    `yaml:"id"`
+	Ref    string    `yaml:"ref,omitempty"`
+	Inputs string    `yaml:"inputs,omitempty"`
+	Built  string    `yaml:"built,omitempty"`
+	Tools  yaml.Node `yaml:"tools,omitempty"`
+}
+
+// LoadLock reads boxes.lock; a missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func LoadLock(path string) (*Lock, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLock(path, data)
+}
+
+// ParseLock validates boxes.lock content.
+func ParseLock(path string, data []byte) (*Lock, error) {
+	p := &parser{file: path}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.syntaxError(err)
+		return nil, p.errs
+	}
+	if len(doc.Content) == 0 {
+		p.errorf(nil, "run boxes build or boxes lock image REF", "%s is empty", displayName(path))
+		return nil, p.errs
+	}
+	root := doc.Content[0]
+	// mapping() reports duplicate and unknown keys with their positions before decoding.
+	if root.Kind == yaml.MappingNode {
+		top := p.mapping(root, []string{"version", "pins", "image"})
+		if pins, ok := top["pins"]; ok {
+			p.mapping(pins.value, []string{"base", "node", "claude", "codex", "executor", "hermes", "uv"})
+		}
+		if img, ok := top["image"]; ok {
+			p.mapping(img.value, []string{"id", "ref", "inputs", "built", "tools"})
+		}
+	}
+	var lf lockFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&lf); err != nil && len(p.errs) == 0 {
+		p.syntaxError(err)
+	}
+	if len(p.errs) > 0 {
+		return nil, p.errs.sorted()
+	}
+	if lf.Version != 1 {
+		p.errorf(root, "this boxes understands version: 1", "unsupported lock version %d", lf.Version)
+		return nil, p.errs
+	}
+	l := &Lock{Path: path, Version: lf.Version}
+	if b := lf.Pins.Base; b != nil {
+		l.Pins.Base = BasePin{Image: b.Image, Digest: b.Digest}
+		if b.Digest != "" && !imageIDPattern.MatchString(b.Digest) {
+			p.errorf(root, "", "pins.base.digest must be sha256:<64 hex digits>")
+		}
+	}
+	for _, t := range []struct {
+		in  *toolPin
+		out *ToolPin
+	}{{lf.Pins.Node, &l.Pins.Node}, {lf.Pins.Claude, &l.Pins.Claude}, {lf.Pins.Codex, &l.Pins.Codex}, {lf.Pins.Executor, &l.Pins.Executor}, {lf.Pins.Hermes, &l.Pins.Hermes}, {lf.Pins.UV, &l.Pins.UV}} {
+		if t.in != nil {
+			*t.out = ToolPin{Package: t.in.Package, Version: t.in.Version, Integrity: t.in.Integrity}
+		}
+	}
+	if img := lf.Image; img != nil {
+		l.Image = &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
+		if !imageIDPattern.MatchString(img.ID) {
+			p.errorf(root, "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
+		}
+		if img.Built != "" {
+			t, err := time.Parse(time.RFC3339, img.Built)
+			if err != nil {
+				p.errorf(root, "", "image.built %q is not an RFC 3339 time", img.Built)
+			}
+			l.Image.Built = t.UTC()
+		}
+		if img.Tools.Kind == yaml.MappingNode {
+			for name, e := range p.mapping(&img.Tools, nil) {
+				if v, ok := p.str(e.value); ok {
+					l.Image.Tools[name] = v
+				}
+			}
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, p.errs.sorted()
+	}
+	return l, nil
+}
+
+// Marshal renders the lock with a header and a stable key order, so that
+// rewriting an unchanged lock changes no byte.
+func (l *Lock) Marshal() ([]byte, error) {
+	lf := lockFile{Version: 1}
+	if l.Pins.Base.Image != "" {
+		lf.Pins.Base = &basePin{Image: l.Pins.Base.Image, Digest: l.Pins.Base.Digest}
+	}
+	for _, t := range []struct {
+		in  ToolPin
+		out **toolPin
+	}{{l.Pins.Node, &lf.Pins.Node}, {l.Pins.Claude, &lf.Pins.Claude}, {l.Pins.Codex, &lf.Pins.Codex}, {l.Pins.Executor, &lf.Pins.Executor}, {l.Pins.Hermes, &lf.Pins.Hermes}, {l.Pins.UV, &lf.Pins.UV}} {
+		if t.in.Version != "" {
+			*t.out = &toolPin{Package: t.in.Package, Version: t.in.Version, Integrity: t.in.Integrity}
+		}
+	}
+	if img := l.Image; img != nil {
+		li := &lockImage{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs}
+		if !img.Built.IsZero() {
+			li.Built = img.Built.UTC().Format(time.RFC3339)
+		}
+		if len(img.Tools) > 0 {
+			names := make([]string, 0, len(img.Tools))
+			for n := range img.Tools {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			li.Tools = yaml.Node{Kind: yaml.MappingNode}
+			for _, n := range names {
+				li.Tools.Content = append(li.Tools.Content,
+					&yaml.Node{Kind: yaml.ScalarNode, Value: n},
+					&yaml.Node{Kind: yaml.ScalarNode, Value: img.Tools[n], Style: yaml.DoubleQuotedStyle})
+			}
+		}
+		lf.Image = li
+	}
+	var buf bytes.Buffer
+	buf.WriteString(lockHeader)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(lf); err != nil {
+		return nil, fmt.Errorf("writing boxes.lock: %w", err)
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+// WriteLock writes the lock atomically: a temporary file beside it, then a rename.
+func WriteLock(path string, l *Lock) error {
+	data, err := l.Marshal()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".boxes.lock.*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

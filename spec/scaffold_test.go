@@ -1,0 +1,68 @@
+package spec
+
+import (
+	"encoding/json"
+	"sort"
+	"testing"
+)
+
+func TestScaffoldParses(t *testing.T) {
+	cfg, err := Parse("boxes.yaml", Scaffold())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Boxes) != 1 || cfg.Boxes[0].Name != "alpha" {
+		t.Errorf("scaffold boxes = %+v", cfg.Boxes)
+	}
+}
+
+func TestSchemaMatchesParserKeys(t *testing.T) {
+	var s struct {
+		Properties map[string]struct {
+			Properties           map[string]any `json:"properties"`
+			AdditionalProperties any            `json:"additionalProperties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(Schema(), &s); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	if got := keys(s.Properties); !equal(got, sorted(topKeys)) {
+		t.Errorf("schema top keys %v, parser %v", got, sorted(topKeys))
+	}
+	if got := keysAny(s.Properties["defaults"].Properties); !equal(got, sorted(settingKeys)) {
+		t.Errorf("schema defaults keys %v, parser %v", got, sorted(settingKeys))
+	}
+	box := s.Properties["boxes"].AdditionalProperties.(map[string]any)["properties"].(map[string]any)
+	if got := keysAny(box); !equal(got, sorted(boxKeys)) {
+		t.Errorf("schema box keys %v, parser %v", got, sorted(boxKeys))
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keysAny(m map[string]any) []string { return keys(m) }
+
+func sorted(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+// Package spec reads and validates the files the user owns: boxes.yaml and
+// boxes.lock. It never talks to Docker.
+package spec
+
+// State is the declared run state of a box.
+type State string
+
+const (
+	Running State = "running"
+	Stopped State = "stopped"
+)
+
+// Config is a parsed, validated boxes.yaml with defaults applied to every box.
+type Config struct {
+	// Path is the file the config was read from; the lock and .boxes/ live beside it.
+	Path     string
+	Version  int
+	Defaults Settings
+	// Boxes are sorted by name.
+	Boxes []Box
+	// Hosts maps a host name to the engine that serves it. The implicit host
+	// "" (local) is the engine of the environment (DOCKER_HOST or the default socket).
+	Hosts map[string]Host
+	// Recipients are age recipients for archives (save); empty means passphrase.
+	Recipients []string
+}
+
+// Settings are the per-box knobs that defaults: can fill.
+type Settings struct {
+	CPUs     float64 // 0 means unlimited
+	Memory   int64   // bytes; 0 means unlimited
+	Executor Executor
+	Runtime  string // "" (engine default) or e.g. "runsc"
+	Env      map[string]string
+}
+
+// Executor says where a box's Executor port is published on its host.
+type Executor struct {
+	Bind string // IP address; default 127.0.0.1
+	Port int    // fixed host port, or 0 for auto-assigned
+}
+
+// Box is one declared box, fully resolved (defaults applied).
+type Box struct {
+	Name  string
+	Host  string // "" is the local engine
+	State State
+	Settings
+	// Restore is an archive path (relative to the config's directory) that seeds the box at create.
+	Restore string
+	// Line is where the box is declared in boxes.yaml, for messages.
+	Line int
+}
+
+// Host is one Docker engine named under hosts:.
+type Host struct {
+	Name    string
+	Docker  string // any DOCKER_HOST form
+	Context string // a docker context name
+}
+
+// Box returns the declared box with that name.
+func (c *Config) Box(name string) (Box, bool) {
+	for _, b := range c.Boxes {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Box{}, false
+}
