@@ -174,3 +174,15 @@ var errNotFound = errors.New("not found")
 func containerRemoveOptions() container.RemoveOptions {
 	return container.RemoveOptions{Force: true, RemoveVolumes: false}
 }
+
+// ImageID resolves ref (a tag or an ID) to the image ID the engine has.
+func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
+	img, err := e.api.ImageInspect(ctx, ref)
+	if err != nil {
+		if IsNotFound(err) {
+			return "", fmt.Errorf("the engine has no image %s", ref)
+		}
+		return "", err
+	}
+	return img.ID, nil
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -140,7 +141,7 @@ func Run(s Streams, args []string) error {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetArgs(args)
+	root.SetArgs(terraformFlags(args))
 	root.PersistentFlags().StringVarP(&env.File, "file", "f", "boxes.yaml", "path of boxes.yaml (boxes.lock and .boxes/ live beside it)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -160,5 +161,19 @@ var commands = []func(*Env) *cobra.Command{
 	newComposeCommand,
 	newPlanCommand,
 	newApplyCommand,
+	newLockCommand,
 	newComposeCommand,
+}
+
+// terraformFlags accepts Terraform's single-dash spelling -out FILE (and
+// -out=FILE), which people type from habit, as --out.
+func terraformFlags(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "-out" || strings.HasPrefix(a, "-out=") {
+			a = "-" + a
+		}
+		out[i] = a
+	}
+	return out
 }

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/spec"
+)
+
+func newLockCommand(env *Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lock",
+		Short: "Change boxes.lock",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "image REF",
+		Short: "Pin boxes.lock to an image the local engine already has",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("lock image needs exactly one image reference")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return lockImage(cmd, env, args[0])
+		},
+	})
+	return cmd
+}
+
+func lockImage(cmd *cobra.Command, env *Env, ref string) error {
+	lock, err := loadLock(env)
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		lock = &spec.Lock{Version: 1}
+	}
+	e, err := docker.Connect(cmd.Context(), spec.Host{}, docker.Options{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	id, err := e.ImageID(cmd.Context(), ref)
+	if err != nil {
+		return withHint(err, "run boxes build, or docker image ls to see what the engine has")
+	}
+	tools, err := e.ToolVersions(cmd.Context(), id)
+	if err != nil {
+		env.Warnf("could not read tool versions from %s: %v", ref, err)
+	}
+	lock.Image = &spec.Image{ID: id, Ref: ref, Built: time.Now().UTC().Truncate(time.Second), Tools: tools}
+	if err := spec.WriteLock(env.LockFile(), lock); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Out, "boxes.lock: image %s (%s)\n", id, ref)
+	return nil
+}
