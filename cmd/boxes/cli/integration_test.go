@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Test boxes are named it-*, so cleanup finds exactly them by their label.
+var itBoxes = []string{"it-alpha", "it-beta", "it-gamma", "it-delta"}
+
+func testImage(t *testing.T, envVar, def string) string {
+	t.Helper()
+	ref := os.Getenv(envVar)
+	if ref == "" {
+		ref = def
+	}
+	if out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", ref).CombinedOutput(); err != nil {
+		t.Fatalf("test image %s missing (run make test-image): %s", ref, out)
+	}
+	return ref
+}
+
+func dockerOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func removeTestBoxes() {
+	for _, b := range itBoxes {
+		f := "label=" + compose.BoxLabel + "=" + b
+		for _, kind := range []string{"container", "network", "volume"} {
+			ids, _ := exec.Command("docker", kind, "ls", "-q", "--filter", f, map[string]string{"container": "-a"}[kind]).Output()
+			for _, id := range strings.Fields(string(ids)) {
+				args := []string{kind, "rm", id}
+				if kind == "container" {
+					args = []string{"rm", "-f", id}
+				}
+				_ = exec.Command("docker", args...).Run()
+			}
+		}
+	}
+	_ = exec.Command("docker", "volume", "rm", "-f", compose.VolumeName("it-delta", compose.AgentVolume)).Run()
+}
+
+type run struct {
+	code          int
+	stdout, stderr string
+}
+
+func boxes(t *testing.T, dir string, args ...string) run {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...))
+	return run{code, out.String(), errb.String()}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrationPlanApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
+	image2 := testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
+	removeTestBoxes()
+	t.Cleanup(removeTestBoxes)
+
+	e, err := docker.Connect(context.Background(), spec.Host{}, docker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("engine API version %s", e.APIVersion())
+	e.Close()
+
+	dir := t.TempDir()
+	yaml := `version: 1
+boxes:
+  it-alpha: {}
+  it-beta: {state: stopped}
+  it-gamma: {env: {TZ: UTC}}
+`
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml)
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	lock, err := spec.LoadLock(filepath.Join(dir, "boxes.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dockerOut(t, "image", "inspect", "-f", "{{.Id}}", image); lock.Image.ID != want {
+		t.Fatalf("lock image ID %s, docker says %s", lock.Image.ID, want)
+	}
+
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("first apply: %+v", r)
+	}
+	if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 || !strings.Contains(r.stdout, "No changes.") {
+		t.Fatalf("plan after create: %+v", r)
+	}
+
+	t.Run("box on docker", func(t *testing.T) {
+		for _, kind := range []string{"container", "volume", "network"} {
+			args := []string{kind, "ls", "-q", "--filter", "label=" + compose.BoxLabel + "=it-alpha"}
+			if kind == "container" {
+				args = append(args, "-a")
+			}
+			all := strings.Fields(dockerOut(t, args...))
+			managed := strings.Fields(dockerOut(t, append(args, "--filter", "label="+compose.ManagedLabel+"=1")...))
+			if len(all) == 0 || len(all) != len(managed) {
+				t.Errorf("%ss of it-alpha: %d, of which labelled %s=1: %d", kind, len(all), compose.ManagedLabel, len(managed))
+			}
+		}
+		if ps := dockerOut(t, "ps", "--filter", "label=com.docker.compose.project=hbl-it-alpha", "--format", "{{.Names}}"); !strings.Contains(ps, "hbl-it-alpha-agent-1") || !strings.Contains(ps, "hbl-it-alpha-executor-1") {
+			t.Errorf("compose project label does not find both containers: %q", ps)
+		}
+		if ports := dockerOut(t, "port", "hbl-it-alpha-agent-1"); ports != "" {
+			t.Errorf("agent publishes %q", ports)
+		}
+		ports := dockerOut(t, "port", "hbl-it-alpha-executor-1", "4788/tcp")
+		if !strings.HasPrefix(ports, "127.0.0.1:") || strings.Contains(ports, "\n") {
+			t.Fatalf("executor published on %q, want 127.0.0.1 only", ports)
+		}
+		token, ok, err := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get("it-alpha")
+		if err != nil || !ok {
+			t.Fatalf("token: %v %v", ok, err)
+		}
+		url := "http://" + ports + "/mcp"
+		if err := docker.Initialize(context.Background(), url, token); err != nil {
+			t.Errorf("initialize with the token: %v", err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("initialize without the token: %v %v, want 401", resp, err)
+		}
+		inside := func(cmd string) (string, error) {
+			out, err := exec.Command("docker", "exec", "hbl-it-alpha-agent-1", "sh", "-c", cmd).CombinedOutput()
+			return strings.TrimSpace(string(out)), err
+		}
+		code, err := inside(`curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $EXECUTOR_TOKEN" -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}' http://executor:4788/mcp`)
+		if err != nil || code != "200" {
+			t.Errorf("from the agent with the token: %q %v", code, err)
+		}
+		code, _ = inside(`curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' http://executor:4788/mcp`)
+		if code != "401" {
+			t.Errorf("from the agent without the token: %q", code)
+		}
+		if out, err := inside("getent hosts hbl-it-gamma-executor-1 || getent hosts it-gamma-executor"); err == nil {
+			t.Errorf("alpha's agent resolves gamma's executor: %q", out)
+		}
+		if out, _ := inside("cat /proc/sys/net/ipv6/conf/all/disable_ipv6"); out != "1" {
+			t.Errorf("disable_ipv6 = %q", out)
+		}
+		if st := dockerOut(t, "inspect", "-f", "{{.State.Status}}", "hbl-it-beta-agent-1"); st == "running" {
+			t.Errorf("stopped box beta is running")
+		}
+	})
+
+	dockerOut(t, "exec", "hbl-it-gamma-agent-1", "sh", "-c", "echo kept > /data/marker")
+	alphaID := dockerOut(t, "inspect", "-f", "{{.Id}}", "hbl-it-alpha-agent-1")
+
+	t.Run("env change recreates only that box, data kept", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), strings.Replace(yaml, "TZ: UTC", "TZ: Europe/Berlin", 1))
+		r := boxes(t, dir, "plan", "--json")
+		var jp reconcile.JSONPlan
+		if err := json.Unmarshal([]byte(r.stdout), &jp); err != nil {
+			t.Fatalf("plan --json: %v\n%+v", err, r)
+		}
+		for _, b := range jp.Boxes {
+			want := reconcile.NoOp
+			if b.Name == "it-gamma" {
+				want = reconcile.Recreate
+				if !strings.Contains(strings.Join(b.Reasons, ";"), "env.TZ: UTC → Europe/Berlin") {
+					t.Errorf("gamma reasons %v", b.Reasons)
+				}
+			}
+			if b.Action != want {
+				t.Errorf("%s: %s, want %s", b.Name, b.Action, want)
+			}
+		}
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply: %+v", r)
+		}
+		if got := dockerOut(t, "exec", "hbl-it-gamma-agent-1", "cat", "/data/marker"); got != "kept" {
+			t.Errorf("marker after recreate: %q", got)
+		}
+		if got := dockerOut(t, "inspect", "-f", "{{.Id}}", "hbl-it-alpha-agent-1"); got != alphaID {
+			t.Errorf("alpha was recreated too")
+		}
+	})
+
+	t.Run("stale plan file is refused", func(t *testing.T) {
+		planFile := filepath.Join(dir, "stale.plan")
+		if r := boxes(t, dir, "plan", "-out", planFile); r.code != 0 {
+			t.Fatalf("plan -out: %+v", r)
+		}
+		if data, _ := os.ReadFile(planFile); bytes.Contains(data, []byte(mustToken(t, dir, "it-alpha"))) {
+			t.Errorf("plan file contains a token")
+		}
+		if r := boxes(t, dir, "lock", "image", image2); r.code != 0 {
+			t.Fatalf("lock image2: %+v", r)
+		}
+		r := boxes(t, dir, "apply", planFile)
+		if r.code != 1 || !strings.Contains(r.stderr, "plan is stale") {
+			t.Errorf("stale apply: %+v", r)
+		}
+	})
+
+	t.Run("new image recreates every box, data kept", func(t *testing.T) {
+		r := boxes(t, dir, "plan", "--json")
+		var jp reconcile.JSONPlan
+		_ = json.Unmarshal([]byte(r.stdout), &jp)
+		if jp.Summary.Recreate != 3 {
+			t.Fatalf("plan: %s", r.stdout)
+		}
+		for _, b := range jp.Boxes {
+			if len(b.Causes) == 0 || b.Causes[0].Kind != "image" {
+				t.Errorf("%s causes %+v", b.Name, b.Causes)
+			}
+		}
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply: %+v", r)
+		}
+		if got := dockerOut(t, "exec", "hbl-it-gamma-agent-1", "cat", "/data/marker"); got != "kept" {
+			t.Errorf("marker after image change: %q", got)
+		}
+		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
+			t.Errorf("plan after image change: %+v", r)
+		}
+	})
+
+	t.Run("delete needs confirmation", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n  it-beta: {state: stopped}\n")
+		before := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"=it-gamma")
+		r := boxes(t, dir, "apply", "--auto-approve")
+		if r.code != 1 || !strings.Contains(r.stderr, "--confirm-delete it-gamma") {
+			t.Errorf("apply without confirm: %+v", r)
+		}
+		if after := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"=it-gamma"); after != before || after == "" {
+			t.Fatalf("refused apply changed containers: %q → %q", before, after)
+		}
+		if r := boxes(t, dir, "apply", "--auto-approve", "--confirm-delete", "it-gamma"); r.code != 0 {
+			t.Fatalf("apply with confirm: %+v", r)
+		}
+		for _, kind := range []string{"ps -aq", "volume ls -q", "network ls -q"} {
+			args := append(strings.Fields(kind), "--filter", "label="+compose.BoxLabel+"=it-gamma")
+			if left := dockerOut(t, args...); left != "" {
+				t.Errorf("after delete, %s left %q", kind, left)
+			}
+		}
+	})
+
+	t.Run("unlabelled volume blocks the plan", func(t *testing.T) {
+		name := compose.VolumeName("it-delta", compose.AgentVolume)
+		dockerOut(t, "volume", "create", name)
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n  it-beta: {state: stopped}\n  it-delta: {}\n")
+		r := boxes(t, dir, "plan")
+		if r.code != 1 || !strings.Contains(r.stderr, name) {
+			t.Errorf("plan with a conflicting volume: %+v", r)
+		}
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 1 {
+			t.Errorf("apply with a conflicting volume: %+v", r)
+		}
+		if labels := dockerOut(t, "volume", "inspect", "-f", "{{json .Labels}}", name); strings.Contains(labels, compose.ManagedLabel) {
+			t.Errorf("the unlabelled volume was touched: %s", labels)
+		}
+		if c := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"=it-delta"); c != "" {
+			t.Errorf("containers made for it-delta despite the conflict")
+		}
+	})
+}
+
+func mustToken(t *testing.T, dir, box string) string {
+	t.Helper()
+	token, ok, err := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
+	if err != nil || !ok {
+		t.Fatalf("token of %s: %v %v", box, ok, err)
+	}
+	return token
+}
