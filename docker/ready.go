@@ -135,7 +135,9 @@ func Initialize(ctx context.Context, url, token string) error {
 // StatusError is an HTTP answer other than 200.
 type StatusError struct{ Code int }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code)) }
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code))
+}
 
 // sseData returns the first data: payload of a text/event-stream body, or the body as it is.
 func sseData(b []byte) []byte {

@@ -59,7 +59,7 @@ func removeTestBoxes() {
 }
 
 type run struct {
-	code          int
+	code           int
 	stdout, stderr string
 }
 
