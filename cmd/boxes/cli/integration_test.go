@@ -45,7 +45,11 @@ func removeTestBoxes() {
 	for _, b := range itBoxes {
 		f := "label=" + compose.BoxLabel + "=" + b
 		for _, kind := range []string{"container", "network", "volume"} {
-			ids, _ := exec.Command("docker", kind, "ls", "-q", "--filter", f, map[string]string{"container": "-a"}[kind]).Output()
+			ls := []string{kind, "ls", "-q", "--filter", f}
+			if kind == "container" {
+				ls = append(ls, "-a")
+			}
+			ids, _ := exec.Command("docker", ls...).Output()
 			for _, id := range strings.Fields(string(ids)) {
 				args := []string{kind, "rm", id}
 				if kind == "container" {
