@@ -1,0 +1,118 @@
+#!/bin/bash
+# test-image.sh builds the offline test images (what `make test-image` runs):
+#
+#   hermes-box-lite:test         docker/Dockerfile on a Debian bookworm base with
+#                                every install off, plus the Executor stand-in
+#                                (cmd/executor-standin) as /usr/local/bin/executor
+#   hermes-box-lite:test2        the same but for /opt/hermes-box/test-variant: a
+#                                second image for reconciler tests
+#   hermes-box-lite:test-recipe  docker/Dockerfile's own output, before the stand-in
+#
+# Needs docker and go; no registry. The base image hermes-box-lite-base:bookworm
+# is reused when present, else made with debootstrap from deb.debian.org.
+set -eu
+set -o pipefail
+
+readonly BASE=hermes-box-lite-base:bookworm
+readonly RECIPE_TAG=hermes-box-lite:test-recipe
+readonly TEST_TAG=hermes-box-lite:test
+readonly TEST2_TAG=hermes-box-lite:test2
+readonly INCLUDE=sudo,tmux,jq,curl,git,ca-certificates,procps,less,xz-utils
+readonly MIRROR=http://deb.debian.org/debian
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+now() { date +%s%N; }
+# since T0: seconds elapsed, one decimal.
+since() {
+	local ms=$((($(now) - $1) / 1000000))
+	printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+started=$(now)
+timed() {
+	local name=$1 t0 rc=0
+	shift
+	t0=$(now)
+	"$@" || rc=$?
+	printf 'test-image: %-28s %6ss%s\n' "$name" "$(since "$t0")" \
+		"$([ "$rc" -eq 0 ] || echo "  FAILED (exit $rc)")"
+	return "$rc"
+}
+
+base_image() {
+	if docker image inspect "$BASE" >/dev/null 2>&1; then
+		echo "test-image: reusing $BASE"
+		return 0
+	fi
+	local sudo=''
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	command -v debootstrap >/dev/null 2>&1 || {
+		echo "test-image: $BASE is missing and debootstrap is not installed" >&2
+		return 1
+	}
+	local rootfs=$work/rootfs
+	$sudo debootstrap --variant=minbase --include="$INCLUDE" bookworm "$rootfs" "$MIRROR"
+	$sudo tar -C "$rootfs" -c . | docker import - "$BASE"
+	$sudo rm -rf "$rootfs"
+}
+
+# The build context as boxes writes boxes.Recipe out: files 0644, dirs 0755,
+# so that both share the layer cache.
+recipe_context() {
+	local ctx=$work/recipe
+	mkdir -p "$ctx/docker"
+	cp "$root/docker/Dockerfile" "$ctx/docker/Dockerfile"
+	cp -R "$root/provision" "$root/guest" "$ctx/"
+	find "$ctx" -type d -exec chmod 0755 {} +
+	find "$ctx" -type f -exec chmod 0644 {} +
+}
+
+standin() {
+	mkdir -p "$work/overlay"
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' \
+		-o "$work/overlay/executor" ./cmd/executor-standin)
+}
+
+build_recipe() {
+	local arg
+	local -a args=(--build-arg "BASE_IMAGE=$BASE")
+	for arg in APT NODE UV CLAUDE CODEX EXECUTOR HERMES; do
+		args+=(--build-arg "INSTALL_$arg=0")
+	done
+	DOCKER_BUILDKIT=0 docker build "${args[@]}" -f "$work/recipe/docker/Dockerfile" \
+		-t "$RECIPE_TAG" "$work/recipe"
+}
+
+build_test() {
+	echo 1 >"$work/overlay/test-variant"
+	cat >"$work/overlay/Dockerfile" <<'EOF'
+ARG BASE
+FROM ${BASE}
+# Test only: the stand-in where the real image has the npm Executor.
+COPY executor /usr/local/bin/executor
+COPY test-variant /opt/hermes-box/test-variant
+EOF
+	DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$RECIPE_TAG" -t "$TEST_TAG" "$work/overlay"
+}
+
+build_test2() {
+	mkdir -p "$work/variant"
+	echo 2 >"$work/variant/test-variant"
+	cat >"$work/variant/Dockerfile" <<'EOF'
+ARG BASE
+FROM ${BASE}
+COPY test-variant /opt/hermes-box/test-variant
+EOF
+	DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$TEST_TAG" -t "$TEST2_TAG" "$work/variant"
+}
+
+timed "base image" base_image
+timed "executor stand-in" standin
+timed "recipe context" recipe_context
+timed "docker/Dockerfile" build_recipe
+timed "$TEST_TAG" build_test
+timed "$TEST2_TAG" build_test2
+printf 'test-image: %-28s %6ss\n' total "$(since "$started")"
+docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}} {{.Size}}' | grep '^hermes-box-lite:test' || true
