@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildBoxes compiles the real binary, so a test can SIGKILL it mid-apply.
+func buildBoxes(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "boxes")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// killAt runs apply and SIGKILLs it when the nth progress line containing step appears.
+func killAt(t *testing.T, bin, dir, step string, nth int) {
+	t.Helper()
+	cmd := exec.Command(bin, "-f", filepath.Join(dir, "boxes.yaml"), "apply", "--auto-approve", "--parallelism", "1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), step) {
+			seen++
+			if seen == nth {
+				_ = cmd.Process.Kill()
+				break
+			}
+		}
+	}
+	_ = cmd.Wait()
+	if seen < nth {
+		t.Fatalf("apply finished before the %dth %q", nth, step)
+	}
+}
+
+func TestIntegrationCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
+	image2 := testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
+	removeTestBoxes()
+	t.Cleanup(removeTestBoxes)
+	bin := buildBoxes(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n  it-beta: {}\n  it-gamma: {}\n")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock: %+v", r)
+	}
+
+	converge := func(t *testing.T) {
+		t.Helper()
+		r := boxes(t, dir, "plan", "--detailed-exitcode")
+		if r.code != 2 {
+			t.Fatalf("plan after the kill shows no remaining work: %+v", r)
+		}
+		t.Logf("plan after kill: %s", r.stdout[strings.LastIndex(r.stdout, "Plan:"):])
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply after the kill: %+v", r)
+		}
+		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
+			t.Fatalf("plan after converging: %+v", r)
+		}
+	}
+
+	for _, point := range []struct {
+		step string
+		nth  int
+	}{{"creating", 1}, {"starting", 1}, {"creating", 3}} {
+		t.Run("create killed at "+point.step, func(t *testing.T) {
+			removeTestBoxes()
+			_ = os.RemoveAll(filepath.Join(dir, ".boxes"))
+			killAt(t, bin, dir, point.step, point.nth)
+			converge(t)
+		})
+	}
+
+	for _, b := range []string{"it-alpha", "it-beta", "it-gamma"} {
+		dockerOut(t, "exec", "hbl-"+b+"-agent-1", "sh", "-c", "echo kept > /data/marker")
+	}
+	if r := boxes(t, dir, "lock", "image", image2); r.code != 0 {
+		t.Fatalf("lock: %+v", r)
+	}
+	t.Run("recreate killed while replacing", func(t *testing.T) {
+		killAt(t, bin, dir, "replacing", 2)
+		time.Sleep(200 * time.Millisecond)
+		converge(t)
+		for _, b := range []string{"it-alpha", "it-beta", "it-gamma"} {
+			if got := dockerOut(t, "exec", "hbl-"+b+"-agent-1", "cat", "/data/marker"); got != "kept" {
+				t.Errorf("%s lost its data: %q", b, got)
+			}
+			if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 2 {
+				t.Errorf("%s has %d containers, want 2", b, n)
+			}
+			if n := len(strings.Fields(dockerOut(t, "volume", "ls", "-q", "--filter", "label=boxes.box="+b))); n != 2 {
+				t.Errorf("%s has %d volumes, want 2", b, n)
+			}
+		}
+	})
+}
