@@ -50,13 +50,7 @@ func killAt(t *testing.T, bin, dir, step string, nth int) {
 }
 
 func TestIntegrationCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real Docker engine test")
-	}
-	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
-	image2 := testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
-	removeTestBoxes()
-	t.Cleanup(removeTestBoxes)
+	image, image2 := startIntegration(t)
 	bin := buildBoxes(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n  it-beta: {}\n  it-gamma: {}\n")

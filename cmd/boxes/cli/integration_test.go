@@ -81,14 +81,22 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func TestIntegrationPlanApply(t *testing.T) {
+// startIntegration skips under -short, finds both test images, and removes
+// the it-* boxes before and after the test, also when it fails.
+func startIntegration(t *testing.T) (image, image2 string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("real Docker engine test")
 	}
-	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
-	image2 := testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
+	image = testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
+	image2 = testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
 	removeTestBoxes()
 	t.Cleanup(removeTestBoxes)
+	return image, image2
+}
+
+func TestIntegrationPlanApply(t *testing.T) {
+	image, image2 := startIntegration(t)
 
 	e, err := docker.Connect(context.Background(), spec.Host{}, docker.Options{})
 	if err != nil {
