@@ -152,7 +152,7 @@ func model(in Input) map[string]any {
 			"init":        true,
 			"restart":     types.RestartPolicyUnlessStopped,
 			"sysctls":     map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
-			"labels":      serviceLabels(b, role),
+			"labels":      serviceLabels(b, role, in.HostPort),
 			"environment": map[string]any{TokenVar: token, boxNameVar: b.Name},
 			"healthcheck": map[string]any{
 				"test":         []any{"CMD", hb, "health", role},
@@ -254,8 +254,13 @@ func anyMap(m map[string]string) map[string]any {
 
 // serviceLabels are the resource labels plus the declared settings, which a
 // plan reads back to name what changed.
-func serviceLabels(b spec.Box, service string) map[string]any {
+func serviceLabels(b spec.Box, service string, keptPort int) map[string]any {
 	l := anyMap(Labels(b.Name))
 	l[SettingsLabel] = SettingsJSON(b, service)
+	// A stopped container lists no published port; this label still tells a
+	// plan which auto-assigned port a recreate pinned.
+	if service == ExecutorService && keptPort != 0 && b.Executor.Port == 0 {
+		l[HostPortLabel] = strconv.Itoa(keptPort)
+	}
 	return l
 }

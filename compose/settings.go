@@ -14,6 +14,9 @@ import (
 // plan can name what changed (old → new) without inspecting anything.
 const SettingsLabel = "boxes.settings"
 
+// HostPortLabel records the auto-assigned executor host port a recreate kept.
+const HostPortLabel = "boxes.host-port"
+
 // Settings flattens the declared knobs of a box that shape its containers into
 // field → value, e.g. "memory" → "4GiB", "env.TZ" → "Europe/Berlin".
 func Settings(b spec.Box) map[string]string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
@@ -510,7 +511,8 @@ func executorHostPort(c Container) int {
 			return p.HostPort
 		}
 	}
-	return 0
+	port, _ := strconv.Atoi(c.Labels[compose.HostPortLabel])
+	return port
 }
 
 func isRunning(state string) bool {

@@ -1,292 +1,477 @@
-package reconcile
+package reconcile_test
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 const (
-	imgA  = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	imgB  = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	token = "t0k3n"
+	testImage  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	oldImage   = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	testToken  = "tok-0123456789abcdef0123456789abcdef"
+	testConfig = "/srv/boxes/boxes.yaml"
+	gib        = 1 << 30
 )
 
-func box(name string, mut ...func(*spec.Box)) spec.Box {
-	b := spec.Box{Name: name, State: spec.Running, Settings: spec.Settings{Executor: spec.Executor{Bind: "127.0.0.1"}, Env: map[string]string{}}}
-	for _, m := range mut {
-		m(&b)
+func testBox(name string) spec.Box {
+	return spec.Box{
+		Name:  name,
+		State: spec.Running,
+		Settings: spec.Settings{
+			CPUs:     2,
+			Memory:   4 * gib,
+			Executor: spec.Executor{Bind: "127.0.0.1"},
+			Env:      map[string]string{"TZ": "UTC"},
+		},
 	}
-	return b
 }
 
-func config(boxes ...spec.Box) *spec.Config {
-	return &spec.Config{Path: "/w/boxes.yaml", Version: 1, Boxes: boxes}
+func testCfg(boxes ...spec.Box) *spec.Config {
+	return &spec.Config{Path: testConfig, Version: 1, Boxes: boxes}
 }
 
-// existing builds the labelled resources compose would have made for b from image
-// with the executor on hostPort (0: created with port auto and given 49153).
-func existing(t *testing.T, b spec.Box, image string, state string) Resources {
+// hashesFor is what the planner computes for b: the same compose.Input.
+func hashesFor(t *testing.T, b spec.Box, image string, hostPort int) map[string]string {
 	t.Helper()
-	p, err := compose.Project(compose.Input{Box: b, Image: image, Token: token, WorkDir: "/w", ConfigFile: "/w/boxes.yaml"})
+	p, err := compose.Project(compose.Input{
+		Box:        b,
+		Image:      image,
+		Token:      testToken,
+		HostPort:   hostPort,
+		WorkDir:    filepath.Dir(testConfig),
+		ConfigFile: testConfig,
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("compose.Project: %v", err)
 	}
-	hashes, err := compose.ServiceHashes(p)
+	h, err := compose.ServiceHashes(p)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ServiceHashes: %v", err)
 	}
-	var r Resources
-	for _, s := range []string{compose.AgentService, compose.ExecutorService} {
-		c := Container{ID: b.Name + "-" + s, Name: compose.ContainerName(b.Name, s), Box: b.Name, Service: s, Image: image, State: state,
-			ConfigHash: hashes[s], Labels: map[string]string{compose.SettingsLabel: compose.SettingsJSON(b, s)}}
-		if s == compose.ExecutorService {
-			port := b.Executor.Port
-			if port == 0 {
-				port = 49153
-			}
-			c.Ports = []Port{{HostIP: "127.0.0.1", HostPort: port, ContainerPort: compose.ExecutorPort}}
+	return h
+}
+
+// observeBox adds every resource of b, as created from image with hashes, to o.
+func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state string, hostPort int) {
+	t.Helper()
+	hashes := hashesFor(t, b, image, 0)
+	for _, svc := range []string{compose.AgentService, compose.ExecutorService} {
+		labels := compose.Labels(b.Name)
+		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
+		c := reconcile.Container{
+			ID:         "id-" + b.Name + "-" + svc,
+			Name:       compose.ContainerName(b.Name, svc),
+			Box:        b.Name,
+			Service:    svc,
+			Image:      image,
+			State:      state,
+			ConfigHash: hashes[svc],
+			Labels:     labels,
 		}
-		r.Containers = append(r.Containers, c)
+		if svc == compose.ExecutorService && hostPort != 0 {
+			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
+		}
+		o.Containers = append(o.Containers, c)
 	}
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		r.Volumes = append(r.Volumes, Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Size: -1})
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Labels: compose.Labels(b.Name), Size: -1})
 	}
-	r.Networks = []Network{{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name}}
-	return r
+	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Labels: compose.Labels(b.Name)})
 }
 
-func observed(rs ...Resources) *Observed {
-	o := &Observed{Images: map[string]bool{imgA: true, imgB: true}, Unmanaged: Unmanaged{Containers: map[string]bool{}, Volumes: map[string]bool{}, Networks: map[string]bool{}}}
-	for _, r := range rs {
-		o.Containers = append(o.Containers, r.Containers...)
-		o.Volumes = append(o.Volumes, r.Volumes...)
-		o.Networks = append(o.Networks, r.Networks...)
-	}
-	o.Sort()
-	return o
+func emptyObserved() *reconcile.Observed {
+	return &reconcile.Observed{Images: map[string]bool{testImage: true}}
 }
 
-func input(cfg *spec.Config, o *Observed) Input {
-	tokens := map[string]string{}
-	for _, n := range o.Boxes() {
-		tokens[n] = token
-	}
-	return Input{Config: cfg, Image: imgA, Observed: map[string]*Observed{"": o}, Tokens: tokens}
+func obsMap(o *reconcile.Observed) map[string]*reconcile.Observed {
+	return map[string]*reconcile.Observed{"": o}
 }
 
-func TestPlanActions(t *testing.T) {
-	alpha := box("alpha")
-	berlin := box("alpha", func(b *spec.Box) { b.Env["TZ"] = "Europe/Berlin" })
-	stopped := box("alpha", func(b *spec.Box) { b.State = spec.Stopped })
-	cases := []struct {
-		name    string
-		in      Input
-		action  Action
-		reasons string
+func TestNewPlan(t *testing.T) {
+	stopped := testBox("web")
+	stopped.State = spec.Stopped
+	changed := testBox("web")
+	changed.Env = map[string]string{"TZ": "Europe/Berlin"}
+	auto := testBox("web")
+
+	tests := []struct {
+		name string
+		in   func(t *testing.T) reconcile.Input
+		want []reconcile.BoxPlan
 	}{
-		{"new", input(config(alpha), observed()), Create, "box is declared and has no resources"},
-		{"unchanged", input(config(alpha), observed(existing(t, alpha, imgA, "running"))), NoOp, ""},
-		{"stopped, declared running", input(config(alpha), observed(existing(t, alpha, imgA, "exited"))), Start, "state: stopped → running"},
-		{"running, declared stopped", input(config(stopped), observed(existing(t, alpha, imgA, "running"))), Stop, "state: running → stopped"},
-		{"image", input(config(alpha), observed(existing(t, alpha, imgB, "running"))), Recreate, "image: bbbbbbbbbbbb → aaaaaaaaaaaa"},
-		{"env", input(config(berlin), observed(existing(t, alpha, imgA, "running"))), Recreate, "env.TZ: (none) → Europe/Berlin"},
-		{"dead", func() Input {
-			r := existing(t, alpha, imgA, "running")
-			r.Containers[0].State = "dead"
-			return input(config(alpha), observed(r))
-		}(), Recreate, "container agent is dead"},
-		{"missing", func() Input {
-			r := existing(t, alpha, imgA, "running")
-			r.Containers = r.Containers[:1]
-			return input(config(alpha), observed(r))
-		}(), Recreate, "container executor is missing"},
-		{"replace", func() Input {
-			in := input(config(alpha), observed(existing(t, alpha, imgA, "running")))
-			in.Replace = map[string]bool{"alpha": true}
-			return in
-		}(), Recreate, "asked for with --replace"},
-		{"undeclared", input(config(), observed(existing(t, alpha, imgA, "running"))), Delete, "box is no longer declared in boxes.yaml"},
+		{
+			name: "empty observed creates both",
+			in: func(t *testing.T) reconcile.Input {
+				return reconcile.Input{Config: testCfg(testBox("a"), testBox("b")), Image: testImage, Observed: obsMap(emptyObserved())}
+			},
+			want: []reconcile.BoxPlan{
+				{Name: "a", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}},
+				{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}},
+			},
+		},
+		{
+			name: "fully observed and running is a no-op",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), testImage, "running", 0)
+				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.NoOp, State: spec.Running}},
+		},
+		{
+			name: "exited and declared running starts",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), testImage, "exited", 0)
+				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Start, State: spec.Running,
+				Reasons: []reconcile.Reason{{Kind: "state", Old: "stopped", New: "running"}}}},
+		},
+		{
+			name: "running and declared stopped stops",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, stopped, testImage, "running", 0)
+				return reconcile.Input{Config: testCfg(stopped), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Stop, State: spec.Stopped,
+				Reasons: []reconcile.Reason{{Kind: "state", Old: "running", New: "stopped"}}}},
+		},
+		{
+			name: "image differs recreates",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), oldImage, "running", 0)
+				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+				Reasons: []reconcile.Reason{{Kind: "image", Old: oldImage, New: testImage}}}},
+		},
+		{
+			name: "env changed recreates naming the field",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), testImage, "running", 0) // old env TZ=UTC
+				return reconcile.Input{Config: testCfg(changed), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+				Reasons: []reconcile.Reason{{Kind: "config", Field: "env.TZ", Old: "UTC", New: "Europe/Berlin"}}}},
+		},
+		{
+			name: "missing executor container recreates",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), testImage, "running", 0)
+				var keep []reconcile.Container
+				for _, c := range o.Containers {
+					if c.Service != compose.ExecutorService {
+						keep = append(keep, c)
+					}
+				}
+				o.Containers = keep
+				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+				Reasons: []reconcile.Reason{{Kind: "missing", Service: compose.ExecutorService}}}},
+		},
+		{
+			name: "replace recreates",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("web"), testImage, "running", 0)
+				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o),
+					Tokens: map[string]string{"web": testToken}, Replace: map[string]bool{"web": true}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+				Reasons: []reconcile.Reason{{Kind: "replace"}}}},
+		},
+		{
+			name: "undeclared box is deleted",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("old"), testImage, "running", 0)
+				return reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o),
+					VolumeSizes: map[string]map[string]int64{"": {compose.VolumeName("old", compose.AgentVolume): 3 * gib}},
+					Backups:     map[string]string{"old": "backups/old-2026-01-01.tar.age"}}
+			},
+			want: []reconcile.BoxPlan{{Name: "old", Action: reconcile.Delete,
+				Reasons: []reconcile.Reason{{Kind: "undeclared"}},
+				Delete: &reconcile.Deletion{
+					Containers: []reconcile.NamedID{
+						{Name: "hbl-old-agent-1", ID: "id-old-agent"},
+						{Name: "hbl-old-executor-1", ID: "id-old-executor"},
+					},
+					Networks: []reconcile.NamedID{{Name: "hbl-old_default", ID: "net-old"}},
+					Volumes: []reconcile.DeletedVolume{
+						{Name: "hbl-old_agent-data", Size: 3 * gib},
+						{Name: "hbl-old_exec-data", Size: -1},
+					},
+					Backup: "backups/old-2026-01-01.tar.age",
+				}}},
+		},
+		{
+			name: "target limits the plan",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, testBox("old"), testImage, "running", 0)
+				return reconcile.Input{Config: testCfg(testBox("a"), testBox("b")), Image: testImage, Observed: obsMap(o),
+					Target: map[string]bool{"b": true}}
+			},
+			want: []reconcile.BoxPlan{{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}}},
+		},
+		{
+			name: "auto port kept is a no-op",
+			in: func(t *testing.T) reconcile.Input {
+				o := emptyObserved()
+				observeBox(t, o, auto, testImage, "running", 49153) // hashed with HostPort 0
+				return reconcile.Input{Config: testCfg(auto), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
+			},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.NoOp, State: spec.Running, HostPort: 49153}},
+		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := NewPlan(tc.in)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := reconcile.NewPlan(tt.in(t))
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("NewPlan: %v", err)
 			}
-			if len(p.Boxes) != 1 {
-				t.Fatalf("boxes %+v", p.Boxes)
-			}
-			b := p.Boxes[0]
-			var reasons []string
-			for _, r := range b.Reasons {
-				reasons = append(reasons, r.String())
-			}
-			if b.Action != tc.action || strings.Join(reasons, "; ") != tc.reasons {
-				t.Errorf("got %s %q, want %s %q", b.Action, reasons, tc.action, tc.reasons)
-			}
-		})
-	}
-}
-
-func TestPlanKeepsAutoPort(t *testing.T) {
-	alpha := box("alpha")
-	p, err := NewPlan(input(config(alpha), observed(existing(t, alpha, imgB, "running"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Boxes[0].Action != Recreate || p.Boxes[0].HostPort != 49153 {
-		t.Errorf("recreate keeps host port: %+v", p.Boxes[0])
-	}
-}
-
-func TestPlanErrors(t *testing.T) {
-	alpha := box("alpha")
-	noImage := input(config(alpha), observed())
-	noImage.Image = ""
-	missing := input(config(alpha), observed())
-	missing.Observed[""].Images[imgA] = false
-	conflict := input(config(alpha), observed())
-	conflict.Observed[""].Unmanaged.Volumes[compose.VolumeName("alpha", compose.AgentVolume)] = true
-	for name, tc := range map[string]struct {
-		in   Input
-		want error
-		text string
-	}{
-		"no image":      {noImage, ErrNoImage, "boxes.lock has no image"},
-		"not on engine": {missing, ErrImageMissing, "lacks aaaaaaaaaaaa"},
-		"conflict":      {conflict, ErrUnmanagedConflict, "volume hbl-alpha_agent-data"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := NewPlan(tc.in)
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
-				t.Errorf("err = %v, want %v containing %q", err, tc.want, tc.text)
-			}
-		})
-	}
-}
-
-func TestPlanDeterministicAndTargeted(t *testing.T) {
-	in := input(config(box("alpha"), box("beta")), observed(existing(t, box("gamma"), imgA, "running")))
-	a, err := NewPlan(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := NewPlan(in)
-	if !reflect.DeepEqual(a, b) {
-		t.Error("same input, different plans")
-	}
-	in.Target = map[string]bool{"beta": true}
-	p, err := NewPlan(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Boxes) != 1 || p.Boxes[0].Name != "beta" {
-		t.Errorf("targeted plan: %+v", p.Boxes)
-	}
-}
-
-func TestRenderGolden(t *testing.T) {
-	alpha := box("alpha")
-	gamma := existing(t, box("gamma"), imgA, "running")
-	in := input(config(box("alpha", func(b *spec.Box) { b.Env["TZ"] = "Europe/Berlin" }), box("beta"), box("delta")), observed(existing(t, alpha, imgA, "running"), existing(t, box("delta"), imgA, "exited"), gamma))
-	in.VolumeSizes = map[string]map[string]int64{"": {"hbl-gamma_agent-data": 12 << 20, "hbl-gamma_exec-data": 4096}}
-	in.Backups = map[string]string{"gamma": "backups/gamma-20261202-101500.tar.gz.age"}
-	p, err := NewPlan(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	none, err := NewPlan(input(config(alpha), observed(existing(t, alpha, imgA, "running"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, render := range map[string]func(*bytes.Buffer){
-		"plan.txt":        func(w *bytes.Buffer) { p.RenderText(w, false) },
-		"plan-colour.txt": func(w *bytes.Buffer) { p.RenderText(w, true) },
-		"plan.json":       func(w *bytes.Buffer) { _ = p.RenderJSON(w) },
-		"plan.md":         func(w *bytes.Buffer) { p.RenderMarkdown(w) },
-		"none.txt":        func(w *bytes.Buffer) { none.RenderText(w, false) },
-		"none.md":         func(w *bytes.Buffer) { none.RenderMarkdown(w) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			render(&buf)
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
+			if !reflect.DeepEqual(p.Boxes, tt.want) {
+				t.Errorf("boxes:\n got %+v\nwant %+v", p.Boxes, tt.want)
+				for _, b := range p.Boxes {
+					if b.Delete != nil {
+						t.Logf("%s delete: %+v", b.Name, *b.Delete)
+					}
 				}
 			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./reconcile -update)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("%s differs from its golden file:\n%s", name, buf.String())
+			if p.Image != testImage {
+				t.Errorf("Image = %q", p.Image)
 			}
 		})
+	}
+}
+
+func TestNewPlanTargetRecorded(t *testing.T) {
+	in := reconcile.Input{Config: testCfg(testBox("a"), testBox("b")), Image: testImage, Observed: obsMap(emptyObserved()),
+		Target: map[string]bool{"b": true, "a": true}}
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p.Target, []string{"a", "b"}) {
+		t.Errorf("Target = %v", p.Target)
+	}
+	in.Target = map[string]bool{"nope": true}
+	if _, err := reconcile.NewPlan(in); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown target: err = %v", err)
+	}
+}
+
+func TestNewPlanErrors(t *testing.T) {
+	t.Run("unmanaged conflict", func(t *testing.T) {
+		o := emptyObserved()
+		vol := compose.VolumeName("new", compose.AgentVolume)
+		o.Unmanaged.Volumes = map[string]bool{vol: true}
+		_, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("new")), Image: testImage, Observed: obsMap(o)})
+		if !errors.Is(err, reconcile.ErrUnmanagedConflict) {
+			t.Fatalf("err = %v, want ErrUnmanagedConflict", err)
+		}
+		if !strings.Contains(err.Error(), vol) {
+			t.Errorf("err %q does not name %s", err, vol)
+		}
+		var ce *reconcile.ConflictError
+		if !errors.As(err, &ce) || len(ce.Resources) != 1 {
+			t.Errorf("ConflictError = %+v", ce)
+		}
+	})
+	t.Run("no image", func(t *testing.T) {
+		_, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("a")), Observed: obsMap(emptyObserved())})
+		if !errors.Is(err, reconcile.ErrNoImage) {
+			t.Fatalf("err = %v, want ErrNoImage", err)
+		}
+	})
+	t.Run("image missing", func(t *testing.T) {
+		o := emptyObserved()
+		o.Images[testImage] = false
+		_, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("a")), Image: testImage, Observed: obsMap(o)})
+		if !errors.Is(err, reconcile.ErrImageMissing) {
+			t.Fatalf("err = %v, want ErrImageMissing", err)
+		}
+	})
+	t.Run("no config", func(t *testing.T) {
+		if _, err := reconcile.NewPlan(reconcile.Input{}); err == nil {
+			t.Fatal("want an error without a config")
+		}
+	})
+}
+
+func TestNewPlanDeterministic(t *testing.T) {
+	mk := func() reconcile.Input {
+		o := emptyObserved()
+		observeBox(t, o, testBox("web"), oldImage, "running", 0)
+		observeBox(t, o, testBox("old"), testImage, "exited", 0)
+		return reconcile.Input{
+			Config:   testCfg(testBox("a"), testBox("web"), testBox("z")),
+			Image:    testImage,
+			Observed: obsMap(o),
+			Tokens:   map[string]string{"web": testToken},
+			Target:   map[string]bool{"a": true, "web": true, "old": true},
+		}
+	}
+	p1, err := reconcile.NewPlan(mk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := reconcile.NewPlan(mk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p1, p2) {
+		t.Errorf("plans differ:\n%+v\n%+v", p1, p2)
 	}
 }
 
 func TestTokens(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "secrets")
-	s := Tokens{Dir: dir}
-	if _, ok, err := s.Get("alpha"); ok || err != nil {
-		t.Fatalf("empty store: %v %v", ok, err)
+	dir := t.TempDir()
+	store := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml"))
+	if _, ok, err := store.Get("web"); ok || err != nil {
+		t.Fatalf("Get before Put: ok=%v err=%v", ok, err)
 	}
-	tok, err := NewToken()
-	if err != nil || len(tok) != 64 {
-		t.Fatalf("token %q %v", tok, err)
+	if err := store.Put("web", testToken); err != nil {
+		t.Fatalf("Put: %v", err)
 	}
-	if other, _ := NewToken(); other == tok {
-		t.Error("two tokens alike")
+	got, ok, err := store.Get("web")
+	if err != nil || !ok || got != testToken {
+		t.Fatalf("Get = %q, %v, %v", got, ok, err)
 	}
-	if err := s.Put("alpha", tok); err != nil {
+	if err := store.Put("web", "second"); err != nil {
+		t.Fatalf("Put again: %v", err)
+	}
+	if got, _, _ := store.Get("web"); got != "second" {
+		t.Errorf("Get after replace = %q", got)
+	}
+	st, err := os.Stat(store.Dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := s.Get("alpha"); got != tok || !ok || err != nil {
-		t.Errorf("get = %q %v %v", got, ok, err)
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode = %o, want 700", st.Mode().Perm())
 	}
-	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
-		t.Errorf("dir mode %v", fi.Mode().Perm())
-	}
-	if fi, _ := os.Stat(filepath.Join(dir, "alpha.env")); fi.Mode().Perm() != 0o600 {
-		t.Errorf("file mode %v", fi.Mode().Perm())
-	}
-	if err := s.Remove("alpha"); err != nil {
+	fst, err := os.Stat(filepath.Join(store.Dir, "web.env"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.Get("alpha"); ok {
-		t.Error("removed token still there")
+	if fst.Mode().Perm() != 0o600 {
+		t.Errorf("file mode = %o, want 600", fst.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(store.Dir)
+	if len(entries) != 1 {
+		t.Errorf("secrets dir holds %d entries, want 1 (no temp files left)", len(entries))
+	}
+	if err := store.Remove("web"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, ok, err := store.Get("web"); ok || err != nil {
+		t.Errorf("Get after Remove: ok=%v err=%v", ok, err)
+	}
+	if err := store.Remove("web"); err != nil {
+		t.Errorf("Remove twice: %v", err)
 	}
 }
 
-func TestApplyLock(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
-	first, err := LockApply(cfg, "boxes apply")
+func TestTokenGetMalformed(t *testing.T) {
+	store := reconcile.Tokens{Dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(store.Dir, "web.env"), []byte("OTHER=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := store.Get("web"); ok || err == nil {
+		t.Errorf("Get malformed: ok=%v err=%v", ok, err)
+	}
+}
+
+func TestNewToken(t *testing.T) {
+	a, err := reconcile.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = LockApply(cfg, "boxes apply")
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "boxes apply (pid") {
-		t.Errorf("second lock: %v", err)
-	}
-	if err := first.Unlock(); err != nil {
+	b, err := reconcile.NewToken()
+	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := LockApply(cfg, "boxes apply")
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	if !hex64.MatchString(a) || !hex64.MatchString(b) {
+		t.Errorf("tokens not 64 hex chars: %q %q", a, b)
+	}
+	if a == b {
+		t.Errorf("two tokens are equal: %q", a)
+	}
+}
+
+func TestTokenFromEnv(t *testing.T) {
+	if got, ok := reconcile.TokenFromEnv([]string{"PATH=/bin", compose.TokenVar + "=abc", "X=1"}); !ok || got != "abc" {
+		t.Errorf("TokenFromEnv = %q, %v", got, ok)
+	}
+	if _, ok := reconcile.TokenFromEnv([]string{compose.TokenVar + "="}); ok {
+		t.Error("empty token found")
+	}
+	if _, ok := reconcile.TokenFromEnv(nil); ok {
+		t.Error("token found in nil env")
+	}
+}
+
+func TestLockApply(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
+	l1, err := reconcile.LockApply(cfg, "boxes apply")
+	if err != nil {
+		t.Fatalf("first lock: %v", err)
+	}
+	l2, err := reconcile.LockApply(cfg, "boxes plan")
+	if !errors.Is(err, reconcile.ErrLocked) {
+		t.Fatalf("second lock: err = %v, want ErrLocked", err)
+	}
+	if l2 != nil {
+		t.Error("second lock returned a lock")
+	}
+	if !strings.Contains(err.Error(), "boxes apply") {
+		t.Errorf("err %q does not name the holder", err)
+	}
+	if err := l1.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	l3, err := reconcile.LockApply(cfg, "boxes apply")
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
-	again.Unlock()
+	if err := l3.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l3.Unlock(); err != nil {
+		t.Errorf("double Unlock: %v", err)
+	}
+}
+
+func TestLockBox(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
+	a, err := reconcile.LockBox(cfg, "a", "boxes apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Unlock()
+	b, err := reconcile.LockBox(cfg, "b", "boxes apply")
+	if err != nil {
+		t.Fatalf("other box lock: %v", err)
+	}
+	defer b.Unlock()
+	if _, err := reconcile.LockBox(cfg, "a", "boxes enter"); !errors.Is(err, reconcile.ErrLocked) {
+		t.Errorf("same box lock: err = %v", err)
+	}
 }

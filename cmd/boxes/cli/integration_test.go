@@ -283,6 +283,45 @@ boxes:
 		}
 	})
 
+	t.Run("ls, stop, start, rm", func(t *testing.T) {
+		r := boxes(t, dir, "ls", "--json")
+		var rows []lsRow
+		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 2 {
+			t.Fatalf("ls --json: %v %+v", err, r)
+		}
+		if rows[0].Name != "it-alpha" || rows[0].State != "running" || rows[0].Image != "current" || !strings.HasPrefix(rows[0].URL, "http://127.0.0.1:") || strings.Contains(r.stdout, mustToken(t, dir, "it-alpha")) {
+			t.Errorf("ls row %+v", rows[0])
+		}
+		if r := boxes(t, dir, "stop", "it-alpha"); r.code != 0 {
+			t.Fatalf("stop: %+v", r)
+		}
+		if r := boxes(t, dir, "plan", "--json"); !strings.Contains(r.stdout, `"action": "start"`) {
+			t.Errorf("plan after an imperative stop does not report the drift: %s", r.stdout)
+		}
+		if r := boxes(t, dir, "start", "it-alpha"); r.code != 0 {
+			t.Fatalf("start: %+v", r)
+		}
+		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
+			t.Errorf("plan after start: %+v", r)
+		}
+		r = boxes(t, dir, "rm", "it-beta")
+		if r.code != 1 || !strings.Contains(r.stderr, "--confirm it-beta") || !strings.Contains(r.stdout, "no backup found") {
+			t.Errorf("rm without confirm: %+v", r)
+		}
+		if got := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"=it-beta"); got == "" {
+			t.Fatal("rm without confirm removed it-beta")
+		}
+		if r := boxes(t, dir, "rm", "it-beta", "--confirm", "it-beta"); r.code != 0 {
+			t.Fatalf("rm: %+v", r)
+		}
+		if got := dockerOut(t, "volume", "ls", "-q", "--filter", "label="+compose.BoxLabel+"=it-beta"); got != "" {
+			t.Errorf("rm left volumes %q", got)
+		}
+		if r := boxes(t, dir, "plan", "--json"); !strings.Contains(r.stdout, `"action": "create"`) {
+			t.Errorf("plan after rm of a declared box does not report the drift: %s", r.stdout)
+		}
+	})
+
 	t.Run("unlabelled volume blocks the plan", func(t *testing.T) {
 		name := compose.VolumeName("it-delta", compose.AgentVolume)
 		dockerOut(t, "volume", "create", name)

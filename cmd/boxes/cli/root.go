@@ -162,6 +162,10 @@ var commands = []func(*Env) *cobra.Command{
 	newPlanCommand,
 	newApplyCommand,
 	newLockCommand,
+	newLsCommand,
+	newStopCommand,
+	newStartCommand,
+	newRmCommand,
 	newComposeCommand,
 }
 
