@@ -132,7 +132,9 @@ step_base() {
 			--no-create-home --shell /bin/bash agent
 	fi
 	[ "$(id -u agent)" = "$AGENT_UID" ] || fail "user agent exists with uid $(id -u agent), want $AGENT_UID"
-	usermod --home /data/home/agent --shell /bin/bash agent
+	if [ "$(getent passwd agent | cut -d: -f6,7)" != /data/home/agent:/bin/bash ]; then
+		usermod --home /data/home/agent --shell /bin/bash agent
+	fi
 	# No password: sudo is passwordless, and nobody logs in with one.
 	passwd -d agent >/dev/null 2>&1 || true
 

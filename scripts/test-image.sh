@@ -108,11 +108,28 @@ EOF
 	DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$TEST_TAG" -t "$TEST2_TAG" "$work/variant"
 }
 
+# The images these tags name now, removed once the tags move on, so that
+# repeated runs do not pile up untagged images.
+previous=()
+for tag in "$TEST2_TAG" "$TEST_TAG" "$RECIPE_TAG"; do
+	previous+=("$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)")
+done
+prune_previous() {
+	local id
+	for id in "${previous[@]}"; do
+		[ -n "$id" ] || continue
+		# Still tagged (unchanged) or still a parent: docker refuses, fine.
+		[ -n "$(docker image inspect -f '{{join .RepoTags ""}}' "$id" 2>/dev/null)" ] ||
+			docker rmi "$id" >/dev/null 2>&1 || true
+	done
+}
+
 timed "base image" base_image
 timed "executor stand-in" standin
 timed "recipe context" recipe_context
 timed "docker/Dockerfile" build_recipe
 timed "$TEST_TAG" build_test
 timed "$TEST2_TAG" build_test2
+prune_previous
 printf 'test-image: %-28s %6ss\n' total "$(since "$started")"
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}} {{.Size}}' | grep '^hermes-box-lite:test' || true
