@@ -275,6 +275,7 @@ step_hermes() {
 write_record() {
 	STEP=record
 	local os
+	# shellcheck source=/dev/null
 	os=$(. /etc/os-release && printf '%s' "${PRETTY_NAME:-unknown}" | tr -cd 'A-Za-z0-9 ._()/+-')
 	{
 		echo "# What provision/provision.sh installed into this image; read by hb doctor."
