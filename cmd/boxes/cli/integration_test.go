@@ -283,6 +283,20 @@ boxes:
 		}
 	})
 
+	t.Run("a lost token is recovered from the box", func(t *testing.T) {
+		want := mustToken(t, dir, "it-alpha")
+		if err := os.Remove(filepath.Join(dir, ".boxes", "secrets", "it-alpha.env")); err != nil {
+			t.Fatal(err)
+		}
+		r := boxes(t, dir, "plan", "--detailed-exitcode")
+		if r.code != 0 || !strings.Contains(r.stderr, "recovered it") || strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("plan with the token file gone: %+v", r)
+		}
+		if got := mustToken(t, dir, "it-alpha"); got != want {
+			t.Errorf("recovered token differs")
+		}
+	})
+
 	t.Run("ls, stop, start, rm", func(t *testing.T) {
 		r := boxes(t, dir, "ls", "--json")
 		var rows []lsRow
