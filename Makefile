@@ -12,10 +12,12 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/boxes
 
-# The real image needs the internet (Ubuntu base, npm); see README.
+# The real image needs the internet (Ubuntu base, npm); see README. Until
+# `boxes build` exists, build it with docker build and pin it with
+# `boxes lock image REF`; up says so when boxes.lock has no image.
 up: build
 	./$(BIN) validate
-	./$(BIN) build
+	@grep -q '^image:' boxes.lock 2>/dev/null || { echo "make up: boxes.lock has no image yet: build the image (README, 'The image and the tests'), then run ./$(BIN) lock image REF"; exit 1; }
 	./$(BIN) plan
 	./$(BIN) apply
 

@@ -48,10 +48,10 @@ func newValidateCommand(env *Env) *cobra.Command {
 			switch {
 			case lock == nil:
 				env.Warnf("boxes.lock not found; plan will need it")
-				fmt.Fprintln(env.Err, "boxes: hint: run boxes build, or boxes lock image REF to pin an image the engine has")
+				fmt.Fprintln(env.Err, "boxes: hint: build the image (see README) and pin it with boxes lock image REF")
 			case lock.Image == nil:
 				env.Warnf("boxes.lock has pins but no image; plan will need one")
-				fmt.Fprintln(env.Err, "boxes: hint: run boxes build")
+				fmt.Fprintln(env.Err, "boxes: hint: pin an image with boxes lock image REF")
 			default:
 				fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", lock.Image.ID)
 			}

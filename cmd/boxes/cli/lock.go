@@ -47,7 +47,7 @@ func lockImage(cmd *cobra.Command, env *Env, ref string) error {
 	defer e.Close()
 	id, err := e.ImageID(cmd.Context(), ref)
 	if err != nil {
-		return withHint(err, "run boxes build, or docker image ls to see what the engine has")
+		return withHint(err, "docker image ls shows what the engine has")
 	}
 	tools, err := e.ToolVersions(cmd.Context(), id)
 	if err != nil {
