@@ -23,7 +23,8 @@ set -eu
 set -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib.sh
+# lib.sh is checked on its own; shellcheck without -x cannot follow it.
+# shellcheck source=/dev/null
 . "$here/lib.sh"
 
 readonly PREFIX=/opt/hermes-box
