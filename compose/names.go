@@ -1,7 +1,5 @@
 package compose
 
-import "strings"
-
 // The one table of names and labels that identify a box on Docker. Everything
 // that creates, finds or removes a box's resources goes through here.
 const (
@@ -41,8 +39,3 @@ func NetworkName(box string) string { return ProjectName(box) + "_" + Network }
 
 // ContainerName is the Docker name compose gives the box's container of service.
 func ContainerName(box, service string) string { return ProjectName(box) + "-" + service + "-1" }
-
-// BoxOfProject returns the box name of a compose project name, if it is one of ours.
-func BoxOfProject(project string) (string, bool) {
-	return strings.CutPrefix(project, ProjectPrefix)
-}

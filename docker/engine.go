@@ -5,7 +5,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -167,9 +166,7 @@ func ignoreNotFound(err error) error {
 }
 
 // IsNotFound reports whether err is the engine's "no such object".
-func IsNotFound(err error) bool { return errdefs.IsNotFound(err) || errors.Is(err, errNotFound) }
-
-var errNotFound = errors.New("not found")
+func IsNotFound(err error) bool { return errdefs.IsNotFound(err) }
 
 func containerRemoveOptions() container.RemoveOptions {
 	return container.RemoveOptions{Force: true, RemoveVolumes: false}

@@ -127,7 +127,6 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 	applier := &reconcile.Applier{Config: ws.cfg, Engines: engines, Tokens: ws.tokens, Parallelism: f.parallelism, Progress: progress}
 	start := time.Now()
 	err = applier.Apply(ctx, p)
-	progress.finish()
 	if err != nil {
 		var merr *multierror.Error
 		if errors.As(err, &merr) {
@@ -229,5 +228,3 @@ func (p *progress) redraw() {
 	}
 	p.drawn = len(p.order)
 }
-
-func (p *progress) finish() {}

@@ -82,7 +82,7 @@ func BenchmarkCreate10(b *testing.B) {
 	}
 	removeBench := func() {
 		for i := 0; i < n; i++ {
-			itBoxesBench(fmt.Sprintf("it-bench%d", i))
+			removeBoxes(fmt.Sprintf("it-bench%d", i))
 		}
 	}
 	removeBench()
@@ -154,11 +154,4 @@ func rawCreate(b *testing.B, ctx context.Context, image string, n int) {
 			}
 		}
 	}
-}
-
-func itBoxesBench(box string) {
-	old := itBoxes
-	itBoxes = []string{box}
-	removeTestBoxes()
-	itBoxes = old
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -18,12 +17,7 @@ func newComposeCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compose NAME",
 		Short: "Print a box's generated compose project as YAML (token redacted)",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return errors.New("compose needs exactly one box name")
-			}
-			return nil
-		},
+		Args:  exactlyOne("compose", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(env)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,20 +15,50 @@ import (
 
 // loadConfig reads boxes.yaml, with a hint when it is missing.
 func loadConfig(env *Env) (*spec.Config, error) {
-	cfg, err := spec.Load(env.File)
+	data, err := os.ReadFile(env.File)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, withHint(fmt.Errorf("%s not found", env.File), "run boxes init to write one, or pass -f FILE")
+		return nil, withHint(fmt.Errorf("%s not found", shown(env.File)), "run boxes init to write one, or pass -f FILE")
 	}
-	return cfg, err
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := spec.Parse(shown(env.File), data)
+	if err != nil {
+		return nil, err
+	}
+	// Messages name the file as the user sees it; everything else wants the absolute path.
+	cfg.Path = env.File
+	return cfg, nil
+}
+
+// shown is path relative to the working directory when it lies below it.
+func shown(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return path
+	}
+	return rel
 }
 
 // loadLock reads boxes.lock; a missing lock is (nil, nil).
 func loadLock(env *Env) (*spec.Lock, error) {
-	l, err := spec.LoadLock(env.LockFile())
+	data, err := os.ReadFile(env.LockFile())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return l, err
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.ParseLock(shown(env.LockFile()), data)
+	if err != nil {
+		return nil, err
+	}
+	l.Path = env.LockFile()
+	return l, nil
 }
 
 func newValidateCommand(env *Env) *cobra.Command {
@@ -129,25 +160,10 @@ func initDir(env *Env, dir string) error {
 }
 
 func containsLine(text, line string) bool {
-	for _, l := range splitLines(text) {
-		if l == line {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
 			return true
 		}
 	}
 	return false
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
 }

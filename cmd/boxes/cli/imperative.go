@@ -17,15 +17,6 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
-func oneBox(verb string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) != 1 {
-			return fmt.Errorf("%s needs exactly one box name", verb)
-		}
-		return nil
-	}
-}
-
 // boxOp runs fn on one existing box under its per-box lock.
 func boxOp(ctx context.Context, env *Env, name, what string, fn func(*workspace, reconcile.Resources, *docker.Engine) error) error {
 	ws, err := openWorkspace(ctx, env, docker.Options{})
@@ -53,7 +44,7 @@ func boxOp(ctx context.Context, env *Env, name, what string, fn func(*workspace,
 
 func newStopCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
-		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: oneBox("stop"),
+		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: exactlyOne("stop", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return boxOp(cmd.Context(), env, args[0], "boxes stop", func(_ *workspace, _ reconcile.Resources, e *docker.Engine) error {
 				if err := e.Stop(cmd.Context(), compose.ProjectName(args[0])); err != nil {
@@ -68,7 +59,7 @@ func newStopCommand(env *Env) *cobra.Command {
 
 func newStartCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
-		Use: "start NAME", Short: "Start a stopped box now", Args: oneBox("start"),
+		Use: "start NAME", Short: "Start a stopped box now", Args: exactlyOne("start", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace, _ reconcile.Resources, e *docker.Engine) error {
@@ -101,7 +92,7 @@ func newStartCommand(env *Env) *cobra.Command {
 func newRmCommand(env *Env) *cobra.Command {
 	var confirm string
 	cmd := &cobra.Command{
-		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: oneBox("rm"),
+		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace, r reconcile.Resources, e *docker.Engine) error {

@@ -41,8 +41,11 @@ func dockerOut(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func removeTestBoxes() {
-	for _, b := range itBoxes {
+func removeTestBoxes() { removeBoxes(itBoxes...) }
+
+// removeBoxes removes every container, network and volume labelled with one of names.
+func removeBoxes(names ...string) {
+	for _, b := range names {
 		f := "label=" + compose.BoxLabel + "=" + b
 		for _, kind := range []string{"container", "network", "volume"} {
 			ls := []string{kind, "ls", "-q", "--filter", f}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,12 +18,7 @@ func newLockCommand(env *Env) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "image REF",
 		Short: "Pin boxes.lock to an image the local engine already has",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return errors.New("lock image needs exactly one image reference")
-			}
-			return nil
-		},
+		Args:  exactlyOne("lock image", "image reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return lockImage(cmd, env, args[0])
 		},

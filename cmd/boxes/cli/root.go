@@ -152,6 +152,17 @@ func Run(s Streams, args []string) error {
 	return root.Execute()
 }
 
+// exactlyOne is the Args check of a command taking one NAME: a specific
+// sentence ("stop needs exactly one box name") rather than cobra's count.
+func exactlyOne(verb, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%s needs exactly one %s", verb, what)
+		}
+		return nil
+	}
+}
+
 // commands lists every subcommand constructor; each lives in its own file.
 var commands = []func(*Env) *cobra.Command{
 	newVersionCommand,
