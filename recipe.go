@@ -1,6 +1,12 @@
 package boxes
 
-import "embed"
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/hermes-box/boxes/spec"
+)
 
 // Recipe is the build context of the box image: docker/Dockerfile,
 // provision/ and guest/, so that an installed boxes binary can build the image
@@ -14,3 +20,76 @@ import "embed"
 //
 //go:embed docker/Dockerfile provision guest
 var Recipe embed.FS
+
+// Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
+const Dockerfile = "docker/Dockerfile"
+
+// The network installs of provision.sh, each switched by INSTALL_<NAME>.
+var installs = []string{"APT", "NODE", "UV", "CLAUDE", "CODEX", "EXECUTOR", "HERMES"}
+
+// BuildArgs are the Dockerfile's build arguments for pins. base, when set,
+// replaces the lock's base image (a mirror, or a local base for an offline
+// build). With offline every network install is off, and no tool pin is
+// needed or passed. A pin the build needs but the lock lacks is an error
+// naming every one of them.
+func BuildArgs(p spec.Pins, base string, offline bool) (map[string]string, error) {
+	args := map[string]string{}
+	var missing []string
+	switch {
+	case base != "":
+		args["BASE_IMAGE"] = base
+	case p.Base.Image != "" && (p.Base.Digest != "" || offline):
+		args["BASE_IMAGE"] = baseRef(p.Base)
+	default:
+		missing = append(missing, "pins.base (image and digest)")
+	}
+	if offline {
+		for _, name := range installs {
+			args["INSTALL_"+name] = "0"
+		}
+		return args, missingPins(missing)
+	}
+	for _, t := range []struct {
+		pin       spec.ToolPin
+		name      string // lock key
+		version   string // build argument names
+		integrity string
+	}{
+		{p.Node, "node", "NODE_VERSION", "NODE_SHA256"},
+		{p.UV, "uv", "UV_VERSION", "UV_SHA256"},
+		{p.Claude, "claude", "CLAUDE_VERSION", "CLAUDE_INTEGRITY"},
+		{p.Codex, "codex", "CODEX_VERSION", "CODEX_INTEGRITY"},
+		{p.Executor, "executor", "EXECUTOR_VERSION", "EXECUTOR_INTEGRITY"},
+		{p.Hermes, "hermes", "HERMES_REF", ""},
+	} {
+		if t.pin.Version == "" {
+			missing = append(missing, "pins."+t.name+".version")
+		}
+		args[t.version] = t.pin.Version
+		if t.integrity == "" {
+			continue
+		}
+		if t.pin.Integrity == "" {
+			missing = append(missing, "pins."+t.name+".integrity")
+		}
+		// provision.sh checks downloads against bare hex digests.
+		args[t.integrity] = strings.TrimPrefix(t.pin.Integrity, "sha256:")
+	}
+	return args, missingPins(missing)
+}
+
+// baseRef is the base image reference with its digest: a tag and a digest
+// together name exactly the digest, and keep the tag for the reader.
+func baseRef(b spec.BasePin) string {
+	if b.Digest == "" || strings.Contains(b.Image, "@") {
+		return b.Image
+	}
+	return b.Image + "@" + b.Digest
+}
+
+func missingPins(missing []string) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("boxes.lock lacks what the build needs: %s", strings.Join(missing, ", "))
+}

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/boxes/spec"
 )
 
 func TestRecipeHoldsTheBuildContext(t *testing.T) {
@@ -83,5 +85,105 @@ func TestRecipeDoesNotNeedExecBits(t *testing.T) {
 	provision, _ := fs.ReadFile(Recipe, "provision/provision.sh")
 	if regexp.MustCompile(`(?m)^\s*"?\$here/lib\.sh`).Match(provision) {
 		t.Error("provision.sh executes lib.sh in place; source it")
+	}
+}
+
+func fullPins() spec.Pins {
+	return spec.Pins{
+		Base:     spec.BasePin{Image: "ubuntu:24.04", Digest: "sha256:" + strings.Repeat("a", 64)},
+		Node:     spec.ToolPin{Version: "22.11.0", Integrity: "sha256:" + strings.Repeat("b", 64)},
+		UV:       spec.ToolPin{Version: "0.5.4", Integrity: "sha256:" + strings.Repeat("c", 64)},
+		Claude:   spec.ToolPin{Package: "@anthropic-ai/claude-code", Version: "1.0.0", Integrity: "sha512-Y2xhdWRl"},
+		Codex:    spec.ToolPin{Package: "@openai/codex", Version: "0.1.0", Integrity: "sha512-Y29kZXg="},
+		Executor: spec.ToolPin{Package: "executor", Version: "2.0.0", Integrity: "sha512-ZXhlYw=="},
+		Hermes:   spec.ToolPin{Package: "NousResearch/hermes-agent", Version: strings.Repeat("d", 40)},
+	}
+}
+
+func TestBuildArgsFromPins(t *testing.T) {
+	args, err := BuildArgs(fullPins(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"BASE_IMAGE":         "ubuntu:24.04@sha256:" + strings.Repeat("a", 64),
+		"NODE_VERSION":       "22.11.0",
+		"NODE_SHA256":        strings.Repeat("b", 64),
+		"UV_VERSION":         "0.5.4",
+		"UV_SHA256":          strings.Repeat("c", 64),
+		"CLAUDE_VERSION":     "1.0.0",
+		"CLAUDE_INTEGRITY":   "sha512-Y2xhdWRl",
+		"CODEX_VERSION":      "0.1.0",
+		"CODEX_INTEGRITY":    "sha512-Y29kZXg=",
+		"EXECUTOR_VERSION":   "2.0.0",
+		"EXECUTOR_INTEGRITY": "sha512-ZXhlYw==",
+		"HERMES_REF":         strings.Repeat("d", 40),
+	}
+	if len(args) != len(want) {
+		t.Errorf("args %v\nwant %v", args, want)
+	}
+	for k, v := range want {
+		if args[k] != v {
+			t.Errorf("%s = %q, want %q", k, args[k], v)
+		}
+	}
+
+	// Every argument is one the Dockerfile declares: a misspelt one would be ignored.
+	dockerfile, _ := fs.ReadFile(Recipe, Dockerfile)
+	for k := range args {
+		if !regexp.MustCompile(`(?m)(^ARG |^\s+)` + k + `=`).Match(dockerfile) {
+			t.Errorf("the Dockerfile declares no ARG %s", k)
+		}
+	}
+	offline, err := BuildArgs(spec.Pins{}, "local/base", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range installs {
+		if offline["INSTALL_"+name] != "0" || !regexp.MustCompile(`(?m)(^ARG |^\s+)INSTALL_`+name+`=1`).Match(dockerfile) {
+			t.Errorf("offline INSTALL_%s = %q, or the Dockerfile lacks it", name, offline["INSTALL_"+name])
+		}
+	}
+}
+
+func TestBuildArgsBase(t *testing.T) {
+	p := fullPins()
+	for name, tc := range map[string]struct {
+		pin      spec.BasePin
+		override string
+		offline  bool
+		want     string
+	}{
+		"tag and digest":              {p.Base, "", false, "ubuntu:24.04@sha256:" + strings.Repeat("a", 64)},
+		"reference with digest":       {spec.BasePin{Image: "ubuntu@sha256:" + strings.Repeat("e", 64), Digest: "sha256:" + strings.Repeat("e", 64)}, "", false, "ubuntu@sha256:" + strings.Repeat("e", 64)},
+		"--base wins":                 {p.Base, "mirror.local/ubuntu:24.04", false, "mirror.local/ubuntu:24.04"},
+		"offline takes a bare tag":    {spec.BasePin{Image: "debian:bookworm"}, "", true, "debian:bookworm"},
+		"offline --base, no base pin": {spec.BasePin{}, "local/base", true, "local/base"},
+	} {
+		p.Base = tc.pin
+		args, err := BuildArgs(p, tc.override, tc.offline)
+		if err != nil || args["BASE_IMAGE"] != tc.want {
+			t.Errorf("%s: BASE_IMAGE %q, error %v; want %q", name, args["BASE_IMAGE"], err, tc.want)
+		}
+	}
+}
+
+func TestBuildArgsNameEveryMissingPin(t *testing.T) {
+	for name, tc := range map[string]struct {
+		pins    spec.Pins
+		offline bool
+		want    string
+	}{
+		"empty lock": {spec.Pins{}, false, "boxes.lock lacks what the build needs: pins.base (image and digest), pins.node.version, pins.node.integrity, " +
+			"pins.uv.version, pins.uv.integrity, pins.claude.version, pins.claude.integrity, pins.codex.version, pins.codex.integrity, " +
+			"pins.executor.version, pins.executor.integrity, pins.hermes.version"},
+		"base without digest": {func() spec.Pins { p := fullPins(); p.Base.Digest = ""; return p }(), false, "lacks what the build needs: pins.base (image and digest)"},
+		"one integrity":       {func() spec.Pins { p := fullPins(); p.Codex.Integrity = ""; return p }(), false, "needs: pins.codex.integrity"},
+		"offline, no base":    {spec.Pins{}, true, "needs: pins.base (image and digest)"},
+	} {
+		_, err := BuildArgs(tc.pins, "", tc.offline)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", name, err, tc.want)
+		}
 	}
 }

@@ -183,3 +183,8 @@ func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
 	}
 	return img.ID, nil
 }
+
+// Tag points ref at image; a tag already there is moved.
+func (e *Engine) Tag(ctx context.Context, image, ref string) error {
+	return e.api.ImageTag(ctx, image, ref)
+}

@@ -6,7 +6,8 @@
 #                                (cmd/executor-standin) as /usr/local/bin/executor
 #   hermes-box-lite:test2        the same but for /opt/hermes-box/test-variant: a
 #                                second image for reconciler tests
-#   hermes-box-lite:test-recipe  docker/Dockerfile's own output, before the stand-in
+#   hermes-box-lite:test-recipe  docker/Dockerfile's own output, built by
+#                                `boxes build --offline`, before the stand-in
 #
 # Needs docker and go; no registry. The base image hermes-box-lite-base:bookworm
 # is reused when present, else made with debootstrap from deb.debian.org.
@@ -58,31 +59,18 @@ base_image() {
 	$sudo rm -rf "$rootfs"
 }
 
-# The build context as boxes writes boxes.Recipe out: files 0644, dirs 0755,
-# so that both share the layer cache.
-recipe_context() {
-	local ctx=$work/recipe
-	mkdir -p "$ctx/docker"
-	cp "$root/docker/Dockerfile" "$ctx/docker/Dockerfile"
-	cp -R "$root/provision" "$root/guest" "$ctx/"
-	find "$ctx" -type d -exec chmod 0755 {} +
-	find "$ctx" -type f -exec chmod 0644 {} +
-}
-
-standin() {
+binaries() {
 	mkdir -p "$work/overlay"
 	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' \
-		-o "$work/overlay/executor" ./cmd/executor-standin)
+		-o "$work/overlay/executor" ./cmd/executor-standin &&
+		go build -o "$work/boxes" ./cmd/boxes)
 }
 
+# docker/Dockerfile through boxes build itself, from the recipe built into
+# the binary, with every network install off.
 build_recipe() {
-	local arg
-	local -a args=(--build-arg "BASE_IMAGE=$BASE")
-	for arg in APT NODE UV CLAUDE CODEX EXECUTOR HERMES; do
-		args+=(--build-arg "INSTALL_$arg=0")
-	done
-	DOCKER_BUILDKIT=0 docker build "${args[@]}" -f "$work/recipe/docker/Dockerfile" \
-		-t "$RECIPE_TAG" "$work/recipe"
+	"$work/boxes" -f "$work/boxes.yaml" build --offline --no-lock --quiet \
+		--base "$BASE" --tag "$RECIPE_TAG"
 }
 
 build_test() {
@@ -125,9 +113,8 @@ prune_previous() {
 }
 
 timed "base image" base_image
-timed "executor stand-in" standin
-timed "recipe context" recipe_context
-timed "docker/Dockerfile" build_recipe
+timed "stand-in and boxes" binaries
+timed "boxes build --offline" build_recipe
 timed "$TEST_TAG" build_test
 timed "$TEST2_TAG" build_test2
 prune_previous

@@ -177,7 +177,7 @@ var commands = []func(*Env) *cobra.Command{
 	newStopCommand,
 	newStartCommand,
 	newRmCommand,
-	newComposeCommand,
+	newBuildCommand,
 }
 
 // terraformFlags accepts Terraform's single-dash spelling -out FILE (and

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	recipes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/spec"
+)
+
+type buildFlags struct {
+	tag     string
+	base    string
+	recipe  string
+	offline bool
+	force   bool
+	noLock  bool
+	quiet   bool
+	json    bool
+}
+
+func newBuildCommand(env *Env) *cobra.Command {
+	var f buildFlags
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the box image from the pins in boxes.lock and record it there",
+		Long: `Build the box image from the recipe built into boxes (docker/Dockerfile,
+provision/, guest/) with the versions pinned in boxes.lock, then write the
+lock's image section: the image ID, the digest of the build inputs, the tool
+versions read from inside the image, and the build time.
+
+When the lock's inputs digest matches and the engine still has that image,
+build says so and does nothing; --force rebuilds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBuild(cmd.Context(), env, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.tag, "tag", "t", "", "tag the image as REF (default "+compose.ManagedLabel+":<first 12 digits of the inputs digest>)")
+	fl.StringVar(&f.base, "base", "", "build FROM this image instead of the lock's base (a mirror, or a local base with --offline)")
+	fl.StringVar(&f.recipe, "recipe", "", "build from the recipe in DIR (holding docker/Dockerfile, provision/, guest/) instead of the built-in one")
+	fl.BoolVar(&f.offline, "offline", false, "switch off every network install (INSTALL_*=0); needs no tool pins")
+	fl.BoolVar(&f.force, "force", false, "build even when the lock's image is current (the layer cache still applies)")
+	fl.BoolVar(&f.noLock, "no-lock", false, "build and tag only; leave boxes.lock as it is")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show the build steps but not the commands' output")
+	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
+	return cmd
+}
+
+// buildReport is build's result, and its --json form.
+type buildReport struct {
+	Image   string            `json:"image"`
+	Ref     string            `json:"ref"`
+	Inputs  string            `json:"inputs"`
+	Built   bool              `json:"built"` // false: the lock's image was current
+	Seconds float64           `json:"seconds"`
+	Steps   int               `json:"steps"`
+	Cached  int               `json:"cached_steps"`
+	Tools   map[string]string `json:"tools,omitempty"`
+	Lock    string            `json:"lock,omitempty"` // the lock written, if any
+}
+
+func runBuild(ctx context.Context, env *Env, f buildFlags) error {
+	lock, err := loadLock(env)
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		lock = &spec.Lock{Version: 1, Path: env.LockFile()}
+	}
+	recipe, err := recipeFS(f.recipe)
+	if err != nil {
+		return err
+	}
+	bc, err := docker.NewBuildContext(recipe)
+	if err != nil {
+		return err
+	}
+	if _, err := fs.Stat(recipe, recipes.Dockerfile); err != nil {
+		return fmt.Errorf("the recipe has no %s", recipes.Dockerfile)
+	}
+	args, err := recipes.BuildArgs(lock.Pins, f.base, f.offline)
+	if err != nil {
+		if f.offline {
+			return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
+		}
+		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
+	}
+	inputs := docker.InputsDigest(bc, args)
+	tag := f.tag
+	if tag == "" {
+		tag = compose.ManagedLabel + ":" + strings.TrimPrefix(inputs, "sha256:")[:12]
+	}
+
+	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+
+	started := time.Now()
+	rep := buildReport{Ref: tag, Inputs: inputs}
+	if img := lock.Image; img != nil && img.Inputs == inputs && !f.force && !f.noLock {
+		if id, err := e.ImageID(ctx, img.ID); err == nil {
+			if err := e.Tag(ctx, id, tag); err != nil {
+				return err
+			}
+			rep.Image, rep.Tools = id, img.Tools
+			return printBuild(env, f, rep, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
+		}
+	}
+
+	line := buildPrinter(env, f.quiet)
+	res, err := e.Build(ctx, docker.BuildOptions{Context: bc, Dockerfile: recipes.Dockerfile, Tag: tag, Args: args, Line: line})
+	if err != nil {
+		return withHint(err, "the lines above show the failing step; provision.sh names what it was doing")
+	}
+	rep.Image, rep.Built, rep.Steps, rep.Cached = res.ID, true, res.Steps, res.Cached
+	rep.Seconds = time.Since(started).Seconds()
+	if rep.Tools, err = e.ToolVersions(ctx, res.ID); err != nil {
+		return fmt.Errorf("built %s but cannot read its tool versions, so boxes.lock is unchanged: %w", res.ID, err)
+	}
+	if !f.noLock {
+		lock.Image = &spec.Image{ID: res.ID, Ref: tag, Inputs: inputs, Built: time.Now().UTC().Truncate(time.Second), Tools: rep.Tools}
+		if err := spec.WriteLock(env.LockFile(), lock); err != nil {
+			return err
+		}
+		rep.Lock = shown(env.LockFile())
+	}
+	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", tag, rep.Seconds, rep.Cached, rep.Steps))
+}
+
+// recipeFS is the recipe to build: a directory, or the one built into boxes.
+func recipeFS(dir string) (fs.FS, error) {
+	if dir == "" {
+		return recipes.Recipe, nil
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--recipe: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("--recipe %s is not a directory", dir)
+	}
+	// Only what the built-in recipe holds: a source tree has more.
+	return recipeSubset{os.DirFS(dir)}, nil
+}
+
+// recipeSubset is a directory seen through the built-in recipe's top-level
+// names (docker/Dockerfile, provision/, guest/).
+type recipeSubset struct{ fs.FS }
+
+func (r recipeSubset) Open(name string) (fs.File, error) {
+	if name != "." && !inRecipe(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return r.FS.Open(name)
+}
+
+func (r recipeSubset) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(r.FS, name)
+	if err != nil || name != "." {
+		return entries, err
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if inRecipe(e.Name()) {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}
+
+func inRecipe(name string) bool {
+	top, _, _ := strings.Cut(name, "/")
+	switch top {
+	case "provision", "guest":
+		return true
+	case "docker":
+		return name == "docker" || name == recipes.Dockerfile
+	}
+	return false
+}
+
+// buildPrinter shows the builder's output on stderr: every step, whether it
+// came from the cache, and (unless quiet) what its command printed. The
+// builder's bookkeeping lines (layer IDs, intermediate containers) are left out.
+func buildPrinter(env *Env, quiet bool) func(string) {
+	return func(l string) {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "Step "):
+			fmt.Fprintf(env.Err, "%s %s\n", time.Now().Format("15:04:05"), l)
+		case t == "---> Using cache":
+			fmt.Fprintln(env.Err, "         (from the cache)")
+		case t == "", strings.HasPrefix(t, "---> "), strings.HasPrefix(t, "Removing intermediate container"),
+			strings.HasPrefix(t, "Successfully built"), strings.HasPrefix(t, "Successfully tagged"):
+		default:
+			if !quiet {
+				fmt.Fprintf(env.Err, "         %s\n", l)
+			}
+		}
+	}
+}
+
+func printBuild(env *Env, f buildFlags, rep buildReport, summary string) error {
+	if f.json {
+		enc := json.NewEncoder(env.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintln(env.Out, summary)
+	fmt.Fprintf(env.Out, "image %s (%s), inputs %s\n", rep.Image, rep.Ref, rep.Inputs)
+	if rep.Lock != "" {
+		fmt.Fprintf(env.Out, "%s: image section written\n", rep.Lock)
+	}
+	return nil
+}
