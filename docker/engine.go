@@ -188,3 +188,14 @@ func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
 func (e *Engine) Tag(ctx context.Context, image, ref string) error {
 	return e.api.ImageTag(ctx, image, ref)
 }
+
+// RegistryDigest asks the engine, with its own registry access, for the
+// digest ref names in its registry now (for a multi-platform image, the
+// digest of its index).
+func (e *Engine) RegistryDigest(ctx context.Context, ref string) (string, error) {
+	d, err := e.api.DistributionInspect(ctx, ref, "")
+	if err != nil {
+		return "", fmt.Errorf("asking the registry for %s through the engine: %w", ref, err)
+	}
+	return string(d.Descriptor.Digest), nil
+}

@@ -75,10 +75,11 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	}
 	root := doc.Content[0]
 	// mapping() reports duplicate and unknown keys with their positions before decoding.
+	var pinNodes map[string]entry
 	if root.Kind == yaml.MappingNode {
 		top := p.mapping(root, []string{"version", "pins", "image"})
 		if pins, ok := top["pins"]; ok {
-			p.mapping(pins.value, []string{"base", "node", "claude", "codex", "executor", "hermes", "uv"})
+			pinNodes = p.mapping(pins.value, PinNames)
 		}
 		if img, ok := top["image"]; ok {
 			p.mapping(img.value, []string{"id", "ref", "inputs", "built", "tools"})
@@ -100,9 +101,6 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	l := &Lock{Path: path, Version: lf.Version}
 	if b := lf.Pins.Base; b != nil {
 		l.Pins.Base = BasePin{Image: b.Image, Digest: b.Digest}
-		if b.Digest != "" && !imageIDPattern.MatchString(b.Digest) {
-			p.errorf(root, "", "pins.base.digest must be sha256:<64 hex digits>")
-		}
 	}
 	for _, t := range []struct {
 		in  *toolPin
@@ -112,6 +110,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 			*t.out = ToolPin{Package: t.in.Package, Version: t.in.Version, Integrity: t.in.Integrity}
 		}
 	}
+	p.checkPins(l.Pins, pinNodes)
 	if img := lf.Image; img != nil {
 		l.Image = &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
 		if !imageIDPattern.MatchString(img.ID) {
@@ -206,4 +205,86 @@ func WriteLock(path string, l *Lock) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// PinNames are the keys of pins:, in file order.
+var PinNames = []string{"base", "node", "claude", "codex", "executor", "hermes", "uv"}
+
+// The forms of pin values, as provision.sh accepts them.
+var (
+	versionPattern   = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	gitRefPattern    = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._/-]*$`)
+	sha256Pattern    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	sriPattern       = regexp.MustCompile(`^sha512-[A-Za-z0-9+/]{86}==$`)
+	npmPackagPattern = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
+)
+
+const updateHint = "remove the pin, then boxes lock update NAME writes it in the right form"
+
+// checkPins reports every pin value not in the form the build needs, at its
+// position in the file.
+func (p *parser) checkPins(pins Pins, nodes map[string]entry) {
+	at := func(pin, field string) *yaml.Node {
+		e, ok := nodes[pin]
+		if !ok {
+			return nil
+		}
+		if f, ok := p.mappingQuiet(e.value)[field]; ok {
+			return f.value
+		}
+		return e.key
+	}
+	if b := pins.Base; nodes["base"].key != nil {
+		if b.Image == "" {
+			p.errorf(at("base", "image"), updateHint, "pins.base.image is empty")
+		}
+		if b.Digest != "" && !sha256Pattern.MatchString(b.Digest) {
+			p.errorf(at("base", "digest"), updateHint, "pins.base.digest %q is not sha256:<64 hex digits>", b.Digest)
+		}
+	}
+	for _, name := range PinNames[1:] {
+		if nodes[name].key == nil {
+			continue
+		}
+		t := *pins.Tool(name)
+		field := func(f string) string { return "pins." + name + "." + f }
+		switch {
+		case t.Version == "":
+			p.errorf(at(name, "version"), updateHint, "%s is empty", field("version"))
+		case name == "hermes" && !gitRefPattern.MatchString(t.Version):
+			p.errorf(at(name, "version"), updateHint, "%s %q is not a git commit, tag or branch", field("version"), t.Version)
+		case name != "hermes" && !versionPattern.MatchString(t.Version):
+			p.errorf(at(name, "version"), updateHint, "%s %q is not an exact version like 1.2.3", field("version"), t.Version)
+		}
+		switch name {
+		case "node", "uv":
+			if t.Integrity != "" && !sha256Pattern.MatchString(t.Integrity) {
+				p.errorf(at(name, "integrity"), updateHint, "%s %q is not sha256:<64 hex digits>", field("integrity"), t.Integrity)
+			}
+		case "claude", "codex", "executor":
+			if t.Integrity != "" && !sriPattern.MatchString(t.Integrity) {
+				p.errorf(at(name, "integrity"), updateHint, "%s %q is not npm's sha512-<base64> integrity", field("integrity"), t.Integrity)
+			}
+			if t.Package != "" && !npmPackagPattern.MatchString(t.Package) {
+				p.errorf(at(name, "package"), "", "%s %q is not an npm package name", field("package"), t.Package)
+			}
+		case "hermes":
+			if t.Integrity != "" {
+				p.errorf(at(name, "integrity"), "the commit pins hermes exactly", "%s is not used: hermes is pinned by its git commit", field("integrity"))
+			}
+		}
+	}
+}
+
+// mappingQuiet is a mapping's entries without reporting anything (mapping
+// has reported its problems already).
+func (p *parser) mappingQuiet(n *yaml.Node) map[string]entry {
+	out := map[string]entry{}
+	if n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = entry{n.Content[i], n.Content[i+1]}
+	}
+	return out
 }

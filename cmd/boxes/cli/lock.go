@@ -23,6 +23,7 @@ func newLockCommand(env *Env) *cobra.Command {
 			return lockImage(cmd, env, args[0])
 		},
 	})
+	cmd.AddCommand(newLockUpdateCommand(env))
 	return cmd
 }
 

@@ -17,15 +17,8 @@ func newVersionCommand(env *Env) *cobra.Command {
 		Short: "Print the version and build information",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := Version
 			info, ok := debug.ReadBuildInfo()
-			if v == "" && ok {
-				v = info.Main.Version
-			}
-			if v == "" {
-				v = "(devel)"
-			}
-			fmt.Fprintf(env.Out, "boxes %s\n", v)
+			fmt.Fprintf(env.Out, "boxes %s\n", versionString())
 			fmt.Fprintf(env.Out, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			if ok {
 				for _, s := range info.Settings {
@@ -37,4 +30,15 @@ func newVersionCommand(env *Env) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// versionString is boxes's version: set at link time, else the module's, else "(devel)".
+func versionString() string {
+	if Version != "" {
+		return Version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
