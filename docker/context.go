@@ -83,10 +83,11 @@ func (c *BuildContext) Digest() string {
 // the builder's view of it, depends on content only.
 var contextTime = time.Unix(0, 0).UTC()
 
-// Tar writes the context as the builder wants it: directories 0755, files
-// 0644, owned by root, with fixed times. Embedded files have no modes of
-// their own; fixing them here makes a build from the binary and one from the
-// tree hit the same layer cache.
+// Tar writes the context as the builder wants it: directories 0755, scripts
+// (files starting with #!) 0755, other files 0644, owned by root, with fixed
+// times. Embedded files have no modes of their own; deriving them from the
+// content makes a build from the binary and one from the tree hit the same
+// layer cache.
 func (c *BuildContext) Tar() ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -95,7 +96,11 @@ func (c *BuildContext) Tar() ([]byte, error) {
 		if err := writeDirs(tw, path.Dir(f.name), seen); err != nil {
 			return nil, err
 		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: contextTime, Format: tar.FormatPAX}
+		mode := int64(0o644)
+		if bytes.HasPrefix(f.data, []byte("#!")) {
+			mode = 0o755
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, Size: int64(len(f.data)), ModTime: contextTime, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err
 		}

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,8 +28,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hermes-box/boxes"
 )
 
 const (
@@ -645,122 +642,4 @@ echo '{"theme":"dark","mcpServers":{"other":{"type":"stdio","command":"x"},"exec
 			t.Errorf("agent exit code on SIGTERM: %s, want 0", got)
 		}
 	})
-}
-
-// ------------------------------------------------------------ rebuilds
-
-// writeRecipe writes boxes.Recipe out as boxes build does: files 0644,
-// directories 0755.
-func writeRecipe(t *testing.T, dir string) {
-	t.Helper()
-	err := fs.WalkDir(boxes.Recipe, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dir, path)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := fs.ReadFile(boxes.Recipe, path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-type buildStep struct {
-	instruction string
-	output      string
-}
-
-func (s buildStep) cached() bool { return strings.Contains(s.output, "---> Using cache") }
-
-var stepLine = regexp.MustCompile(`(?m)^Step \d+/\d+ : (.*)$`)
-
-func buildSteps(out string) []buildStep {
-	idx := stepLine.FindAllStringSubmatchIndex(out, -1)
-	steps := make([]buildStep, len(idx))
-	for i, m := range idx {
-		end := len(out)
-		if i+1 < len(idx) {
-			end = idx[i+1][0]
-		}
-		steps[i] = buildStep{instruction: out[m[2]:m[3]], output: out[m[1]:end]}
-	}
-	return steps
-}
-
-func TestIntegrationAssetsOnlyRebuild(t *testing.T) {
-	needImage(t)
-	dir := t.TempDir()
-	writeRecipe(t, dir)
-	profile := filepath.Join(dir, "guest", "profile.sh")
-	f, err := os.OpenFile(profile, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(f, "# assets-only rebuild test %d\n", time.Now().UnixNano())
-	f.Close()
-
-	tag := "hermes-box-lite:test-rebuild-" + randomSuffix(t)
-	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
-	args := []string{"build", "--label", testLabel, "-t", tag, "-f", filepath.Join(dir, "docker", "Dockerfile"),
-		"--build-arg", "BASE_IMAGE=" + baseImage}
-	for _, s := range []string{"APT", "NODE", "UV", "CLAUDE", "CODEX", "EXECUTOR", "HERMES"} {
-		args = append(args, "--build-arg", "INSTALL_"+s+"=0")
-	}
-	start := time.Now()
-	cmd := exec.Command("docker", append(args, dir)...)
-	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-	outb, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	out := string(outb)
-	if err != nil {
-		t.Fatalf("docker build: %v\n%s", err, out)
-	}
-	t.Logf("assets-only rebuild took %s", took.Round(100*time.Millisecond))
-
-	var sawProvision, sawAssets bool
-	for _, s := range buildSteps(out) {
-		switch {
-		case strings.HasPrefix(s.instruction, "COPY provision/"), strings.HasPrefix(s.instruction, "RUN bash /opt/hermes-box/provision/provision.sh"):
-			sawProvision = sawProvision || strings.HasPrefix(s.instruction, "RUN")
-			if !s.cached() || strings.Contains(s.output, "provision: step") {
-				t.Errorf("tools step ran again: %s\n%s", s.instruction, s.output)
-			}
-		case strings.HasPrefix(s.instruction, "COPY guest/"), strings.HasPrefix(s.instruction, "RUN install"):
-			sawAssets = true
-			if s.cached() {
-				t.Errorf("assets step came from the cache after a guest edit: %s", s.instruction)
-			}
-		}
-	}
-	if !sawProvision || !sawAssets {
-		t.Fatalf("build output lacks the provision or assets steps:\n%s", out)
-	}
-
-	// The new image sits on the very tools layers of the test image's recipe.
-	history := func(image string) []string {
-		return strings.Fields(mustDocker(t, "history", "-q", "--no-trunc", image))
-	}
-	tools := map[string]bool{}
-	for _, id := range history(recipeImage) {
-		tools[id] = true
-	}
-	shared := 0
-	for _, id := range history(tag) {
-		if tools[id] {
-			shared++
-		}
-	}
-	if shared == 0 {
-		t.Errorf("the rebuilt image shares no layer with %s", recipeImage)
-	}
-	if out, code := docker(t, "run", "--rm", "--label", testLabel, tag, "tail", "-n", "1", "/etc/profile.d/hermes-box.sh"); code != 0 || !strings.Contains(out, "assets-only rebuild test") {
-		t.Errorf("the rebuilt image lacks the edit: exit %d\n%s", code, out)
-	}
 }

@@ -156,6 +156,14 @@ step_base() {
 	# The mount point of the box's volume; hb init lays it out at run time.
 	# A fresh named volume copies this directory's owner and mode.
 	install -d -m 0711 -o root -g root /data
+
+	# The guest files arrive later, in the image's last layer, under
+	# $PREFIX/guest; their system paths point there, so that a guest edit
+	# rebuilds that one layer and nothing else.
+	install -d -m 0755 -o root -g root "$PREFIX/guest" /etc/profile.d
+	ln -sfn "$PREFIX/guest/hb" /usr/local/bin/hb
+	ln -sfn "$PREFIX/guest/profile.sh" /etc/profile.d/hermes-box.sh
+	ln -sfn "$PREFIX/guest/tmux.conf" /etc/tmux.conf
 	say "users agent ($AGENT_UID, passwordless sudo) and executor ($EXECUTOR_UID); $PREFIX and /data"
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -169,12 +170,12 @@ func (r recipeSubset) Open(name string) (fs.File, error) {
 
 func (r recipeSubset) ReadDir(name string) ([]fs.DirEntry, error) {
 	entries, err := fs.ReadDir(r.FS, name)
-	if err != nil || name != "." {
-		return entries, err
+	if err != nil {
+		return nil, err
 	}
 	kept := entries[:0]
 	for _, e := range entries {
-		if inRecipe(e.Name()) {
+		if inRecipe(path.Join(name, e.Name())) {
 			kept = append(kept, e)
 		}
 	}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/docker"
+)
+
+// A source tree given as --recipe contributes only what the built-in recipe
+// holds: no Go sources beside the Dockerfile, no tests, no other directories.
+func TestRecipeFromASourceTree(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"docker/Dockerfile", "docker/build.go", "guest/hb", "guest/guest_integration_test.go",
+		"provision/provision.sh", "spec/types.go", "README.md", ".git/HEAD"} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, path, name+"\n")
+	}
+	fsys, err := recipeFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := docker.NewBuildContext(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(bc.Names(), " "), "docker/Dockerfile guest/hb provision/provision.sh"; got != want {
+		t.Errorf("context %q, want %q", got, want)
+	}
+	if _, err := fs.Stat(fsys, "spec/types.go"); err == nil {
+		t.Error("a file outside the recipe can be opened")
+	}
+	if _, err := recipeFS(filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("a file as --recipe: %v", err)
+	}
+}
