@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/go-connections/nat"
 
+	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -154,4 +157,70 @@ func rawCreate(b *testing.B, ctx context.Context, image string, n int) {
 			}
 		}
 	}
+}
+
+// BenchmarkBuild measures boxes build from the offline recipe: with the lock
+// current (nothing to do), after a guest edit (the assets layer only), and
+// after a provision edit (the tools layer too: what provisioning every box at
+// create would cost each time). ratio-assets-vs-tools is the point of the
+// two layers.
+func BenchmarkBuild(b *testing.B) {
+	base := os.Getenv("BOXES_TEST_BASE")
+	if base == "" {
+		base = testBase
+	}
+	var skip, assets, tools time.Duration
+	for i := 0; i < b.N; i++ {
+		dir, recipe := benchRecipe(b)
+		args := []string{"build", "--json", "--offline", "--base", base, "--recipe", recipe, "--tag", "hermes-box-lite:it-bench-build"}
+		timed := func(what string) time.Duration {
+			start := time.Now()
+			var out, errb strings.Builder
+			code := Main(Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...))
+			took := time.Since(start)
+			if code != 0 {
+				b.Fatalf("%s: exit %d\n%s", what, code, errb.String())
+			}
+			var rep buildReport
+			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", rep.Image).Run() })
+			return took
+		}
+		timed("first build")
+		skip += timed("build with the lock current")
+		benchAppend(b, filepath.Join(recipe, "guest", "profile.sh"))
+		assets += timed("build after a guest edit")
+		benchAppend(b, filepath.Join(recipe, "provision", "lib.sh"))
+		tools += timed("build after a provision edit")
+	}
+	n := float64(b.N)
+	b.ReportMetric(skip.Seconds()/n, "current-s/op")
+	b.ReportMetric(assets.Seconds()/n, "assets-s/op")
+	b.ReportMetric(tools.Seconds()/n, "tools-s/op")
+	b.ReportMetric(assets.Seconds()/tools.Seconds(), "ratio-assets-vs-tools")
+}
+
+// benchRecipe is a boxes directory and a copy of the built-in recipe.
+func benchRecipe(b *testing.B) (dir, recipe string) {
+	b.Helper()
+	dir, recipe = b.TempDir(), b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte("version: 1\nboxes: {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.CopyFS(recipe, recipes.Recipe); err != nil {
+		b.Fatal(err)
+	}
+	return dir, recipe
+}
+
+func benchAppend(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "# bench %d\n", time.Now().UnixNano())
 }
