@@ -9,16 +9,17 @@ import (
 )
 
 // Recipe is the build context of the box image: docker/Dockerfile,
-// provision/ and guest/, so that an installed boxes binary can build the image
+// provision/ and the guest files the Dockerfile copies (guest/ also holds
+// tests), so that an installed boxes binary can build the image
 // without the source tree. Build it with -f docker/Dockerfile from the root of
 // this file system.
 //
-// embed keeps no file modes: written out, every file is a plain file, and the
-// Dockerfile runs its scripts through bash and installs them with explicit
-// modes. Write files 0644 and directories 0755, as scripts/test-image.sh does,
-// so that builds from either share the layer cache.
+// embed keeps no file modes: boxes build derives them from the content
+// (docker.BuildContext), so that a build from the binary and one from a
+// source tree (--recipe) share the layer cache. A new guest file is listed
+// here and in the Dockerfile's COPY (recipe_test.go checks the two agree).
 //
-//go:embed docker/Dockerfile provision guest
+//go:embed docker/Dockerfile provision guest/hb guest/profile.sh guest/tmux.conf
 var Recipe embed.FS
 
 // Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
