@@ -12,12 +12,13 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/boxes
 
-# The real image needs the internet (Ubuntu base, npm); see README. Until
-# `boxes build` exists, build it with docker build and pin it with
-# `boxes lock image REF`; up says so when boxes.lock has no image.
+# The real image needs the internet (Ubuntu base, npm, nodejs.org, GitHub):
+# up resolves the pins boxes.lock lacks (only those), builds the image (a
+# no-op when the lock's image is current), then plans and applies boxes.yaml.
 up: build
 	./$(BIN) validate
-	@grep -q '^image:' boxes.lock 2>/dev/null || { echo "make up: boxes.lock has no image yet: build the image (README, 'The image and the tests'), then run ./$(BIN) lock image REF"; exit 1; }
+	./$(BIN) lock update --missing
+	./$(BIN) build
 	./$(BIN) plan
 	./$(BIN) apply
 

@@ -79,10 +79,10 @@ func newValidateCommand(env *Env) *cobra.Command {
 			switch {
 			case lock == nil:
 				env.Warnf("boxes.lock not found; plan will need it")
-				fmt.Fprintln(env.Err, "boxes: hint: build the image (see README) and pin it with boxes lock image REF")
+				fmt.Fprintln(env.Err, "boxes: hint: boxes lock update, then boxes build (or boxes lock image REF for an image the engine has)")
 			case lock.Image == nil:
 				env.Warnf("boxes.lock has pins but no image; plan will need one")
-				fmt.Fprintln(env.Err, "boxes: hint: pin an image with boxes lock image REF")
+				fmt.Fprintln(env.Err, "boxes: hint: boxes build makes it (or boxes lock image REF pins one the engine has)")
 			default:
 				fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", lock.Image.ID)
 			}

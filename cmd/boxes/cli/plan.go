@@ -79,9 +79,9 @@ func runPlan(ctx context.Context, env *Env, f planFlags) error {
 func planError(err error) error {
 	switch {
 	case errors.Is(err, reconcile.ErrNoImage):
-		return withHint(err, "build the image (see README) and pin it with boxes lock image REF")
+		return withHint(err, "boxes build makes the image and records it (or boxes lock image REF pins one the engine has)")
 	case errors.Is(err, reconcile.ErrImageMissing):
-		return withHint(err, "build the image on this engine, or pin one it has with boxes lock image REF")
+		return withHint(err, "boxes build makes it on this engine (or boxes lock image REF pins one it has)")
 	case errors.Is(err, reconcile.ErrUnmanagedConflict):
 		return withHint(err, "boxes never touches resources it did not label; rename or remove them yourself, or rename the box")
 	}
