@@ -141,6 +141,20 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", tag, rep.Seconds, rep.Cached, rep.Steps))
 }
 
+// currentInputs is the inputs digest a full build of the built-in recipe
+// with lock's pins would have; false when the pins are not complete.
+func currentInputs(lock *spec.Lock) (string, bool) {
+	args, err := recipes.BuildArgs(lock.Pins, "", false)
+	if err != nil {
+		return "", false
+	}
+	bc, err := docker.NewBuildContext(recipes.Recipe)
+	if err != nil {
+		return "", false
+	}
+	return docker.InputsDigest(bc, args), true
+}
+
 // recipeFS is the recipe to build: a directory, or the one built into boxes.
 func recipeFS(dir string) (fs.FS, error) {
 	if dir == "" {
