@@ -215,6 +215,10 @@ func buildPrinter(env *Env, quiet bool) func(string) {
 		t := strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(l, "Step "):
+			// An instruction can be hundreds of characters (the ARG list).
+			if r := []rune(l); len(r) > 120 {
+				l = string(r[:119]) + "…"
+			}
 			fmt.Fprintf(env.Err, "%s %s\n", time.Now().Format("15:04:05"), l)
 		case t == "---> Using cache":
 			fmt.Fprintln(env.Err, "         (from the cache)")
