@@ -40,9 +40,9 @@ const (
 	hb = "/usr/local/bin/hb"
 	// dataDir is where each service's volume is mounted.
 	dataDir = "/data"
-	// agentHome is the agent user's home, inside the agent volume so it is
+	// AgentHome is the agent user's home, inside the agent volume so it is
 	// saved and restored with the box.
-	agentHome = dataDir + "/home/agent"
+	AgentHome = dataDir + "/home/agent"
 	// boxNameVar tells the processes of both containers which box they are.
 	boxNameVar = "BOX_NAME"
 	// stopGrace is how long a container gets between SIGTERM and SIGKILL.
@@ -53,14 +53,14 @@ const (
 // agent volume, and the way to Executor over the box's private network.
 var agentEnv = map[string]string{
 	"EXECUTOR_HOST":     "http://" + ExecutorService + ":" + strconv.Itoa(ExecutorPort),
-	"HOME":              agentHome,
-	"CLAUDE_CONFIG_DIR": agentHome + "/.claude",
-	"CODEX_HOME":        agentHome + "/.codex",
-	"HERMES_HOME":       agentHome + "/.hermes",
-	"XDG_CONFIG_HOME":   agentHome + "/.config",
-	"XDG_DATA_HOME":     agentHome + "/.local/share",
-	"XDG_STATE_HOME":    agentHome + "/.local/state",
-	"XDG_CACHE_HOME":    agentHome + "/.cache",
+	"HOME":              AgentHome,
+	"CLAUDE_CONFIG_DIR": AgentHome + "/.claude",
+	"CODEX_HOME":        AgentHome + "/.codex",
+	"HERMES_HOME":       AgentHome + "/.hermes",
+	"XDG_CONFIG_HOME":   AgentHome + "/.config",
+	"XDG_DATA_HOME":     AgentHome + "/.local/share",
+	"XDG_STATE_HOME":    AgentHome + "/.local/state",
+	"XDG_CACHE_HOME":    AgentHome + "/.cache",
 }
 
 // Project returns the compose project of one box, named ProjectName(box), as

@@ -178,15 +178,34 @@ var commands = []func(*Env) *cobra.Command{
 	newStartCommand,
 	newRmCommand,
 	newBuildCommand,
+	newEnterCommand,
+	newExecCommand,
+	newLogsCommand,
+	newDoctorCommand,
 }
 
-// terraformFlags accepts Terraform's single-dash spelling -out FILE (and
-// -out=FILE), which people type from habit, as --out.
+// terraformFlags accepts spellings people type from habit: Terraform's
+// single-dash -out FILE (and -out=FILE) as --out, and docker's logs -f as
+// logs --follow (before the command, -f is still --file).
 func terraformFlags(args []string) []string {
 	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "-out" || strings.HasPrefix(a, "-out=") {
+	command := "" // the first word that is not a flag or the value of one
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			copy(out[i:], args[i:])
+			return out
+		case command == "" && (a == "-f" || a == "--file") && i+1 < len(args):
+			out[i], out[i+1] = a, args[i+1]
+			i++
+			continue
+		case command == "" && !strings.HasPrefix(a, "-"):
+			command = a
+		case a == "-out" || strings.HasPrefix(a, "-out="):
 			a = "-" + a
+		case command == "logs" && a == "-f":
+			a = "--follow"
 		}
 		out[i] = a
 	}

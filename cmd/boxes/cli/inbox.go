@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/term"
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// agentUser is the box's own user: enter and exec run as it.
+const agentUser = "agent"
+
+// inHome runs cmd from the user's home when it exists: right after a create
+// hb init may not have made it yet, and a missing working directory would
+// fail the exec itself.
+func inHome(cmd ...string) []string {
+	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
+}
+
+// boxContainer finds box name's container of service on whichever engine
+// has it. running requires it to be up.
+func boxContainer(ctx context.Context, env *Env, name, service string, running bool) (*workspace, *docker.Engine, reconcile.Container, error) {
+	ws, err := openWorkspace(ctx, env, docker.Options{})
+	if err != nil {
+		return nil, nil, reconcile.Container{}, err
+	}
+	fail := func(err error) (*workspace, *docker.Engine, reconcile.Container, error) {
+		ws.close()
+		return nil, nil, reconcile.Container{}, err
+	}
+	if err := ws.observe(ctx); err != nil {
+		return fail(err)
+	}
+	hosts := make([]string, 0, len(ws.observed))
+	for h := range ws.observed {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		c, ok := ws.observed[h].Of(name).Container(service)
+		if !ok {
+			continue
+		}
+		if running && c.State != "running" {
+			return fail(withHint(fmt.Errorf("box %s: the %s container is %s", name, service, c.State), "boxes start %s", name))
+		}
+		return ws, ws.engines[h], c, nil
+	}
+	if _, declared := ws.cfg.Box(name); !declared {
+		names := make([]string, len(ws.cfg.Boxes))
+		for i, b := range ws.cfg.Boxes {
+			names[i] = b.Name
+		}
+		return fail(withHint(fmt.Errorf("no box %q in %s", name, shown(env.File)), "its boxes: %s", orDash(strings.Join(names, ", "))))
+	}
+	return fail(withHint(fmt.Errorf("box %s has no %s container", name, service), "boxes plan shows what apply would create"))
+}
+
+func newExecCommand(env *Env) *cobra.Command {
+	var user string
+	var interactive, tty bool
+	cmd := &cobra.Command{
+		Use:   "exec NAME -- CMD [ARG…]",
+		Short: "Run a command in a box's agent container; its exit code is boxes's",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
+				return fmt.Errorf("exec needs a box name, then -- and the command: boxes exec NAME -- CMD [ARG…]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tty && !env.IsTTY {
+				return withHint(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
+			}
+			opts := docker.ExecOptions{Cmd: inHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
+			if interactive {
+				opts.Stdin = env.In
+			}
+			if tty {
+				opts.Env = []string{"TERM=" + termName()}
+			}
+			return runInBox(cmd.Context(), env, args[0], opts)
+		},
+	}
+	cmd.Flags().StringVarP(&user, "user", "u", agentUser, "run as this user (root for system work)")
+	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass standard input to the command")
+	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "give the command a terminal")
+	return cmd
+}
+
+func newEnterCommand(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "enter NAME",
+		Short: "Attach to the box's tmux session main, as agent (detach with C-b d)",
+		Args:  exactlyOne("enter", "box name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !env.IsTTY {
+				return withHint(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
+			}
+			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
+				Cmd:  inHome("tmux", "new-session", "-A", "-s", "main"),
+				User: agentUser, Env: []string{"TERM=" + termName()},
+				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
+			})
+		},
+	}
+}
+
+// runInBox runs opts in the running agent container of box name and turns a
+// non-zero exit into boxes's exit code.
+func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
+	ws, e, c, err := boxContainer(ctx, env, name, compose.AgentService, true)
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	if err := waitInit(ctx, env, e, name, c.ID); err != nil {
+		return err
+	}
+	if opts.TTY {
+		restore := rawTerminal(env)
+		defer restore()
+		opts.Started = func(resize func(h, w uint)) { followWindowSize(ctx, env, resize) }
+	}
+	code, err := e.Exec(ctx, c.ID, opts)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// InitTimeout bounds how long enter and exec wait for a new box's hb init.
+var InitTimeout = 60 * time.Second
+
+// waitInit returns once hb init has laid out the box's /data (hb health
+// agent passes): right after apply creates a box, init may still be running.
+func waitInit(ctx context.Context, env *Env, e *docker.Engine, name, id string) error {
+	deadline := time.Now().Add(InitTimeout)
+	told := false
+	for start := time.Now(); ; {
+		var errb bytes.Buffer
+		code, err := e.Exec(ctx, id, docker.ExecOptions{Cmd: []string{"/usr/local/bin/hb", "health", compose.AgentService}, Stderr: &errb})
+		switch {
+		case err != nil:
+			return err
+		case code == 0:
+			return nil
+		case time.Now().After(deadline):
+			return withHint(fmt.Errorf("box %s is not ready after %s: %s", name, InitTimeout, strings.TrimSpace(errb.String())), "boxes logs %s shows what hb init is doing", name)
+		case !told && time.Since(start) > time.Second:
+			fmt.Fprintf(env.Err, "boxes: waiting for %s's hb init to finish\n", name)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// termName is the TERM the box's terminal claims: the user's, else one tmux knows.
+func termName() string {
+	if t := os.Getenv("TERM"); t != "" && t != "dumb" {
+		return t
+	}
+	return "xterm-256color"
+}
+
+// rawTerminal puts the user's terminal in raw mode, so keys reach the box
+// as typed, and returns what restores it. Streams that are not a terminal
+// (tests) are left as they are.
+func rawTerminal(env *Env) func() {
+	in, ok := env.In.(*os.File)
+	if !ok || !term.IsTerminal(in.Fd()) {
+		return func() {}
+	}
+	state, err := term.SetRawTerminal(in.Fd())
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = term.RestoreTerminal(in.Fd(), state) }
+}
+
+// followWindowSize gives the box's terminal the size of the user's, now
+// and whenever it changes, until ctx ends.
+func followWindowSize(ctx context.Context, env *Env, resize func(h, w uint)) {
+	out, ok := env.Out.(*os.File)
+	if !ok {
+		return
+	}
+	apply := func() {
+		if ws, err := term.GetWinsize(out.Fd()); err == nil {
+			resize(uint(ws.Height), uint(ws.Width))
+		}
+	}
+	apply()
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		defer signal.Stop(winch)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-winch:
+				apply()
+			}
+		}
+	}()
+}
+
+func newLogsCommand(env *Env) *cobra.Command {
+	var o docker.LogOptions
+	cmd := &cobra.Command{
+		Use:   "logs NAME [agent|executor]",
+		Short: "Print a box container's logs (the agent's unless named)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return fmt.Errorf("logs needs a box name and, optionally, agent or executor")
+			}
+			if len(args) == 2 && args[1] != compose.AgentService && args[1] != compose.ExecutorService {
+				return fmt.Errorf("logs: %q is not a service of a box; the services are agent and executor", args[1])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			service := compose.AgentService
+			if len(args) == 2 {
+				service = args[1]
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ws, e, c, err := boxContainer(ctx, env, args[0], service, false)
+			if err != nil {
+				return err
+			}
+			defer ws.close()
+			return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+		},
+	}
+	// -f after logs means --follow, as in docker logs (see terraformFlags);
+	// the file is then --file.
+	cmd.Flags().BoolVar(&o.Follow, "follow", false, "keep printing new lines until interrupted (-f)")
+	cmd.Flags().StringVarP(&o.Tail, "tail", "n", "all", "print only the last N lines")
+	cmd.Flags().BoolVar(&o.Timestamps, "timestamps", false, "prefix each line with its time")
+	return cmd
+}

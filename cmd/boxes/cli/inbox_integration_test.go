@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// boxesIn runs boxes with stdin and a TTY flag of the test's choosing.
+func boxesIn(t *testing.T, dir string, in string, tty bool, args ...string) run {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(Streams{In: strings.NewReader(in), Out: &out, Err: &errb, IsTTY: tty}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...))
+	return run{code, out.String(), errb.String()}
+}
+
+func TestIntegrationInBox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
+	const box, stopped = "it-inbox", "it-inbox-off"
+	removeBoxes(box, stopped)
+	t.Cleanup(func() { removeBoxes(box, stopped) })
+
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  "+box+": {}\n  "+stopped+": {state: stopped}\n  it-inbox-none: {}\n")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve", "--target", box, "--target", stopped); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+
+	t.Run("exec", func(t *testing.T) {
+		r := boxes(t, dir, "exec", box, "--", "sh", "-c", "id -un; pwd; echo to-stderr >&2; exit 7")
+		if r.code != 7 || r.stdout != "agent\n/data/home/agent\n" || r.stderr != "to-stderr\n" {
+			t.Errorf("exec: %+v", r)
+		}
+		if r := boxes(t, dir, "exec", "-u", "root", box, "--", "id", "-u"); r.code != 0 || r.stdout != "0\n" {
+			t.Errorf("exec -u root: %+v", r)
+		}
+		if r := boxesIn(t, dir, "line one\nline two\n", false, "exec", "-i", box, "--", "wc", "-l"); r.code != 0 || strings.TrimSpace(r.stdout) != "2" {
+			t.Errorf("exec -i: %+v", r)
+		}
+		if r := boxesIn(t, dir, "not passed", false, "exec", box, "--", "cat"); r.code != 0 || r.stdout != "" {
+			t.Errorf("exec without -i read stdin: %+v", r)
+		}
+	})
+
+	t.Run("enter", func(t *testing.T) {
+		if r := boxes(t, dir, "enter", box); r.code != 1 || !strings.Contains(r.stderr, "boxes: error: enter needs a terminal\n") ||
+			!strings.Contains(r.stderr, "boxes exec "+box+" -- CMD") {
+			t.Errorf("enter without a terminal: %+v", r)
+		}
+		// A terminal session that detaches at once (C-b d) leaves the tmux
+		// session main running, as agent.
+		done := make(chan run, 1)
+		go func() { done <- boxesIn(t, dir, "\x02d", true, "enter", box) }()
+		select {
+		case r := <-done:
+			if r.code != 0 {
+				t.Errorf("enter: %+v", r)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("enter did not return after C-b d")
+		}
+		r := boxes(t, dir, "exec", box, "--", "tmux", "list-sessions", "-F", "#{session_name}")
+		if r.code != 0 || r.stdout != "main\n" {
+			t.Errorf("tmux sessions after enter: %+v", r)
+		}
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		if r := boxes(t, dir, "logs", box); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "agent: ready") {
+			t.Errorf("logs: %+v", r)
+		}
+		if r := boxes(t, dir, "logs", box, "executor", "-n", "1"); r.code != 0 || strings.Count(r.stdout+r.stderr, "\n") != 1 {
+			t.Errorf("logs executor -n 1: %+v", r)
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		for name, tc := range map[string]struct {
+			args []string
+			want []string
+		}{
+			"undeclared box":  {[]string{"exec", "it-nope", "--", "true"}, []string{`boxes: error: no box "it-nope" in `, "boxes: hint: its boxes: " + box}},
+			"box not created": {[]string{"exec", "it-inbox-none", "--", "true"}, []string{"box it-inbox-none has no agent container", "boxes plan"}},
+			"stopped box":     {[]string{"exec", stopped, "--", "true"}, []string{"box " + stopped + ": the agent container is", "boxes: hint: boxes start " + stopped}},
+			"no command":      {[]string{"exec", box}, []string{"exec needs a box name, then -- and the command"}},
+			"no --":           {[]string{"exec", box, "true"}, []string{"exec needs a box name, then -- and the command"}},
+			"exec -t":         {[]string{"exec", "-t", box, "--", "true"}, []string{"exec -t needs a terminal"}},
+			"logs service":    {[]string{"logs", box, "db"}, []string{`logs: "db" is not a service of a box`}},
+			"doctor unknown":  {[]string{"doctor", "it-nope"}, []string{`no box "it-nope"`}},
+		} {
+			r := boxes(t, dir, tc.args...)
+			if r.code != 1 {
+				t.Errorf("%s: exit %d, want 1", name, r.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("%s: stderr lacks %q:\n%s", name, w, r.stderr)
+				}
+			}
+		}
+	})
+
+	t.Run("doctor", func(t *testing.T) {
+		r := boxes(t, dir, "doctor", box)
+		if r.code != 0 || !strings.Contains(r.stdout, "box "+box+" is healthy") {
+			t.Fatalf("doctor of a healthy box: %+v", r)
+		}
+		for _, line := range []string{"ok    host  agent publishes nothing", "ok    host  mcp with token", "ok    host  mcp without token",
+			"ok    host  executor image", "ok    box   mcp handshake"} {
+			if !strings.Contains(r.stdout, line) {
+				t.Errorf("doctor lacks %q:\n%s", line, r.stdout)
+			}
+		}
+		rep := doctorJSON(t, dir, box, 0)
+		if !rep.OK || len(rep.Checks) < 10 {
+			t.Errorf("doctor --json: %+v", rep)
+		}
+
+		// A wrong token on the host: the host handshake fails, the box's own passes.
+		secret := filepath.Join(dir, ".boxes", "secrets", box+".env")
+		good := readFile(t, secret)
+		writeFile(t, secret, "EXECUTOR_TOKEN="+strings.Repeat("0", 64)+"\n")
+		rep = doctorJSON(t, dir, box, 1)
+		if c := find(rep, "host", "mcp with token"); c.OK || !strings.Contains(c.Detail, "HTTP 401") {
+			t.Errorf("wrong token: %+v", c)
+		}
+		if c := find(rep, "box", "mcp handshake"); !c.OK {
+			t.Errorf("wrong host token failed the box's handshake: %+v", c)
+		}
+		writeFile(t, secret, good)
+
+		// Executor stopped: its container and the box's handshake fail.
+		dockerOut(t, "stop", "-t", "1", "hbl-"+box+"-executor-1")
+		rep = doctorJSON(t, dir, box, 1)
+		if c := find(rep, "host", "executor container"); c.OK || !strings.HasPrefix(c.Detail, "exited") {
+			t.Errorf("executor stopped: %+v", c)
+		}
+		if c := find(rep, "box", "mcp handshake"); c.OK {
+			t.Errorf("executor stopped, yet the box's handshake passed: %+v", c)
+		}
+		if r := boxes(t, dir, "doctor", box); r.code != 1 || !strings.Contains(r.stdout, "FAIL  host  executor container") || !strings.Contains(r.stdout, "has problems") {
+			t.Errorf("doctor text with the executor stopped: %+v", r)
+		}
+	})
+}
+
+func doctorJSON(t *testing.T, dir, box string, code int) doctorReport {
+	t.Helper()
+	r := boxes(t, dir, "doctor", "--json", box)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != code {
+		t.Fatalf("doctor --json: exit %d (want %d), %v\n%s%s", r.code, code, err, r.stdout, r.stderr)
+	}
+	return rep
+}
+
+func find(rep doctorReport, where, name string) doctorCheck {
+	for _, c := range rep.Checks {
+		if c.Where == where && c.Name == name {
+			return c
+		}
+	}
+	return doctorCheck{Where: where, Name: name, Detail: "not reported"}
+}

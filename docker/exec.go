@@ -1,0 +1,107 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// ExecOptions is one command run in a running container.
+type ExecOptions struct {
+	Cmd     []string
+	User    string
+	WorkDir string
+	Env     []string
+	// TTY allocates a terminal in the container: output arrives as one
+	// stream, and Resize changes its size.
+	TTY bool
+	// Stdin, when set, is copied to the command until it ends; the command
+	// sees end of input after that.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Started, when set, is called with a function that resizes the
+	// command's terminal (TTY only), once the command runs.
+	Started func(resize func(height, width uint))
+}
+
+// Exec runs a command in container id and returns its exit code once its
+// output has ended.
+func (e *Engine) Exec(ctx context.Context, id string, o ExecOptions) (int, error) {
+	created, err := e.api.ContainerExecCreate(ctx, id, container.ExecOptions{
+		User:         o.User,
+		WorkingDir:   o.WorkDir,
+		Env:          o.Env,
+		Cmd:          o.Cmd,
+		Tty:          o.TTY,
+		AttachStdin:  o.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id[:min(12, len(id))], err)
+	}
+	att, err := e.api.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{Tty: o.TTY})
+	if err != nil {
+		return -1, err
+	}
+	defer att.Close()
+	if o.Started != nil && o.TTY {
+		o.Started(func(h, w uint) {
+			_ = e.api.ContainerExecResize(ctx, created.ID, container.ResizeOptions{Height: h, Width: w})
+		})
+	}
+	if o.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, o.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+	stdout, stderr := orDiscard(o.Stdout), orDiscard(o.Stderr)
+	if o.TTY {
+		_, err = io.Copy(stdout, att.Reader)
+	} else {
+		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}
+	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		return -1, err
+	}
+	inspect, err := e.api.ContainerExecInspect(context.WithoutCancel(ctx), created.ID)
+	if err != nil {
+		return -1, err
+	}
+	return inspect.ExitCode, nil
+}
+
+// LogOptions select a container's logs.
+type LogOptions struct {
+	Follow     bool
+	Tail       string // "all" or a number of lines
+	Timestamps bool
+}
+
+// Logs copies container id's logs to stdout and stderr, following them
+// until ctx ends when asked to.
+func (e *Engine) Logs(ctx context.Context, id string, o LogOptions, stdout, stderr io.Writer) error {
+	rc, err := e.api.ContainerLogs(ctx, id, container.LogsOptions{
+		ShowStdout: true, ShowStderr: true, Follow: o.Follow, Tail: o.Tail, Timestamps: o.Timestamps,
+	})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if _, err := stdcopy.StdCopy(orDiscard(stdout), orDiscard(stderr), rc); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
