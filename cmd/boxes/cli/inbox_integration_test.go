@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,6 +108,38 @@ func TestIntegrationInBox(t *testing.T) {
 					t.Errorf("%s: stderr lacks %q:\n%s", name, w, r.stderr)
 				}
 			}
+		}
+	})
+
+	t.Run("open", func(t *testing.T) {
+		// The browser is a script that fetches the page it is given.
+		got := filepath.Join(t.TempDir(), "url")
+		browser := filepath.Join(t.TempDir(), "browser")
+		writeFile(t, browser, "#!/bin/sh\nprintf '%s' \"$1\" > "+got+"\n")
+		if err := os.Chmod(browser, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("BOXES_BROWSER", browser)
+		r := boxes(t, dir, "open", box)
+		token := strings.TrimPrefix(strings.TrimSpace(readFile(t, filepath.Join(dir, ".boxes", "secrets", box+".env"))), "EXECUTOR_TOKEN=")
+		if r.code != 0 || strings.Contains(r.stdout+r.stderr, token) || !strings.Contains(r.stdout, "opened the dashboard of "+box) {
+			t.Fatalf("open: %+v", r)
+		}
+		u := readFile(t, got)
+		if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/?token="+token) {
+			t.Fatalf("browser was given %q", u)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("dashboard answered %s", resp.Status)
+		}
+		t.Setenv("BOXES_BROWSER", "/nonexistent/browser")
+		if r := boxes(t, dir, "open", box); r.code != 1 || !strings.Contains(r.stderr, "/nonexistent/browser") || strings.Contains(r.stderr, token) {
+			t.Errorf("open with a missing browser: %+v", r)
 		}
 	})
 

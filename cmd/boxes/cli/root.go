@@ -182,6 +182,7 @@ var commands = []func(*Env) *cobra.Command{
 	newExecCommand,
 	newLogsCommand,
 	newDoctorCommand,
+	newOpenCommand,
 }
 
 // terraformFlags accepts spellings people type from habit: Terraform's

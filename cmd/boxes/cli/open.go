@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+func newOpenCommand(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "open NAME",
+		Short: "Open the box's Executor dashboard in the browser, signed in, without printing the token",
+		Long: `Open the box's Executor dashboard in the browser, signed in with the box's
+token, which is never printed. The browser is $BOXES_BROWSER (a command; the
+URL is its last argument), else xdg-open, or open on macOS.`,
+		Args: exactlyOne("open", "box name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			ws, e, c, err := boxContainer(cmd.Context(), env, name, compose.ExecutorService, true)
+			if err != nil {
+				return err
+			}
+			defer ws.close()
+			base := ""
+			for _, p := range c.Ports {
+				if p.ContainerPort == compose.ExecutorPort && p.HostPort != 0 {
+					base = reconcile.ExecutorURL(p.HostIP, p.HostPort)
+				}
+			}
+			if base == "" {
+				return withHint(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
+			}
+			if e.Host != "" {
+				env.Warnf("box %s is on host %s; its dashboard address is that host's %s", name, e.Host, base)
+			}
+			token, ok, err := ws.tokens.Get(name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return withHint(fmt.Errorf("box %s has no token in .boxes/secrets", name), "boxes plan recovers it from the running box")
+			}
+			browser, err := browserCommand()
+			if err != nil {
+				return err
+			}
+			run := exec.Command(browser[0], append(browser[1:], base+"/?token="+url.QueryEscape(token))...)
+			run.Stdin, run.Stdout, run.Stderr = nil, env.Err, env.Err
+			if err := run.Run(); err != nil {
+				return fmt.Errorf("%s: %w", browser[0], err)
+			}
+			fmt.Fprintf(env.Out, "opened the dashboard of %s (%s/) with %s; the token is in the URL it was given, not printed\n", name, base, browser[0])
+			return nil
+		},
+	}
+}
+
+// browserCommand is $BOXES_BROWSER split into words, else the platform's opener.
+func browserCommand() ([]string, error) {
+	if b := strings.Fields(os.Getenv("BOXES_BROWSER")); len(b) > 0 {
+		return b, nil
+	}
+	opener := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		opener = "open"
+	}
+	if _, err := exec.LookPath(opener); err != nil {
+		return nil, withHint(fmt.Errorf("no browser: %s is not installed and BOXES_BROWSER is not set", opener), "set BOXES_BROWSER to the browser's command, e.g. BOXES_BROWSER=firefox")
+	}
+	return []string{opener}, nil
+}
