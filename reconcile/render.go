@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hermes-box/boxes/spec"
 )
 
 // FormatVersion is the version of the JSON plan schema; bump it on any
@@ -58,10 +60,11 @@ func (p *Plan) SummaryLine() string {
 // RenderText writes the plan the way people read it in a terminal; colour only when asked.
 func (p *Plan) RenderText(w io.Writer, colour bool) {
 	paint := func(a Action, s string) string {
-		if !colour {
+		c, ok := colours[a]
+		if !colour || !ok {
 			return s
 		}
-		return colours[a] + s + reset
+		return c + s + reset
 	}
 	if len(p.Target) > 0 {
 		fmt.Fprintf(w, "Note: this plan is limited to --target %s; other boxes were not looked at.\n\n", strings.Join(p.Target, ", "))
@@ -108,7 +111,11 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 			fmt.Fprintf(w, "      backup: %s\n", d.backupText())
 		}
 	}
-	fmt.Fprintf(w, "\n%s\n", paint(NoOp, p.SummaryLine()))
+	summary := p.SummaryLine()
+	if colour {
+		summary = bold + summary + reset
+	}
+	fmt.Fprintf(w, "\n%s\n", summary)
 }
 
 func (p *Plan) count(a Action) int {
@@ -172,12 +179,16 @@ type JSONPlan struct {
 // ["delete","create"] of its containers, so a script scanning for "delete"
 // must also look at the box's action.
 type JSONBox struct {
-	Name    string    `json:"name"`
-	Host    string    `json:"host"`
-	Action  Action    `json:"action"`
-	Actions []string  `json:"actions"`
-	Reasons []string  `json:"reasons"`
-	Causes  []Reason  `json:"causes"`
+	Name    string   `json:"name"`
+	Host    string   `json:"host"`
+	Action  Action   `json:"action"`
+	Actions []string `json:"actions"`
+	Reasons []string `json:"reasons"`
+	Causes  []Reason `json:"causes"`
+	// State is the declared state, running or stopped; absent for a delete.
+	State spec.State `json:"state,omitempty"`
+	// Restore is the archive a create is seeded from, when boxes.yaml names one.
+	Restore string    `json:"restore,omitempty"`
 	Delete  *Deletion `json:"delete,omitempty"`
 }
 
@@ -188,7 +199,7 @@ func (p *Plan) JSON() JSONPlan {
 		out.Target = []string{}
 	}
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, Delete: b.Delete}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}
