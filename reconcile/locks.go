@@ -38,10 +38,15 @@ func lockFile(path, what string) (*FileLock, error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			h := strings.TrimSpace(string(holder))
+			// The holder writes its line just after taking the lock: give
+			// it a moment before saying who it is.
+			h := readHolder(path)
+			for i := 0; h == "" && i < 20; i++ {
+				time.Sleep(10 * time.Millisecond)
+				h = readHolder(path)
+			}
 			if h == "" {
 				h = "another boxes process"
 			}
@@ -55,6 +60,11 @@ func lockFile(path, what string) (*FileLock, error) {
 		_ = f.Sync()
 	}
 	return &FileLock{f: f}, nil
+}
+
+func readHolder(path string) string {
+	data, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(data))
 }
 
 // Unlock releases the lock.
