@@ -3,6 +3,7 @@ module github.com/hermes-box/boxes
 go 1.26
 
 require (
+	filippo.io/age v1.2.1
 	github.com/compose-spec/compose-go/v2 v2.9.1
 	github.com/docker/cli v28.5.1+incompatible
 	github.com/docker/compose/v2 v2.40.3

@@ -105,3 +105,25 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// CopyFrom streams path of container id out as a tar (entries named after
+// path's last element: "data", "data/…" for /data). The container may be
+// stopped.
+func (e *Engine) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
+	rc, _, err := e.api.CopyFromContainer(ctx, id, path)
+	if err != nil {
+		return nil, fmt.Errorf("copying %s out of the container: %w", path, err)
+	}
+	return rc, nil
+}
+
+// CopyTo unpacks the tar stream content at dir in container id, keeping
+// the owners the tar names (CopyUIDGID would chown everything to the
+// container's user instead). The container may be created and not
+// started: its volumes are mounted for the copy.
+func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) error {
+	if err := e.api.CopyToContainer(ctx, id, dir, content, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copying into the container at %s: %w", dir, err)
+	}
+	return nil
+}

@@ -75,16 +75,21 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 }
 
 func (e *Engine) executorContainer(ctx context.Context, box string) (container.Summary, error) {
+	return e.ServiceContainer(ctx, box, compose.ExecutorService)
+}
+
+// ServiceContainer is box's one container of service, running or not.
+func (e *Engine) ServiceContainer(ctx context.Context, box, service string) (container.Summary, error) {
 	cs, err := e.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", compose.ManagedLabel+"=1"),
 		filters.Arg("label", compose.BoxLabel+"="+box),
-		filters.Arg("label", "com.docker.compose.service="+compose.ExecutorService),
+		filters.Arg("label", "com.docker.compose.service="+service),
 	)})
 	if err != nil {
 		return container.Summary{}, err
 	}
 	if len(cs) != 1 {
-		return container.Summary{}, fmt.Errorf("found %d executor containers", len(cs))
+		return container.Summary{}, fmt.Errorf("found %d %s containers of box %s", len(cs), service, box)
 	}
 	return cs[0], nil
 }

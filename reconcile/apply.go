@@ -125,7 +125,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return fmt.Errorf("box %s is not in boxes.yaml", bp.Name)
 	}
 	if bp.Restore != "" {
-		return fmt.Errorf("restore: seeding a box from %s needs boxes load, which this version does not have yet; remove restore: or create the box empty", bp.Restore)
+		return fmt.Errorf("restore: apply does not seed boxes from archives yet; boxes load %s %s creates this box from it (then remove restore: or keep it as a record)", bp.Restore, bp.Name)
 	}
 	token, err := a.token(bp)
 	if err != nil {

@@ -137,7 +137,7 @@ func (d *Deletion) lines() []string {
 		out = append(out, "network "+n.Name)
 	}
 	for _, v := range d.Volumes {
-		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, sizeText(v.Size)))
+		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, HumanSize(v.Size)))
 	}
 	return out
 }
@@ -149,7 +149,8 @@ func (d *Deletion) backupText() string {
 	return d.Backup
 }
 
-func sizeText(n int64) string {
+// HumanSize is n bytes the way people read them: 512 B, 1.5 MiB; a negative n is unknown.
+func HumanSize(n int64) string {
 	if n < 0 {
 		return "size unknown"
 	}

@@ -183,6 +183,9 @@ var commands = []func(*Env) *cobra.Command{
 	newLogsCommand,
 	newDoctorCommand,
 	newOpenCommand,
+	newSaveCommand,
+	newLoadCommand,
+	newExtractCommand,
 }
 
 // terraformFlags accepts spellings people type from habit: Terraform's

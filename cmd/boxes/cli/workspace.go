@@ -164,7 +164,9 @@ func (w *workspace) plan(ctx context.Context, opts planOptions) (*reconcile.Plan
 	}
 	for host, o := range w.observed {
 		for _, name := range o.Boxes() {
-			if declared[name] {
+			// Sizes are for the plan's deletes: an undeclared box outside
+			// --target is not one of them.
+			if declared[name] || (len(in.Target) > 0 && !in.Target[name]) {
 				continue
 			}
 			if _, done := in.VolumeSizes[host]; done {

@@ -1,0 +1,149 @@
+package archive
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"filippo.io/age"
+)
+
+// Extract decrypts r with identities and writes the archive's data entries
+// under dir (dir/data/…), checking them as it goes by the same rules as Verify.
+// It creates dir (0700) if it does not exist and refuses a dir that is not
+// empty.
+//
+// It never follows a symlink while writing: every entry is created anew, in a
+// directory it has just made, and files are opened with O_CREATE|O_EXCL, which
+// fails on an existing name, symlink or not. It keeps symlinks as symlinks
+// (their targets are not checked: they are not followed), file and directory
+// permissions (without setuid, setgid and sticky bits) and mtimes (except a
+// symlink's); it does not change owners.
+//
+// On error it removes what it wrote (and dir, if it created it).
+func Extract(r io.Reader, dir string, identities ...age.Identity) (m Manifest, sum Summary, err error) {
+	created, err := prepareDir(dir)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Manifest{}, Summary{}, fmt.Errorf("archive: %w", err)
+	}
+	defer root.Close()
+	defer func() {
+		if err != nil {
+			root.RemoveAll(dataRoot)
+			if created {
+				os.Remove(dir)
+			}
+		}
+	}()
+	rd, err := open(r, identities)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	x := &extractor{root: root}
+	if sum, err = rd.walk(x.entry); err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	if err := x.finish(); err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	return rd.manifest, sum, nil
+}
+
+// prepareDir makes dir if it does not exist, reporting whether it did, and
+// otherwise checks that it is an empty directory.
+func prepareDir(dir string) (created bool, err error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return false, fmt.Errorf("archive: %w", err)
+		}
+		return true, nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, fmt.Errorf("archive: %w", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		return false, fmt.Errorf("archive: %s is not empty", dir)
+	}
+	if err != nil && err != io.EOF {
+		return false, fmt.Errorf("archive: %w", err)
+	}
+	return false, nil
+}
+
+// extractor writes checked entries under its root.
+type extractor struct {
+	root *os.Root
+	dirs []*tar.Header // made so far, to be given their modes and mtimes last
+}
+
+// entry writes one entry.
+func (x *extractor) entry(h *tar.Header, body io.Reader) error {
+	name := strings.TrimSuffix(h.Name, "/")
+	switch h.Typeflag {
+	case tar.TypeDir:
+		// Owner-writable until finish, so its entries can be made in it.
+		if err := x.root.Mkdir(name, 0o700); err != nil {
+			return err
+		}
+		x.dirs = append(x.dirs, h)
+		return nil
+	case tar.TypeReg:
+		return x.file(name, h, body)
+	case tar.TypeSymlink:
+		return x.root.Symlink(h.Linkname, name)
+	case tar.TypeLink:
+		return x.root.Link(h.Linkname, name)
+	}
+	return fmt.Errorf("unsupported entry type (%s)", typeName(h.Typeflag))
+}
+
+// file writes a regular file.
+func (x *extractor) file(name string, h *tar.Header, body io.Reader) error {
+	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, body)
+	if err == nil {
+		err = f.Chmod(perm(h))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return x.root.Chtimes(name, h.ModTime, h.ModTime)
+}
+
+// finish gives the directories their modes and mtimes, deepest first, so that
+// making their entries does not change them after.
+func (x *extractor) finish() error {
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		h := x.dirs[i]
+		name := strings.TrimSuffix(h.Name, "/")
+		if err := x.root.Chtimes(name, h.ModTime, h.ModTime); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		if err := x.root.Chmod(name, perm(h)); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+	}
+	return nil
+}
+
+// perm returns an entry's permission bits, without setuid, setgid or sticky.
+func perm(h *tar.Header) fs.FileMode {
+	return fs.FileMode(h.Mode).Perm()
+}
