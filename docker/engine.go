@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/cli/cli/command"
 	cliflags "github.com/docker/cli/cli/flags"
 	"github.com/docker/compose/v2/pkg/api"
@@ -19,7 +20,6 @@ import (
 	"github.com/docker/compose/v2/pkg/progress"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 
 	"github.com/hermes-box/boxes/spec"
 )
@@ -159,14 +159,14 @@ func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
 }
 
 func ignoreNotFound(err error) error {
-	if err != nil && errdefs.IsNotFound(err) {
+	if err != nil && cerrdefs.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
 // IsNotFound reports whether err is the engine's "no such object".
-func IsNotFound(err error) bool { return errdefs.IsNotFound(err) }
+func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 func containerRemoveOptions() container.RemoveOptions {
 	return container.RemoveOptions{Force: true, RemoveVolumes: false}
