@@ -36,6 +36,16 @@ type Progress interface {
 	Done(box string, err error)
 }
 
+// Seeder fills a new box from its restore: archive.
+type Seeder interface {
+	// Seed restores the archive into the created, not yet started box. The
+	// box must then come up quiesced, so that a restore cut short never
+	// runs as if it were whole.
+	Seed(ctx context.Context, host, box, archive string) error
+	// Finish ends the quiescence of the started box and waits for hb init.
+	Finish(ctx context.Context, host, box string) error
+}
+
 // Applier carries out plans.
 type Applier struct {
 	Config      *spec.Config
@@ -43,6 +53,8 @@ type Applier struct {
 	Tokens      Tokens
 	Parallelism int
 	Progress    Progress
+	// Seeder restores boxes created with restore:; nil refuses them.
+	Seeder Seeder
 }
 
 // BoxError is the failure of one box's steps.
@@ -124,8 +136,9 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if !ok {
 		return fmt.Errorf("box %s is not in boxes.yaml", bp.Name)
 	}
-	if bp.Restore != "" {
-		return fmt.Errorf("restore: apply does not seed boxes from archives yet; boxes load %s %s creates this box from it (then remove restore: or keep it as a record)", bp.Restore, bp.Name)
+	seed := bp.Action == Create && bp.Restore != ""
+	if seed && a.Seeder == nil {
+		return fmt.Errorf("restore: nothing here can read %s", bp.Restore)
 	}
 	token, err := a.token(bp)
 	if err != nil {
@@ -158,7 +171,15 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	default:
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
-	if box.State != spec.Running {
+	if seed {
+		a.Progress.Step(bp.Name, "restoring /data from "+bp.Restore)
+		if err := a.Seeder.Seed(ctx, bp.Host, bp.Name, bp.Restore); err != nil {
+			return fmt.Errorf("restoring from %s: %w", bp.Restore, err)
+		}
+	}
+	// A seeded box starts once whatever its state, so that hb init runs
+	// on the restored data; a stopped one is stopped again after.
+	if box.State != spec.Running && !seed {
 		return nil
 	}
 	a.Progress.Step(bp.Name, "starting")
@@ -169,6 +190,16 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	url, err := engine.WaitReady(ctx, bp.Name, token)
 	if err != nil {
 		return err
+	}
+	if seed {
+		a.Progress.Step(bp.Name, "resuming the restored box (hb init)")
+		if err := a.Seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
+			return err
+		}
+	}
+	if box.State != spec.Running {
+		a.Progress.Step(bp.Name, "stopping (declared stopped)")
+		return engine.Stop(ctx, compose.ProjectName(bp.Name))
 	}
 	a.Progress.Step(bp.Name, "ready at "+url)
 	return nil

@@ -119,12 +119,19 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		}
 	}
 
+	seeder, err := newSeeder(env, ws, p)
+	if err != nil {
+		return err
+	}
 	engines := map[string]reconcile.Engine{}
 	for h, e := range ws.engines {
 		engines[h] = e
 	}
 	progress := newProgress(env.Out, env.IsTTY, p)
 	applier := &reconcile.Applier{Config: ws.cfg, Engines: engines, Tokens: ws.tokens, Parallelism: f.parallelism, Progress: progress}
+	if seeder != nil {
+		applier.Seeder = seeder
+	}
 	start := time.Now()
 	err = applier.Apply(ctx, p)
 	if err != nil {

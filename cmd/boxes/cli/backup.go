@@ -307,24 +307,8 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err != nil {
 		return err
 	}
-	// The marker first: should the restore stop half-way, the box comes
-	// up quiesced (hb init waits) instead of running on partial data.
-	if err := e.CopyTo(ctx, agent.ID, "/", markerTar()); err != nil {
-		return err
-	}
 	fmt.Fprintf(env.Err, "loading %s: restoring /data\n", name)
-	if f, err = os.Open(file); err != nil {
-		return err
-	}
-	data, err := archive.Data(f, id)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	err = e.CopyTo(ctx, agent.ID, "/", data)
-	data.Close()
-	f.Close()
-	if err != nil {
+	if err := restoreData(ctx, e, agent.ID, file, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Err, "loading %s: starting, with a fresh token\n", name)
@@ -355,6 +339,96 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	}
 	fmt.Fprintf(env.Out, "loaded %s from %s\n", name, shown(file))
 	return nil
+}
+
+// restoreData restores archive file into the created, not yet started agent
+// container id. hb's quiesce marker goes first: should the restore stop
+// half-way, the box comes up quiesced (hb init waits) instead of running on
+// partial data.
+func restoreData(ctx context.Context, e *docker.Engine, id, file string, identity age.Identity) error {
+	if err := e.CopyTo(ctx, id, "/", markerTar()); err != nil {
+		return err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := archive.Data(f, identity)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	return e.CopyTo(ctx, id, "/", data)
+}
+
+// archiveSeeder restores the restore: archives of the boxes apply creates.
+type archiveSeeder struct {
+	env      *Env
+	ws       *workspace
+	identity age.Identity
+}
+
+// newSeeder asks for the passphrase and checks every restore: archive of
+// plan whole, before apply changes anything; nil when the plan restores none.
+func newSeeder(env *Env, ws *workspace, p *reconcile.Plan) (*archiveSeeder, error) {
+	s := &archiveSeeder{env: env, ws: ws}
+	for _, b := range p.Boxes {
+		if b.Action != reconcile.Create || b.Restore == "" {
+			continue
+		}
+		path := s.path(b.Restore)
+		if s.identity == nil {
+			id, err := openIdentity(env, path)
+			if err != nil {
+				return nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
+			}
+			s.identity = id
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
+		}
+		m, sum, err := archive.Verify(f, s.identity)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("box %s: restore: %s: %w; nothing was changed", b.Name, b.Restore, err)
+		}
+		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", b.Restore, b.Name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
+	}
+	if s.identity == nil {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// path is a restore: path, relative to boxes.yaml's directory.
+func (s *archiveSeeder) path(archive string) string {
+	if filepath.IsAbs(archive) {
+		return archive
+	}
+	return filepath.Join(s.env.Dir(), archive)
+}
+
+func (s *archiveSeeder) Seed(ctx context.Context, host, box, archive string) error {
+	e := s.ws.engines[host]
+	agent, err := e.ServiceContainer(ctx, box, compose.AgentService)
+	if err != nil {
+		return err
+	}
+	return restoreData(ctx, e, agent.ID, s.path(archive), s.identity)
+}
+
+func (s *archiveSeeder) Finish(ctx context.Context, host, box string) error {
+	e := s.ws.engines[host]
+	agent, err := e.ServiceContainer(ctx, box, compose.AgentService)
+	if err != nil {
+		return err
+	}
+	if err := hbRoot(ctx, e, agent.ID, "resume"); err != nil {
+		return err
+	}
+	return waitInit(ctx, s.env, e, box, agent.ID)
 }
 
 // markerTar is a tar holding hb's quiesce marker under data/.hb.

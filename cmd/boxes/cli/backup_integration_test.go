@@ -23,8 +23,8 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		t.Skip("real Docker engine test")
 	}
 	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
-	const src, dst, dstStopped, never = "it-save", "it-load", "it-load-off", "it-load-never"
-	all := []string{src, dst, dstStopped, never}
+	const src, dst, dstStopped, never, seeded = "it-save", "it-load", "it-load-off", "it-load-never", "it-restore"
+	all := []string{src, dst, dstStopped, never, seeded}
 	removeBoxes(all...)
 	t.Cleanup(func() { removeBoxes(all...) })
 	lowerScryptCost(t)
@@ -108,6 +108,34 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	}
 	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}}", compose.ContainerName(dstStopped, compose.AgentService)); state != "exited" {
 		t.Errorf("stopped box after load: %s", state)
+	}
+
+	// restore: in boxes.yaml seeds a box apply creates: wrong passphrase
+	// first (nothing changes), then the right one.
+	yaml := readFile(t, filepath.Join(dir, "boxes.yaml"))
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml+"  "+seeded+": {state: stopped, restore: backups/"+entries[0].Name()+"}\n")
+	t.Setenv(envPassphrase, "wrong")
+	if r := boxes(t, dir, "apply", "--auto-approve", "--target", seeded); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "box "+seeded+": restore:") {
+		t.Errorf("apply with a wrong passphrase: %+v", r)
+	}
+	if ids := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"="+seeded); ids != "" {
+		t.Errorf("apply with a wrong passphrase created containers: %s", ids)
+	}
+	t.Setenv(envPassphrase, "correct horse battery staple")
+	if r := boxes(t, dir, "plan", "--target", seeded); !strings.Contains(r.stdout, "restore") {
+		t.Errorf("plan does not show the restore: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve", "--target", seeded); r.code != 0 || !strings.Contains(r.stdout, "restoring /data") {
+		t.Fatalf("apply with restore: %+v", r)
+	}
+	if r := boxes(t, dir, "plan", "--target", seeded, "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("plan after the restoring apply: %+v", r)
+	}
+	if r := boxes(t, dir, "start", seeded); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	if r := boxes(t, dir, "exec", seeded, "--", "cat", "notes/marker"); r.stdout != marker+"\n" {
+		t.Errorf("restored box's marker: %+v", r)
 	}
 
 	// Refusals: each says why and creates nothing.
