@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"filippo.io/age"
 	"gopkg.in/yaml.v3"
 )
 
@@ -124,6 +125,10 @@ func Parse(path string, data []byte) (*Config, error) {
 		if r, ok := fields["recipients"]; ok && p.kind(r.value, yaml.SequenceNode, "a list of age recipients") {
 			for _, item := range r.value.Content {
 				if s, ok := p.str(item); ok {
+					if _, err := age.ParseX25519Recipient(s); err != nil {
+						p.errorf(item, "age-keygen -y KEYFILE prints a key's recipient", "%q is not an age recipient (age1…)", s)
+						continue
+					}
 					cfg.Recipients = append(cfg.Recipients, s)
 				}
 			}

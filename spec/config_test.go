@@ -67,6 +67,7 @@ func TestParseErrors(t *testing.T) {
 		{"port zero", "version: 1\nboxes:\n  a: {executor: {port: 0}}\n", 3, 24, "out of range", ""},
 		{"port type", "version: 1\nboxes:\n  a: {executor: {port: high}}\n", 3, 24, "port must be a number or auto", ""},
 		{"bind", "version: 1\nboxes:\n  a: {executor: {bind: localhost}}\n", 3, 24, "bind must be an IP address", ""},
+		{"recipient", "version: 1\narchive:\n  recipients: [age1nope]\n", 3, 16, `"age1nope" is not an age recipient (age1…)`, "age-keygen -y"},
 		{"port clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800}}\n", 4, 3, "already uses", "another port"},
 		{"wildcard clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800, bind: 0.0.0.0}}\n", 4, 3, "already uses", ""},
 		{"undefined host", "version: 1\nboxes:\n  a: {host: nexus}\n", 3, 13, `host "nexus" is not defined`, "hosts:"},

@@ -28,6 +28,10 @@ import (
 // envPassphrase holds the archive passphrase for scripts; without it boxes asks on the terminal.
 const envPassphrase = "BOXES_PASSPHRASE"
 
+// envIdentity names an age identity file, for archives saved to boxes.yaml's
+// archive.recipients.
+const envIdentity = "BOXES_IDENTITY"
+
 // quiescedMarker is hb's marker (guest/hb QUIESCED): while it exists, hb
 // init waits for hb resume.
 const quiescedMarker = "data/.hb/quiesced"
@@ -39,9 +43,11 @@ func newSaveCommand(env *Env) *cobra.Command {
 		Short: "Archive a box's /data, encrypted, to backups/NAME-YYYYMMDD-HHMMSS" + archive.Ext,
 		Long: `Archive a box's /data to an age-encrypted file: under the per-box lock,
 quiesce the box (hb quiesce), stream /data out with a manifest of the image
-and tool versions, encrypt it with a passphrase (` + envPassphrase + `, else asked
-on the terminal), verify it by decrypting and reading it all back, then publish
-it without overwriting anything. The box is resumed whatever happens.`,
+and tool versions, encrypt it to boxes.yaml's archive.recipients (age keys;
+load and extract then read ` + envIdentity + `, an age identity file) or else with
+a passphrase (` + envPassphrase + `, else asked on the terminal), verify it by
+decrypting and reading it all back, then publish it without overwriting
+anything. The box is resumed whatever happens.`,
 		Args: exactlyOne("save", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return save(cmd.Context(), env, args[0], out)
@@ -68,15 +74,7 @@ func save(ctx context.Context, env *Env, name, out string) error {
 		return err
 	}
 	defer lock.Unlock()
-	pass, err := passphrase(env, "a passphrase for "+name+"'s archive", true)
-	if err != nil {
-		return err
-	}
-	recipient, err := archive.PassphraseRecipient(pass)
-	if err != nil {
-		return err
-	}
-	identity, err := archive.PassphraseIdentity(pass)
+	recipients, identity, err := saveKeys(env, ws.cfg.Recipients, name)
 	if err != nil {
 		return err
 	}
@@ -118,7 +116,7 @@ func save(ctx context.Context, env *Env, name, out string) error {
 		tmp.Close()
 		return err
 	}
-	wrote, err := archive.Write(tmp, m, data, recipient)
+	wrote, err := archive.Write(tmp, m, data, recipients...)
 	data.Close()
 	if err == nil {
 		err = tmp.Sync()
@@ -194,7 +192,7 @@ func newExtractCommand(env *Env) *cobra.Command {
 				return err
 			}
 			defer f.Close()
-			m, sum, err := archive.Extract(f, dir, id)
+			m, sum, err := archive.Extract(f, dir, id...)
 			if err != nil {
 				return err
 			}
@@ -205,19 +203,67 @@ func newExtractCommand(env *Env) *cobra.Command {
 	}
 }
 
-// openIdentity asks for the passphrase of archive file.
-func openIdentity(env *Env, file string) (age.Identity, error) {
+// openIdentity is what decrypts archive file: the age identities in the
+// file $BOXES_IDENTITY names, else the passphrase.
+func openIdentity(env *Env, file string) ([]age.Identity, error) {
 	if _, err := os.Stat(file); err != nil {
 		return nil, err
 	}
 	if !strings.HasSuffix(file, archive.Ext) {
 		return nil, withHint(fmt.Errorf("%s is not a boxes archive (*%s)", shown(file), archive.Ext), "archives of the older smolvm tool (.tar.gz.gpg) are not read by this version")
 	}
+	if path := os.Getenv(envIdentity); path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", envIdentity, err)
+		}
+		defer f.Close()
+		ids, err := age.ParseIdentities(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", envIdentity, path, err)
+		}
+		return ids, nil
+	}
 	pass, err := passphrase(env, "the passphrase of "+filepath.Base(file), false)
 	if err != nil {
 		return nil, err
 	}
-	return archive.PassphraseIdentity(pass)
+	id, err := archive.PassphraseIdentity(pass)
+	if err != nil {
+		return nil, err
+	}
+	return []age.Identity{id}, nil
+}
+
+// saveKeys are the recipients save encrypts to and the identity it verifies
+// with: boxes.yaml's archive.recipients plus a one-time key that save
+// forgets once it has read the archive back, or else a passphrase.
+func saveKeys(env *Env, recipients []string, name string) ([]age.Recipient, age.Identity, error) {
+	if len(recipients) == 0 {
+		pass, err := passphrase(env, "a passphrase for "+name+"'s archive", true)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := archive.PassphraseRecipient(pass)
+		if err != nil {
+			return nil, nil, err
+		}
+		id, err := archive.PassphraseIdentity(pass)
+		return []age.Recipient{r}, id, err
+	}
+	var out []age.Recipient
+	for _, s := range recipients {
+		r, err := age.ParseX25519Recipient(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, r)
+	}
+	once, err := age.GenerateX25519Identity()
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, once.Recipient()), once, nil
 }
 
 func newLoadCommand(env *Env) *cobra.Command {
@@ -250,7 +296,7 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err != nil {
 		return err
 	}
-	m, sum, err := archive.Verify(f, id)
+	m, sum, err := archive.Verify(f, id...)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w; nothing was created", shown(file), err)
@@ -345,7 +391,7 @@ func load(ctx context.Context, env *Env, file, name string) error {
 // container id. hb's quiesce marker goes first: should the restore stop
 // half-way, the box comes up quiesced (hb init waits) instead of running on
 // partial data.
-func restoreData(ctx context.Context, e *docker.Engine, id, file string, identity age.Identity) error {
+func restoreData(ctx context.Context, e *docker.Engine, id, file string, identities []age.Identity) error {
 	if err := e.CopyTo(ctx, id, "/", markerTar()); err != nil {
 		return err
 	}
@@ -354,7 +400,7 @@ func restoreData(ctx context.Context, e *docker.Engine, id, file string, identit
 		return err
 	}
 	defer f.Close()
-	data, err := archive.Data(f, identity)
+	data, err := archive.Data(f, identities...)
 	if err != nil {
 		return err
 	}
@@ -364,9 +410,9 @@ func restoreData(ctx context.Context, e *docker.Engine, id, file string, identit
 
 // archiveSeeder restores the restore: archives of the boxes apply creates.
 type archiveSeeder struct {
-	env      *Env
-	ws       *workspace
-	identity age.Identity
+	env        *Env
+	ws         *workspace
+	identities []age.Identity
 }
 
 // newSeeder asks for the passphrase and checks every restore: archive of
@@ -378,25 +424,25 @@ func newSeeder(env *Env, ws *workspace, p *reconcile.Plan) (*archiveSeeder, erro
 			continue
 		}
 		path := s.path(b.Restore)
-		if s.identity == nil {
-			id, err := openIdentity(env, path)
+		if s.identities == nil {
+			ids, err := openIdentity(env, path)
 			if err != nil {
 				return nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
 			}
-			s.identity = id
+			s.identities = ids
 		}
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
 		}
-		m, sum, err := archive.Verify(f, s.identity)
+		m, sum, err := archive.Verify(f, s.identities...)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("box %s: restore: %s: %w; nothing was changed", b.Name, b.Restore, err)
 		}
 		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", b.Restore, b.Name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
 	}
-	if s.identity == nil {
+	if s.identities == nil {
 		return nil, nil
 	}
 	return s, nil
@@ -416,7 +462,7 @@ func (s *archiveSeeder) Seed(ctx context.Context, host, box, archive string) err
 	if err != nil {
 		return err
 	}
-	return restoreData(ctx, e, agent.ID, s.path(archive), s.identity)
+	return restoreData(ctx, e, agent.ID, s.path(archive), s.identities)
 }
 
 func (s *archiveSeeder) Finish(ctx context.Context, host, box string) error {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"filippo.io/age"
+
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 )
@@ -174,6 +176,30 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".boxes", "secrets", never+".env")); err == nil {
 		t.Error("a refused load stored a token")
 	}
+	// Saved to boxes.yaml's recipients: read with the identity, not a passphrase.
+	key, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDir := t.TempDir()
+	writeFile(t, filepath.Join(keyDir, "boxes.yaml"), "version: 1\narchive:\n  recipients: ["+key.Recipient().String()+"]\nboxes:\n  "+src+": {}\n")
+	writeFile(t, filepath.Join(keyDir, "key.txt"), key.String()+"\n")
+	sealed := filepath.Join(keyDir, "sealed"+archive.Ext)
+	if r := boxes(t, keyDir, "save", src, "-o", sealed); r.code != 0 {
+		t.Fatalf("save to recipients: %+v", r)
+	}
+	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-pass")); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
+		t.Errorf("extract of a recipients archive with a passphrase: %+v", r)
+	}
+	t.Setenv(envIdentity, filepath.Join(keyDir, "key.txt"))
+	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-key")); r.code != 0 {
+		t.Errorf("extract with the identity: %+v", r)
+	}
+	if got := readFile(t, filepath.Join(keyDir, "with-key", "data", "home", "agent", "notes", "marker")); got != marker+"\n" {
+		t.Errorf("marker from the recipients archive: %q", got)
+	}
+	os.Unsetenv(envIdentity)
+
 	os.Unsetenv(envPassphrase)
 	if r := boxes(t, dir, "save", src); r.code != 1 || !strings.Contains(r.stderr, "no passphrase: "+envPassphrase+" is not set") {
 		t.Errorf("save without a passphrase: %+v", r)
