@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -112,8 +111,14 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 			changes = append([]pinChange{c}, changes...)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return withHint(err, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
+	var failed errorList
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return withHint(failed, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
 	}
 
 	changed := slices.ContainsFunc(changes, func(c pinChange) bool { return c.Changed })

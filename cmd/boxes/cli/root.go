@@ -76,6 +76,25 @@ type HintError struct {
 func (e *HintError) Error() string { return e.Err.Error() }
 func (e *HintError) Unwrap() error { return e.Err }
 
+// errorList is several errors, reported one per line.
+type errorList []error
+
+func (l errorList) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (l errorList) ErrorLines() []string {
+	var lines []string
+	for _, e := range l {
+		lines = append(lines, strings.Split(e.Error(), "\n")...)
+	}
+	return lines
+}
+
 // withHint wraps err with a hint line.
 func withHint(err error, format string, args ...any) error {
 	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
