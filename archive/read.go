@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"filippo.io/age"
 )
@@ -111,6 +112,16 @@ func Verify(r io.Reader, identities ...age.Identity) (Manifest, Summary, error) 
 		return Manifest{}, Summary{}, err
 	}
 	return rd.manifest, sum, nil
+}
+
+// VerifyFile is Verify of the archive at path.
+func VerifyFile(path string, identities ...age.Identity) (Manifest, Summary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	defer f.Close()
+	return Verify(f, identities...)
 }
 
 // Data decrypts r with identities and returns a reader of a plain tar stream

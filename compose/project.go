@@ -36,8 +36,8 @@ type Input struct {
 const Redacted = "<redacted>"
 
 const (
-	// hb is the in-image entrypoint of both services.
-	hb = "/usr/local/bin/hb"
+	// HB is the in-image helper: the entrypoint of both services.
+	HB = "/usr/local/bin/hb"
 	// dataDir is where each service's volume is mounted.
 	dataDir = "/data"
 	// AgentHome is the agent user's home, inside the agent volume so it is
@@ -148,14 +148,14 @@ func model(in Input) map[string]any {
 			"hostname":    role,
 			"image":       in.Image,
 			"pull_policy": types.PullPolicyNever,
-			"entrypoint":  []any{hb, role},
+			"entrypoint":  []any{HB, role},
 			"init":        true,
 			"restart":     types.RestartPolicyUnlessStopped,
 			"sysctls":     map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
 			"labels":      serviceLabels(b, role, in.HostPort),
 			"environment": map[string]any{TokenVar: token, boxNameVar: b.Name},
 			"healthcheck": map[string]any{
-				"test":         []any{"CMD", hb, "health", role},
+				"test":         []any{"CMD", HB, "health", role},
 				"interval":     "10s",
 				"timeout":      "5s",
 				"retries":      3,

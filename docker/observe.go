@@ -78,6 +78,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Service:    c.Labels["com.docker.compose.service"],
 			Image:      c.ImageID,
 			State:      c.State,
+			Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
 			ConfigHash: c.Labels["com.docker.compose.config-hash"],
 			Labels:     c.Labels,
 		}

@@ -8,12 +8,14 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/hermes-box/boxes/compose"
 )
 
 // ToolVersions runs `hb versions --json` in a throwaway container of image
 // and returns tool → version for the tools it found.
 func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]string, error) {
-	out, err := e.runOnce(ctx, image, []string{"/usr/local/bin/hb", "versions", "--json"})
+	out, err := e.runOnce(ctx, image, []string{compose.HB, "versions", "--json"})
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 
 	engine := a.Engines[bp.Host]
 	if engine == nil {
-		return fmt.Errorf("no engine for %s", hostLabel(bp.Host))
+		return fmt.Errorf("no engine for %s", HostLabel(bp.Host))
 	}
 	if bp.Action == Delete {
 		return a.delete(ctx, engine, bp)

@@ -34,12 +34,26 @@ type Container struct {
 	Service string
 	Image   string // image ID the container runs
 	// State is Docker's: created, running, paused, restarting, removing, exited, dead.
-	State      string
+	State string
+	// Healthy is true when the container's healthcheck passed last time. It
+	// changes on its own, so it stays out of a saved plan's fingerprint.
+	Healthy    bool `json:"-"`
 	ConfigHash string
 	Labels     map[string]string
 	Ports      []Port
 	// Env is filled only for the executor when a token had to be recovered.
 	Env []string
+}
+
+// Published is the host address and port that publish containerPort, if
+// the container publishes it (a stopped container lists no ports).
+func (c Container) Published(containerPort int) (Port, bool) {
+	for _, p := range c.Ports {
+		if p.ContainerPort == containerPort && p.HostPort != 0 {
+			return p, true
+		}
+	}
+	return Port{}, false
 }
 
 // Port is one published port of a container.

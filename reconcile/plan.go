@@ -243,7 +243,7 @@ func NewPlan(in Input) (*Plan, error) {
 				return nil, fmt.Errorf("host %q was not observed", host)
 			}
 			if !o.Images[in.Image] {
-				return nil, fmt.Errorf("%w: %s lacks %s", ErrImageMissing, hostLabel(host), ShortID(in.Image))
+				return nil, fmt.Errorf("%w: %s lacks %s", ErrImageMissing, HostLabel(host), ShortID(in.Image))
 			}
 		}
 	}
@@ -257,7 +257,7 @@ func NewPlan(in Input) (*Plan, error) {
 			continue
 		}
 		if other := observedElsewhere(in.Observed, b.Name, b.Host); other != "" {
-			return nil, fmt.Errorf("box %s is declared on %s but exists on %s: moving a box between hosts is not supported yet; put host: back, or save it and load it on the new host", b.Name, hostLabel(b.Host), hostLabel(other))
+			return nil, fmt.Errorf("box %s is declared on %s but exists on %s: moving a box between hosts is not supported yet; put host: back, or save it and load it on the new host", b.Name, HostLabel(b.Host), HostLabel(other))
 		}
 		bp, err := planDeclared(in, b)
 		if err != nil {
@@ -455,16 +455,16 @@ func conflicts(in Input, declared map[string]spec.Box) error {
 		}
 		for _, s := range []string{compose.AgentService, compose.ExecutorService} {
 			if n := compose.ContainerName(name, s); o.Unmanaged.Containers[n] {
-				found = append(found, fmt.Sprintf("container %s on %s (needed by box %s)", n, hostLabel(b.Host), name))
+				found = append(found, fmt.Sprintf("container %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
 			}
 		}
 		for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 			if n := compose.VolumeName(name, v); o.Unmanaged.Volumes[n] {
-				found = append(found, fmt.Sprintf("volume %s on %s (needed by box %s)", n, hostLabel(b.Host), name))
+				found = append(found, fmt.Sprintf("volume %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
 			}
 		}
 		if n := compose.NetworkName(name); o.Unmanaged.Networks[n] {
-			found = append(found, fmt.Sprintf("network %s on %s (needed by box %s)", n, hostLabel(b.Host), name))
+			found = append(found, fmt.Sprintf("network %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
 		}
 	}
 	if len(found) == 0 {
@@ -506,10 +506,8 @@ func observedElsewhere(obs map[string]*Observed, name, host string) string {
 }
 
 func executorHostPort(c Container) int {
-	for _, p := range c.Ports {
-		if p.ContainerPort == compose.ExecutorPort && p.HostPort != 0 {
-			return p.HostPort
-		}
+	if p, ok := c.Published(compose.ExecutorPort); ok {
+		return p.HostPort
 	}
 	port, _ := strconv.Atoi(c.Labels[compose.HostPortLabel])
 	return port
@@ -537,7 +535,8 @@ func hasVolume(r Resources, name string) bool {
 	return false
 }
 
-func hostLabel(host string) string {
+// HostLabel names a host in messages: "the local engine" or "host NAME".
+func HostLabel(host string) string {
 	if host == "" {
 		return "the local engine"
 	}

@@ -75,11 +75,18 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	}
 	root := doc.Content[0]
 	// mapping() reports duplicate and unknown keys with their positions before decoding.
-	var pinNodes map[string]entry
+	// pin → its entry, and its fields' entries, for positions.
+	pinNodes := map[string]pinNode{}
 	if root.Kind == yaml.MappingNode {
 		top := p.mapping(root, []string{"version", "pins", "image"})
 		if pins, ok := top["pins"]; ok {
-			pinNodes = p.mapping(pins.value, PinNames)
+			for name, e := range p.mapping(pins.value, PinNames) {
+				fields := []string{"package", "version", "integrity"}
+				if name == "base" {
+					fields = []string{"image", "digest"}
+				}
+				pinNodes[name] = pinNode{e, p.mapping(e.value, fields)}
+			}
 		}
 		if img, ok := top["image"]; ok {
 			p.mapping(img.value, []string{"id", "ref", "inputs", "built", "tools"})
@@ -223,18 +230,19 @@ const updateHint = "remove the pin, then boxes lock update NAME writes it in the
 
 // checkPins reports every pin value not in the form the build needs, at its
 // position in the file.
-func (p *parser) checkPins(pins Pins, nodes map[string]entry) {
+func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 	at := func(pin, field string) *yaml.Node {
-		e, ok := nodes[pin]
+		n, ok := nodes[pin]
 		if !ok {
 			return nil
 		}
-		if f, ok := p.mappingQuiet(e.value)[field]; ok {
+		if f, ok := n.fields[field]; ok {
 			return f.value
 		}
-		return e.key
+		return n.key
 	}
-	if b := pins.Base; nodes["base"].key != nil {
+	if _, ok := nodes["base"]; ok {
+		b := pins.Base
 		if b.Image == "" {
 			p.errorf(at("base", "image"), updateHint, "pins.base.image is empty")
 		}
@@ -243,7 +251,7 @@ func (p *parser) checkPins(pins Pins, nodes map[string]entry) {
 		}
 	}
 	for _, name := range PinNames[1:] {
-		if nodes[name].key == nil {
+		if _, ok := nodes[name]; !ok {
 			continue
 		}
 		t := *pins.Tool(name)
@@ -276,15 +284,8 @@ func (p *parser) checkPins(pins Pins, nodes map[string]entry) {
 	}
 }
 
-// mappingQuiet is a mapping's entries without reporting anything (mapping
-// has reported its problems already).
-func (p *parser) mappingQuiet(n *yaml.Node) map[string]entry {
-	out := map[string]entry{}
-	if n.Kind != yaml.MappingNode {
-		return out
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		out[n.Content[i].Value] = entry{n.Content[i], n.Content[i+1]}
-	}
-	return out
+// pinNode is one pin's entry in pins: and its fields' entries.
+type pinNode struct {
+	entry
+	fields map[string]entry
 }

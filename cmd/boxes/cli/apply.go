@@ -128,10 +128,7 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		engines[h] = e
 	}
 	progress := newProgress(env.Out, env.IsTTY, p)
-	applier := &reconcile.Applier{Config: ws.cfg, Engines: engines, Tokens: ws.tokens, Parallelism: f.parallelism, Progress: progress}
-	if seeder != nil {
-		applier.Seeder = seeder
-	}
+	applier := &reconcile.Applier{Config: ws.cfg, Engines: engines, Tokens: ws.tokens, Parallelism: f.parallelism, Progress: progress, Seeder: seeder}
 	start := time.Now()
 	err = applier.Apply(ctx, p)
 	if err != nil {

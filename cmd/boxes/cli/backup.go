@@ -81,7 +81,7 @@ func save(ctx context.Context, env *Env, name, out string) error {
 
 	if agent.State == "running" {
 		// hb init must not find the marker half-way through.
-		if err := waitInit(ctx, env, e, name, agent.ID); err != nil {
+		if err := waitInit(ctx, env, e, name, agent); err != nil {
 			return err
 		}
 		// Resume is registered first: a quiesce that fails half-way may
@@ -129,12 +129,7 @@ func save(ctx context.Context, env *Env, name, out string) error {
 	}
 
 	fmt.Fprintf(env.Err, "saving %s: verifying the archive\n", name)
-	f, err := os.Open(tmp.Name())
-	if err != nil {
-		return err
-	}
-	_, read, err := archive.Verify(f, identity)
-	f.Close()
+	_, read, err := archive.VerifyFile(tmp.Name(), identity)
 	if err != nil {
 		return fmt.Errorf("the archive does not read back, so it was not published: %w", err)
 	}
@@ -154,17 +149,20 @@ func save(ctx context.Context, env *Env, name, out string) error {
 	return nil
 }
 
-// hbRoot runs hb CMD as root in the agent container.
-func hbRoot(ctx context.Context, e *docker.Engine, id string, cmd ...string) error {
-	var errb bytes.Buffer
-	code, err := e.Exec(ctx, id, docker.ExecOptions{Cmd: append([]string{"/usr/local/bin/hb"}, cmd...), User: "root", Stderr: &errb})
-	if err != nil {
-		return err
+// runHB runs hb ARGS as user in container id and returns what it printed.
+func runHB(ctx context.Context, e *docker.Engine, id, user string, args ...string) (stdout []byte, stderr string, code int, err error) {
+	var out, errb bytes.Buffer
+	code, err = e.Exec(ctx, id, docker.ExecOptions{Cmd: append([]string{compose.HB}, args...), User: user, Stdout: &out, Stderr: &errb})
+	return out.Bytes(), strings.TrimSpace(errb.String()), code, err
+}
+
+// hbRoot runs hb ARGS as root in the agent container; a non-zero exit is an error.
+func hbRoot(ctx context.Context, e *docker.Engine, id string, args ...string) error {
+	_, stderr, code, err := runHB(ctx, e, id, "root", args...)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("hb %s exited %d: %s", strings.Join(args, " "), code, stderr)
 	}
-	if code != 0 {
-		return fmt.Errorf("hb %s exited %d: %s", strings.Join(cmd, " "), code, strings.TrimSpace(errb.String()))
-	}
-	return nil
+	return err
 }
 
 func newExtractCommand(env *Env) *cobra.Command {
@@ -292,25 +290,17 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	m, sum, err := archive.Verify(f, id...)
-	f.Close()
+	m, sum, err := archive.VerifyFile(file, id...)
 	if err != nil {
 		return fmt.Errorf("%s: %w; nothing was created", shown(file), err)
 	}
 	fmt.Fprintf(env.Err, "loading %s: archive of box %s from %s, %d files, checked\n", name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
 
-	ws, err := openWorkspace(ctx, env, docker.Options{})
+	ws, err := observedWorkspace(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer ws.close()
-	if err := ws.observe(ctx); err != nil {
-		return err
-	}
 	box, ok := ws.cfg.Box(name)
 	if !ok {
 		return withHint(fmt.Errorf("no box %q in %s", name, shown(env.File)), "declare it under boxes: first; load creates it from the archive")
@@ -318,7 +308,7 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	e, o := ws.engines[box.Host], ws.observed[box.Host]
 	for host, other := range ws.observed {
 		if !other.Of(name).Empty() {
-			return withHint(fmt.Errorf("box %s already exists on %s; load creates boxes, it never overwrites one", name, hostLabelOf(host)), "load it under another name, or boxes save then boxes rm %s first", name)
+			return withHint(fmt.Errorf("box %s already exists on %s; load creates boxes, it never overwrites one", name, reconcile.HostLabel(host)), "load it under another name, or boxes save then boxes rm %s first", name)
 		}
 	}
 	image := ws.image()
@@ -367,10 +357,13 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err := hbRoot(ctx, e, agent.ID, "resume"); err != nil {
 		return err
 	}
-	if err := waitInit(ctx, env, e, name, agent.ID); err != nil {
+	if err := waitInit(ctx, env, e, name, reconcile.Container{ID: agent.ID}); err != nil {
 		return err
 	}
-	rep, err := doctor(ctx, env, name)
+	if err := ws.observe(ctx); err != nil {
+		return err
+	}
+	rep, err := doctor(ctx, ws, name)
 	if err != nil {
 		return err
 	}
@@ -417,7 +410,7 @@ type archiveSeeder struct {
 
 // newSeeder asks for the passphrase and checks every restore: archive of
 // plan whole, before apply changes anything; nil when the plan restores none.
-func newSeeder(env *Env, ws *workspace, p *reconcile.Plan) (*archiveSeeder, error) {
+func newSeeder(env *Env, ws *workspace, p *reconcile.Plan) (reconcile.Seeder, error) {
 	s := &archiveSeeder{env: env, ws: ws}
 	for _, b := range p.Boxes {
 		if b.Action != reconcile.Create || b.Restore == "" {
@@ -431,12 +424,7 @@ func newSeeder(env *Env, ws *workspace, p *reconcile.Plan) (*archiveSeeder, erro
 			}
 			s.identities = ids
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
-		}
-		m, sum, err := archive.Verify(f, s.identities...)
-		f.Close()
+		m, sum, err := archive.VerifyFile(path, s.identities...)
 		if err != nil {
 			return nil, fmt.Errorf("box %s: restore: %s: %w; nothing was changed", b.Name, b.Restore, err)
 		}
@@ -474,7 +462,7 @@ func (s *archiveSeeder) Finish(ctx context.Context, host, box string) error {
 	if err := hbRoot(ctx, e, agent.ID, "resume"); err != nil {
 		return err
 	}
-	return waitInit(ctx, s.env, e, box, agent.ID)
+	return waitInit(ctx, s.env, e, box, reconcile.Container{ID: agent.ID})
 }
 
 // markerTar is a tar holding hb's quiesce marker under data/.hb.
@@ -487,13 +475,6 @@ func markerTar() io.Reader {
 	_, _ = tw.Write(stamp)
 	_ = tw.Close()
 	return &buf
-}
-
-func hostLabelOf(host string) string {
-	if host == "" {
-		return "the local engine"
-	}
-	return "host " + host
 }
 
 // passphrase is $BOXES_PASSPHRASE, else asked on the terminal (twice when

@@ -42,7 +42,12 @@ func newDoctorCommand(env *Env) *cobra.Command {
 		Short: "Check a box from the host and from inside (hb doctor); exit 1 on a problem",
 		Args:  exactlyOne("doctor", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := doctor(cmd.Context(), env, args[0])
+			ws, err := observedWorkspace(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer ws.close()
+			rep, err := doctor(cmd.Context(), ws, args[0])
 			if err != nil {
 				return err
 			}
@@ -65,12 +70,12 @@ func newDoctorCommand(env *Env) *cobra.Command {
 	return cmd
 }
 
-func doctor(ctx context.Context, env *Env, name string) (*doctorReport, error) {
-	ws, e, agent, err := boxContainer(ctx, env, name, compose.AgentService, false)
+// doctor checks box name as ws last observed it.
+func doctor(ctx context.Context, ws *workspace, name string) (*doctorReport, error) {
+	e, agent, err := ws.container(name, compose.AgentService, false)
 	if err != nil {
 		return nil, err
 	}
-	defer ws.close()
 	rep := &doctorReport{Box: name}
 	r := ws.observed[e.Host].Of(name)
 	executor, haveExecutor := r.Container(compose.ExecutorService)
@@ -134,13 +139,8 @@ func publishedPorts(c reconcile.Container) string {
 // checkExecutorPort checks the executor is published where boxes.yaml says
 // and speaks MCP there: 200 and a protocol version with the token, 401 without.
 func checkExecutorPort(ctx context.Context, rep *doctorReport, ws *workspace, host, name string, c reconcile.Container) {
-	var port reconcile.Port
-	for _, p := range c.Ports {
-		if p.ContainerPort == compose.ExecutorPort && p.HostPort != 0 {
-			port = p
-		}
-	}
-	if port.HostPort == 0 {
+	port, ok := c.Published(compose.ExecutorPort)
+	if !ok {
 		rep.add("host", "executor port", "error", "%d is not published", compose.ExecutorPort)
 		return
 	}
@@ -184,11 +184,7 @@ func checkExecutorPort(ctx context.Context, rep *doctorReport, ws *workspace, ho
 
 // checkInBox runs hb doctor --json in the agent container and takes its checks.
 func checkInBox(ctx context.Context, rep *doctorReport, e *docker.Engine, agent reconcile.Container) {
-	var out, errb bytes.Buffer
-	code, err := e.Exec(ctx, agent.ID, docker.ExecOptions{
-		Cmd: []string{"/usr/local/bin/hb", "doctor", "--json"}, User: agentUser, WorkDir: compose.AgentHome,
-		Stdout: &out, Stderr: &errb,
-	})
+	out, stderr, code, err := runHB(ctx, e, agent.ID, agentUser, "doctor", "--json")
 	if err != nil {
 		rep.add("box", "hb doctor", "error", "could not run: %v", err)
 		return
@@ -197,8 +193,8 @@ func checkInBox(ctx context.Context, rep *doctorReport, e *docker.Engine, agent 
 		OK     bool          `json:"ok"`
 		Checks []doctorCheck `json:"checks"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &inner); err != nil || len(inner.Checks) == 0 {
-		rep.add("box", "hb doctor", "error", "exit %d without a report: %s", code, bytes.TrimSpace(errb.Bytes()))
+	if err := json.Unmarshal(out, &inner); err != nil || len(inner.Checks) == 0 {
+		rep.add("box", "hb doctor", "error", "exit %d without a report: %s", code, stderr)
 		return
 	}
 	for _, c := range inner.Checks {

@@ -19,14 +19,11 @@ import (
 
 // boxOp runs fn on one existing box under its per-box lock.
 func boxOp(ctx context.Context, env *Env, name, what string, fn func(*workspace, reconcile.Resources, *docker.Engine) error) error {
-	ws, err := openWorkspace(ctx, env, docker.Options{})
+	ws, err := observedWorkspace(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer ws.close()
-	if err := ws.observe(ctx); err != nil {
-		return err
-	}
 	for host, o := range ws.observed {
 		r := o.Of(name)
 		if r.Empty() {
@@ -157,14 +154,11 @@ func newLsCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := openWorkspace(cmd.Context(), env, docker.Options{})
+			ws, err := observedWorkspace(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
 			defer ws.close()
-			if err := ws.observe(cmd.Context()); err != nil {
-				return err
-			}
 			rows := lsRows(ws)
 			if asJSON {
 				enc := json.NewEncoder(env.Out)
@@ -204,10 +198,8 @@ func lsRows(ws *workspace) []lsRow {
 				}
 			}
 			if x, ok := r.Container(compose.ExecutorService); ok {
-				for _, p := range x.Ports {
-					if p.ContainerPort == compose.ExecutorPort {
-						row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
-					}
+				if p, ok := x.Published(compose.ExecutorPort); ok {
+					row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -29,43 +28,52 @@ func inHome(cmd ...string) []string {
 	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
 }
 
-// boxContainer finds box name's container of service on whichever engine
-// has it. running requires it to be up.
-func boxContainer(ctx context.Context, env *Env, name, service string, running bool) (*workspace, *docker.Engine, reconcile.Container, error) {
-	ws, err := openWorkspace(ctx, env, docker.Options{})
-	if err != nil {
-		return nil, nil, reconcile.Container{}, err
-	}
-	fail := func(err error) (*workspace, *docker.Engine, reconcile.Container, error) {
-		ws.close()
-		return nil, nil, reconcile.Container{}, err
-	}
-	if err := ws.observe(ctx); err != nil {
-		return fail(err)
-	}
-	hosts := make([]string, 0, len(ws.observed))
-	for h := range ws.observed {
+// container finds box name's container of service on whichever engine has
+// it, in what observe saw. running requires it to be up.
+func (w *workspace) container(name, service string, running bool) (*docker.Engine, reconcile.Container, error) {
+	hosts := make([]string, 0, len(w.observed))
+	for h := range w.observed {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		c, ok := ws.observed[h].Of(name).Container(service)
+		c, ok := w.observed[h].Of(name).Container(service)
 		if !ok {
 			continue
 		}
 		if running && c.State != "running" {
-			return fail(withHint(fmt.Errorf("box %s: the %s container is %s", name, service, c.State), "boxes start %s", name))
+			return nil, c, withHint(fmt.Errorf("box %s: the %s container is %s", name, service, c.State), "boxes start %s", name)
 		}
-		return ws, ws.engines[h], c, nil
+		return w.engines[h], c, nil
 	}
-	if _, declared := ws.cfg.Box(name); !declared {
-		names := make([]string, len(ws.cfg.Boxes))
-		for i, b := range ws.cfg.Boxes {
-			names[i] = b.Name
-		}
-		return fail(withHint(fmt.Errorf("no box %q in %s", name, shown(env.File)), "its boxes: %s", orDash(strings.Join(names, ", "))))
+	if _, declared := w.cfg.Box(name); !declared {
+		return nil, reconcile.Container{}, w.undeclared(name)
 	}
-	return fail(withHint(fmt.Errorf("box %s has no %s container", name, service), "boxes plan shows what apply would create"))
+	return nil, reconcile.Container{}, withHint(fmt.Errorf("box %s has no %s container", name, service), "boxes plan shows what apply would create")
+}
+
+// undeclared is the error for a box name boxes.yaml does not declare.
+func (w *workspace) undeclared(name string) error {
+	names := make([]string, len(w.cfg.Boxes))
+	for i, b := range w.cfg.Boxes {
+		names[i] = b.Name
+	}
+	return withHint(fmt.Errorf("no box %q in %s", name, shown(w.env.File)), "its boxes: %s", orDash(strings.Join(names, ", ")))
+}
+
+// boxContainer observes the engines and finds box name's container of
+// service (see workspace.container); the caller closes the workspace.
+func boxContainer(ctx context.Context, env *Env, name, service string, running bool) (*workspace, *docker.Engine, reconcile.Container, error) {
+	ws, err := observedWorkspace(ctx, env)
+	if err != nil {
+		return nil, nil, reconcile.Container{}, err
+	}
+	e, c, err := ws.container(name, service, running)
+	if err != nil {
+		ws.close()
+		return nil, nil, reconcile.Container{}, err
+	}
+	return ws, e, c, nil
 }
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -126,7 +134,7 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 		return err
 	}
 	defer ws.close()
-	if err := waitInit(ctx, env, e, name, c.ID); err != nil {
+	if err := waitInit(ctx, env, e, name, c); err != nil {
 		return err
 	}
 	if opts.TTY {
@@ -149,19 +157,23 @@ var InitTimeout = 60 * time.Second
 
 // waitInit returns once hb init has laid out the box's /data (hb health
 // agent passes): right after apply creates a box, init may still be running.
-func waitInit(ctx context.Context, env *Env, e *docker.Engine, name, id string) error {
+// A container whose healthcheck (that same command) passed needs no probe.
+func waitInit(ctx context.Context, env *Env, e *docker.Engine, name string, c reconcile.Container) error {
+	if c.Healthy {
+		return nil
+	}
+	id := c.ID
 	deadline := time.Now().Add(InitTimeout)
 	told := false
 	for start := time.Now(); ; {
-		var errb bytes.Buffer
-		code, err := e.Exec(ctx, id, docker.ExecOptions{Cmd: []string{"/usr/local/bin/hb", "health", compose.AgentService}, Stderr: &errb})
+		_, stderr, code, err := runHB(ctx, e, id, "root", "health", compose.AgentService)
 		switch {
 		case err != nil:
 			return err
 		case code == 0:
 			return nil
 		case time.Now().After(deadline):
-			return withHint(fmt.Errorf("box %s is not ready after %s: %s", name, InitTimeout, strings.TrimSpace(errb.String())), "boxes logs %s shows what hb init is doing", name)
+			return withHint(fmt.Errorf("box %s is not ready after %s: %s", name, InitTimeout, stderr), "boxes logs %s shows what hb init is doing", name)
 		case !told && time.Since(start) > time.Second:
 			fmt.Fprintf(env.Err, "boxes: waiting for %s's hb init to finish\n", name)
 			told = true

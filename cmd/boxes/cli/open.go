@@ -29,15 +29,11 @@ URL is its last argument), else xdg-open, or open on macOS.`,
 				return err
 			}
 			defer ws.close()
-			base := ""
-			for _, p := range c.Ports {
-				if p.ContainerPort == compose.ExecutorPort && p.HostPort != 0 {
-					base = reconcile.ExecutorURL(p.HostIP, p.HostPort)
-				}
-			}
-			if base == "" {
+			port, ok := c.Published(compose.ExecutorPort)
+			if !ok {
 				return withHint(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
 			}
+			base := reconcile.ExecutorURL(port.HostIP, port.HostPort)
 			if e.Host != "" {
 				env.Warnf("box %s is on host %s; its dashboard address is that host's %s", name, e.Host, base)
 			}

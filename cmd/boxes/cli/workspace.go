@@ -76,6 +76,20 @@ func openWorkspace(ctx context.Context, env *Env, opts docker.Options) (*workspa
 	return w, nil
 }
 
+// observedWorkspace is openWorkspace followed by observe: what the commands
+// that act on boxes as they are start from.
+func observedWorkspace(ctx context.Context, env *Env) (*workspace, error) {
+	ws, err := openWorkspace(ctx, env, docker.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := ws.observe(ctx); err != nil {
+		ws.close()
+		return nil, err
+	}
+	return ws, nil
+}
+
 // observe snapshots every engine in parallel.
 func (w *workspace) observe(ctx context.Context) error {
 	var (
