@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -32,6 +35,10 @@ func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, erro
 		if err == nil {
 			return url, nil
 		}
+		var down *downError
+		if errors.As(err, &down) {
+			return "", fmt.Errorf("executor of %s: %w", box, err)
+		}
 		last = err
 		select {
 		case <-ctx.Done():
@@ -46,7 +53,12 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.State != "running" {
+	switch c.State {
+	case "running":
+	case "restarting", "exited", "dead":
+		// Its process has ended: waiting longer cannot help.
+		return "", &downError{state: c.State, logs: e.lastLogLines(ctx, c.ID, 3)}
+	default:
 		return "", fmt.Errorf("executor container is %s", c.State)
 	}
 	var hostIP string
@@ -92,6 +104,35 @@ func (e *Engine) ServiceContainer(ctx context.Context, box, service string) (con
 		return container.Summary{}, fmt.Errorf("found %d %s containers of box %s", len(cs), service, box)
 	}
 	return cs[0], nil
+}
+
+// downError is a container whose process has ended, with its last words.
+type downError struct {
+	state string
+	logs  string
+}
+
+func (e *downError) Error() string {
+	if e.logs == "" {
+		return "the container is " + e.state
+	}
+	return fmt.Sprintf("the container is %s; its last log lines: %s", e.state, e.logs)
+}
+
+// lastLogLines is the last n lines container id printed, on one line; "" if
+// they cannot be read.
+func (e *Engine) lastLogLines(ctx context.Context, id string, n int) string {
+	var out bytes.Buffer
+	if err := e.Logs(ctx, id, LogOptions{Tail: strconv.Itoa(n)}, &out, &out); err != nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " | ")
 }
 
 // Initialize sends one MCP initialize over Streamable HTTP to url with the

@@ -181,6 +181,10 @@ func newExtractCommand(env *Env) *cobra.Command {
 			if len(args) == 2 {
 				dir = args[1]
 			}
+			// Before the passphrase is asked for: extract never writes into files it did not make.
+			if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+				return withHint(fmt.Errorf("%s is not empty; extract writes only into a new or empty directory", dir), "name another directory: boxes extract %s DIR", file)
+			}
 			id, err := openIdentity(env, file)
 			if err != nil {
 				return err
@@ -286,16 +290,7 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 }
 
 func load(ctx context.Context, env *Env, file, name string) error {
-	id, err := openIdentity(env, file)
-	if err != nil {
-		return err
-	}
-	m, sum, err := archive.VerifyFile(file, id...)
-	if err != nil {
-		return fmt.Errorf("%s: %w; nothing was created", shown(file), err)
-	}
-	fmt.Fprintf(env.Err, "loading %s: archive of box %s from %s, %d files, checked\n", name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
-
+	// What needs no passphrase first: the box and the image.
 	ws, err := observedWorkspace(ctx, env)
 	if err != nil {
 		return err
@@ -315,6 +310,16 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if image == "" || !o.Images[image] {
 		return withHint(fmt.Errorf("the engine lacks boxes.lock's image %q", image), "boxes build makes it")
 	}
+
+	id, err := openIdentity(env, file)
+	if err != nil {
+		return err
+	}
+	m, sum, err := archive.VerifyFile(file, id...)
+	if err != nil {
+		return fmt.Errorf("%s: %w; nothing was created", shown(file), err)
+	}
+	fmt.Fprintf(env.Err, "loading %s: archive of box %s from %s, %d files, checked\n", name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
 	if m.Image != "" && m.Image != image {
 		env.Warnf("the archive was saved from image %s; the box gets boxes.lock's %s", short(m.Image), short(image))
 	}

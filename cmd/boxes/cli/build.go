@@ -109,6 +109,13 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	}
 	defer e.Close()
 
+	if f.offline {
+		// Offline, nothing can be pulled: a missing base is the user's to make.
+		if _, err := e.ImageID(ctx, args["BASE_IMAGE"]); err != nil {
+			return withHint(fmt.Errorf("--offline: %w", err), "an offline build needs a base the engine has; make test-image makes %s", "hermes-box-lite-base:bookworm")
+		}
+	}
+
 	started := time.Now()
 	rep := buildReport{Ref: tag, Inputs: inputs}
 	if img := lock.Image; img != nil && img.Inputs == inputs && !f.force && !f.noLock {

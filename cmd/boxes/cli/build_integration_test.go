@@ -211,7 +211,7 @@ func TestIntegrationBuildRefusals(t *testing.T) {
 		"failing step": {[]string{"--offline", "--base", testBase, "--recipe", failing, "--tag", "hermes-box-lite:it-build-fails"},
 			[]string{"provision: step node", "boxes: error: build failed: The command '/bin/sh -c echo 'provision: step node' && exit 3' returned a non-zero code: 3"}},
 		"base the engine lacks": {[]string{"--offline", "--base", "127.0.0.1:1/hermes-box-lite-base:absent", "--recipe", recipe},
-			[]string{"boxes: error: build failed: ", "127.0.0.1:1"}},
+			[]string{"boxes: error: --offline: the engine has no image 127.0.0.1:1/hermes-box-lite-base:absent\n", "boxes: hint: an offline build needs a base the engine has"}},
 		"unknown flag": {[]string{"--ofline"}, []string{"unknown flag: --ofline"}},
 	} {
 		t.Run(name, func(t *testing.T) {

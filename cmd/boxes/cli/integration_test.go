@@ -367,3 +367,25 @@ func mustToken(t *testing.T, dir, box string) string {
 	}
 	return token
 }
+
+// An executor that cannot run fails apply at once, with its own words, not
+// after the readiness timeout: the recipe image without the stand-in has no
+// executor command.
+func TestIntegrationApplyReportsADeadExecutor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := testImage(t, "BOXES_TEST_RECIPE_IMAGE", "hermes-box-lite:test-recipe")
+	removeBoxes("it-dead")
+	t.Cleanup(func() { removeBoxes("it-dead") })
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-dead: {}\n")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	r := boxes(t, dir, "apply", "--auto-approve", "--target", "it-dead")
+	if r.code != 1 || !strings.Contains(r.stderr, "executor of it-dead: the container is ") ||
+		!strings.Contains(r.stderr, "its last log lines: hb: error: this image has no executor command") {
+		t.Errorf("apply with a dead executor: %+v", r)
+	}
+}
