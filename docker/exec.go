@@ -127,3 +127,9 @@ func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) 
 	}
 	return nil
 }
+
+// Run runs cmd as user in container id, without input or terminal, and
+// returns its exit code: the small exec the guest contract (package hb) needs.
+func (e *Engine) Run(ctx context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
+	return e.Exec(ctx, id, ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
+}

@@ -3,11 +3,8 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -83,7 +81,7 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 		}
 		return url, nil
 	}
-	return url, Initialize(ctx, url+"/mcp", token)
+	return url, mcp.Initialize(ctx, url+"/mcp", token)
 }
 
 func (e *Engine) executorContainer(ctx context.Context, box string) (container.Summary, error) {
@@ -135,62 +133,8 @@ func (e *Engine) lastLogLines(ctx context.Context, id string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// Initialize sends one MCP initialize over Streamable HTTP to url with the
-// bearer token and checks the JSON-RPC answer carries a protocol version.
-func Initialize(ctx context.Context, url, token string) error {
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boxes","version":"1"}}}`
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return &StatusError{Code: resp.StatusCode}
-	}
-	data = sseData(data)
-	var answer struct {
-		JSONRPC string `json:"jsonrpc"`
-		Result  struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(data, &answer); err != nil {
-		return fmt.Errorf("initialize answer is not JSON-RPC: %w", err)
-	}
-	if answer.JSONRPC != "2.0" || answer.Result.ProtocolVersion == "" {
-		return fmt.Errorf("initialize answer has no protocol version")
-	}
-	return nil
-}
-
-// StatusError is an HTTP answer other than 200.
-type StatusError struct{ Code int }
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code))
-}
-
-// sseData returns the first data: payload of a text/event-stream body, or the body as it is.
-func sseData(b []byte) []byte {
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
-			return bytes.TrimSpace(rest)
-		}
-	}
-	return b
+// ContainerID is the ID of box's one container of service, running or not.
+func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, error) {
+	c, err := e.ServiceContainer(ctx, box, service)
+	return c.ID, err
 }

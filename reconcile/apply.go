@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/spec"
@@ -46,6 +45,12 @@ type Seeder interface {
 	Finish(ctx context.Context, host, box string) error
 }
 
+// ErrNoToken is a box to start without a token in .boxes/secrets.
+var ErrNoToken = errors.New("the box has no token in .boxes/secrets")
+
+// ErrUndeclared is a change to a box boxes.yaml does not declare.
+var ErrUndeclared = errors.New("box not declared")
+
 // Applier carries out plans.
 type Applier struct {
 	Config      *spec.Config
@@ -55,6 +60,9 @@ type Applier struct {
 	Progress    Progress
 	// Seeder restores boxes created with restore:; nil refuses them.
 	Seeder Seeder
+	// Held names boxes whose lock the caller took before it observed them
+	// (the one-box commands); the applier takes every other box's.
+	Held map[string]bool
 }
 
 // BoxError is the failure of one box's steps.
@@ -68,7 +76,7 @@ func (e *BoxError) Unwrap() error { return e.Err }
 
 // Apply runs every box's steps, boxes in parallel and each box's steps in
 // order. A failing box does not stop the others; all failures come back
-// together, one *BoxError per box.
+// joined (errors.Join), one *BoxError per box in name order.
 func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 	n := a.Parallelism
 	if n < 1 {
@@ -103,22 +111,21 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		return nil
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Box < errs[j].Box })
-	var all *multierror.Error
-	for _, e := range errs {
-		all = multierror.Append(all, e)
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		all[i] = e
 	}
-	all.ErrorFormat = func(es []error) string {
-		return fmt.Sprintf("%d of the plan's boxes failed", len(es))
-	}
-	return all
+	return errors.Join(all...)
 }
 
 func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error {
-	lock, err := LockBox(a.Config.Path, bp.Name, "boxes apply")
-	if err != nil {
-		return err
+	if !a.Held[bp.Name] {
+		lock, err := LockBox(a.Config.Path, bp.Name, "boxes apply")
+		if err != nil {
+			return err
+		}
+		defer lock.Unlock()
 	}
-	defer lock.Unlock()
 
 	engine := a.Engines[bp.Host]
 	if engine == nil {
@@ -134,7 +141,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
-		return fmt.Errorf("box %s is not in boxes.yaml", bp.Name)
+		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
 	}
 	seed := bp.Action == Create && bp.Restore != ""
 	if seed && a.Seeder == nil {
@@ -168,6 +175,10 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			return err
 		}
 	case Start:
+		// Start means start, whatever state boxes.yaml declares: boxes
+		// start NAME asks for exactly that, and a plan's start only
+		// arises for a box declared running.
+		return a.start(ctx, engine, bp, project, token, false, box.State)
 	default:
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
@@ -182,6 +193,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if box.State != spec.Running && !seed {
 		return nil
 	}
+	return a.start(ctx, engine, bp, project, token, seed, box.State)
+}
+
+// start starts the box, waits for its executor, finishes a seeded box's
+// restore, and stops it again when it is declared stopped.
+func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
 	a.Progress.Step(bp.Name, "starting")
 	if err := engine.Start(ctx, project); err != nil {
 		return err
@@ -197,7 +214,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			return err
 		}
 	}
-	if box.State != spec.Running {
+	if seed && state != spec.Running {
 		a.Progress.Step(bp.Name, "stopping (declared stopped)")
 		return engine.Stop(ctx, compose.ProjectName(bp.Name))
 	}
@@ -208,15 +225,18 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 // token is the box's stored token, minted and stored first when the box has none.
 // It is written before any resource exists, so a create killed half-way resumes with it.
 func (a *Applier) token(bp BoxPlan) (string, error) {
+	// A box restored from an archive gets a fresh token: the archive's
+	// box may still run elsewhere with the old one.
+	fresh := bp.Action == Create && bp.Restore != ""
 	token, ok, err := a.Tokens.Get(bp.Name)
 	if err != nil {
 		return "", err
 	}
-	if ok {
+	if ok && !fresh {
 		return token, nil
 	}
-	if bp.Action == Start {
-		return "", errors.New("the box has no token in .boxes/secrets; run boxes plan to recover it")
+	if bp.Action != Create && bp.Action != Recreate {
+		return "", fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
 	}
 	if token, err = NewToken(); err != nil {
 		return "", err

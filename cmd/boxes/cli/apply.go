@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 type applyFlags struct {
@@ -54,46 +54,33 @@ func newApplyCommand(env *Env) *cobra.Command {
 }
 
 func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ws, err := openWorkspace(ctx, env, docker.Options{})
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
-	defer ws.close()
-	lock, err := reconcile.LockApply(env.File, "boxes apply")
-	if err != nil {
-		return withHint(err, "wait for it to finish; a killed apply releases the lock by itself")
+	defer ws.Close()
+	if err := ws.LockApply("boxes apply"); err != nil {
+		return err
 	}
-	defer lock.Unlock()
 
 	var p *reconcile.Plan
 	if planPath != "" {
-		saved, err := readPlanFile(planPath)
+		saved, err := reconcile.ReadSaved(planPath, shown(planPath))
 		if err != nil {
 			return err
 		}
-		opts := planOptions{target: saved.Plan.Target}
-		for _, b := range saved.Plan.Boxes {
-			for _, r := range b.Reasons {
-				if r.Kind == "replace" {
-					opts.replace = append(opts.replace, b.Name)
-				}
-			}
-		}
-		now, err := ws.plan(ctx, opts)
+		now, err := ws.Plan(ctx, saved.Options)
 		if err != nil {
-			return planError(err)
+			return err
 		}
-		if ws.fingerprint(now) != saved.Fingerprint {
-			return withHint(fmt.Errorf("%w: the files or the boxes changed since %s was saved", reconcile.ErrStalePlan, planPath), "run boxes plan -out %s again and review it", planPath)
+		if err := saved.Fresh(shown(planPath), ws.Files, ws.Observed, now); err != nil {
+			return err
 		}
 		p = saved.Plan
 	} else {
-		p, err = ws.plan(ctx, planOptions{replace: f.replace, target: f.target})
+		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target})
 		if err != nil {
-			return planError(err)
+			return err
 		}
 		p.RenderText(env.Out, colour(env))
 		if !p.Changes() {
@@ -118,33 +105,42 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 			return errors.New("apply cancelled")
 		}
 	}
-
-	seeder, err := newSeeder(env, ws, p)
-	if err != nil {
-		return err
-	}
-	engines := map[string]reconcile.Engine{}
-	for h, e := range ws.engines {
-		engines[h] = e
-	}
-	progress := newProgress(env.Out, env.IsTTY, p)
-	applier := &reconcile.Applier{Config: ws.cfg, Engines: engines, Tokens: ws.tokens, Parallelism: f.parallelism, Progress: progress, Seeder: seeder}
 	start := time.Now()
-	err = applier.Apply(ctx, p)
-	if err != nil {
-		var merr *multierror.Error
-		if errors.As(err, &merr) {
-			for _, e := range merr.Errors {
-				fmt.Fprintf(env.Err, "boxes: error: %v\n", e)
-			}
-			return &ExitError{Code: 1, Err: fmt.Errorf("apply failed for %d box(es); the others were done; run boxes plan to see what is left", len(merr.Errors))}
-		}
+	if err := execute(ctx, env, env.Out, ws, p, f.parallelism, nil); err != nil {
 		return err
 	}
 	s := p.Summary()
 	fmt.Fprintf(env.Out, "\nApply complete in %s: %d created, %d recreated, %d started, %d stopped, %d deleted.\n",
 		time.Since(start).Round(100*time.Millisecond), s.Create, s.Recreate, s.Start, s.Stop, s.Delete)
 	return nil
+}
+
+// execute runs p through the one applier, with live progress: apply's
+// plans and the one-box plans of load, rm, start and stop alike. held
+// names boxes whose lock the caller already holds.
+func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held map[string]bool) error {
+	progress := newProgress(out, env.IsTTY, p)
+	seeder, err := newSeeder(ctx, env, ws, p, progress)
+	if err != nil {
+		return err
+	}
+	for _, b := range p.Boxes {
+		if b.Action != reconcile.NoOp {
+			if _, err := ws.Engine(ctx, b.Host); err != nil {
+				return err
+			}
+		}
+	}
+	applier := &reconcile.Applier{Config: ws.Config, Engines: ws.Engines(), Tokens: ws.Tokens, Parallelism: parallelism, Progress: progress, Held: held}
+	if seeder != nil {
+		applier.Seeder = seeder
+	}
+	err = applier.Apply(ctx, p)
+	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
+		n := len(failed.Unwrap())
+		return withHint(errors.Join(err, fmt.Errorf("apply failed for %d of %d boxes; the others were done", n, len(p.Boxes)-p.Summary().NoOp)), "boxes plan shows what is left")
+	}
+	return err
 }
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.

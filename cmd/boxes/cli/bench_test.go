@@ -18,6 +18,7 @@ import (
 
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -59,18 +60,22 @@ func BenchmarkPlan(b *testing.B) {
 		b.Run(fmt.Sprintf("boxes=%d", n), func(b *testing.B) {
 			env, _ := benchConfig(b, n)
 			ctx := context.Background()
-			ws, err := openWorkspace(ctx, env, docker.Options{CountCalls: true})
+			ws, err := openWorkspace(env, docker.Options{CountCalls: true})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer ws.close()
+			defer ws.Close()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := ws.plan(ctx, planOptions{}); err != nil {
+				if _, err := ws.Plan(ctx, reconcile.PlanOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(ws.engines[""].Calls())/float64(b.N), "calls/op")
+			e, err := engineOf(ctx, ws, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(e.Calls())/float64(b.N), "calls/op")
 		})
 	}
 }

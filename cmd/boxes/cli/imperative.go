@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -15,39 +14,49 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/workspace"
 )
 
-// boxOp runs fn on one existing box under its per-box lock.
-func boxOp(ctx context.Context, env *Env, name, what string, fn func(*workspace, reconcile.Resources, *docker.Engine) error) error {
-	ws, err := observedWorkspace(ctx, env)
+// boxOp runs fn on box name under its lock, taken before the box is
+// observed: only the box's host is reached.
+func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
-	defer ws.close()
-	for host, o := range ws.observed {
-		r := o.Of(name)
-		if r.Empty() {
-			continue
-		}
-		lock, err := reconcile.LockBox(env.File, name, what)
-		if err != nil {
-			return err
-		}
-		defer lock.Unlock()
-		return fn(ws, r, ws.engines[host])
+	defer ws.Close()
+	if err := ws.LockBox(name, what); err != nil {
+		return err
 	}
-	return withHint(fmt.Errorf("box %s has no resources on any engine", name), "run boxes plan to see what boxes.yaml asks for")
+	host, r, err := ws.ObserveBox(ctx, name)
+	if err != nil {
+		return err
+	}
+	if r.Empty() {
+		return withHint(fmt.Errorf("box %s has no resources on %s", name, reconcile.HostLabel(host)), "run boxes plan to see what boxes.yaml asks for")
+	}
+	return fn(ws, host, r)
+}
+
+// runOne runs a one-box plan through the applier; its progress goes to stderr.
+func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
+	held := map[string]bool{}
+	for _, b := range p.Boxes {
+		held[b.Name] = true
+	}
+	return execute(ctx, env, env.Err, ws, p, 1, held)
 }
 
 func newStopCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: exactlyOne("stop", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return boxOp(cmd.Context(), env, args[0], "boxes stop", func(_ *workspace, _ reconcile.Resources, e *docker.Engine) error {
-				if err := e.Stop(cmd.Context(), compose.ProjectName(args[0])); err != nil {
+			name := args[0]
+			return boxOp(cmd.Context(), env, name, "boxes stop", func(ws *workspace.Workspace, host string, _ reconcile.Resources) error {
+				if err := runOne(cmd.Context(), env, ws, reconcile.StopPlan(host, name)); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "stopped %s\n", args[0])
+				fmt.Fprintf(env.Out, "stopped %s\n", name)
 				return nil
 			})
 		},
@@ -59,31 +68,32 @@ func newStartCommand(env *Env) *cobra.Command {
 		Use: "start NAME", Short: "Start a stopped box now", Args: exactlyOne("start", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace, _ reconcile.Resources, e *docker.Engine) error {
-				box, ok := ws.cfg.Box(name)
-				if !ok {
-					return fmt.Errorf("box %s is not in boxes.yaml; boxes start only starts declared boxes", name)
-				}
-				token, ok, err := ws.tokens.Get(name)
-				if err != nil || !ok {
-					return withHint(fmt.Errorf("box %s has no token in .boxes/secrets", name), "run boxes plan, which recovers it")
-				}
-				p, err := compose.Project(compose.Input{Box: box, Image: ws.image(), Token: token, WorkDir: env.Dir(), ConfigFile: env.File})
+			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+				p, err := startPlan(ws, host, name, r)
 				if err != nil {
 					return err
 				}
-				if err := e.Start(cmd.Context(), p); err != nil {
+				if err := runOne(cmd.Context(), env, ws, p); err != nil {
 					return err
 				}
-				url, err := e.WaitReady(cmd.Context(), name, token)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Out, "started %s; executor at %s\n", name, url)
+				fmt.Fprintf(env.Out, "started %s\n", name)
 				return nil
 			})
 		},
 	}
+}
+
+// startPlan starts box name's containers as they are, on the image they
+// run: boxes.lock need not have one.
+func startPlan(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
+	if _, ok := ws.Config.Box(name); !ok {
+		return nil, ws.Undeclared(name)
+	}
+	agent, ok := r.Container(compose.AgentService)
+	if !ok {
+		return nil, &workspace.NoContainerError{Box: name, Service: compose.AgentService}
+	}
+	return reconcile.StartPlan(host, name, agent.Image), nil
 }
 
 func newRmCommand(env *Env) *cobra.Command {
@@ -92,12 +102,13 @@ func newRmCommand(env *Env) *cobra.Command {
 		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace, r reconcile.Resources, e *docker.Engine) error {
-				backup := newestBackups(filepath.Join(env.Dir(), "backups"))[name]
-				if backup == "" {
-					backup = "no backup found"
+			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+				backup := ws.Backups()[name]
+				shownBackup := backup
+				if shownBackup == "" {
+					shownBackup = "no backup found"
 				}
-				fmt.Fprintf(env.Out, "box %s: %d containers, %d networks, %d volumes; backup: %s\n", name, len(r.Containers), len(r.Networks), len(r.Volumes), backup)
+				fmt.Fprintf(env.Out, "box %s: %d containers, %d networks, %d volumes; backup: %s\n", name, len(r.Containers), len(r.Networks), len(r.Volumes), shownBackup)
 				if confirm != name {
 					if !env.IsTTY {
 						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
@@ -108,26 +119,11 @@ func newRmCommand(env *Env) *cobra.Command {
 						return errors.New("not confirmed; nothing was changed")
 					}
 				}
-				for _, c := range r.Containers {
-					if err := e.RemoveContainer(cmd.Context(), c.ID); err != nil {
-						return err
-					}
-				}
-				for _, n := range r.Networks {
-					if err := e.RemoveNetwork(cmd.Context(), n.ID); err != nil {
-						return err
-					}
-				}
-				for _, v := range r.Volumes {
-					if err := e.RemoveVolume(cmd.Context(), v.Name); err != nil {
-						return err
-					}
-				}
-				if err := ws.tokens.Remove(name); err != nil {
+				if err := runOne(cmd.Context(), env, ws, reconcile.DeletePlan(host, name, r, backup)); err != nil {
 					return err
 				}
 				fmt.Fprintf(env.Out, "removed %s\n", name)
-				if _, declared := ws.cfg.Box(name); declared {
+				if _, declared := ws.Config.Box(name); declared {
 					env.Warnf("%s is still declared in boxes.yaml; the next apply creates it again", name)
 				}
 				return nil
@@ -154,11 +150,14 @@ func newLsCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := observedWorkspace(cmd.Context(), env)
+			ws, err := openWorkspace(env, docker.Options{})
 			if err != nil {
 				return err
 			}
-			defer ws.close()
+			defer ws.Close()
+			if err := ws.Observe(cmd.Context()); err != nil {
+				return err
+			}
 			rows := lsRows(ws)
 			if asJSON {
 				enc := json.NewEncoder(env.Out)
@@ -181,19 +180,21 @@ func newLsCommand(env *Env) *cobra.Command {
 	return cmd
 }
 
-func lsRows(ws *workspace) []lsRow {
-	backups := newestBackups(filepath.Join(ws.env.Dir(), "backups"))
+// lsRows are the declared boxes in boxes.yaml's order, then the undeclared
+// ones host by host in Hosts order.
+func lsRows(ws *workspace.Workspace) []lsRow {
+	backups := ws.Backups()
 	var rows []lsRow
 	seen := map[string]bool{}
 	add := func(name, host string, declared bool) {
 		seen[name] = true
 		row := lsRow{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
-		if o := ws.observed[host]; o != nil {
+		if o := ws.Observed[host]; o != nil {
 			r := o.Of(name)
 			if a, ok := r.Container(compose.AgentService); ok {
 				row.State = a.State
 				row.Image = "stale"
-				if a.Image == ws.image() {
+				if a.Image == ws.Image() {
 					row.Image = "current"
 				}
 			}
@@ -208,10 +209,14 @@ func lsRows(ws *workspace) []lsRow {
 		}
 		rows = append(rows, row)
 	}
-	for _, b := range ws.cfg.Boxes {
+	for _, b := range ws.Config.Boxes {
 		add(b.Name, b.Host, true)
 	}
-	for host, o := range ws.observed {
+	for _, host := range ws.Hosts() {
+		o := ws.Observed[host]
+		if o == nil {
+			continue
+		}
 		for _, name := range o.Boxes() {
 			if !seen[name] {
 				add(name, host, false)

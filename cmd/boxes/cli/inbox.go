@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -15,65 +13,14 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/hb"
 )
-
-// agentUser is the box's own user: enter and exec run as it.
-const agentUser = "agent"
 
 // inHome runs cmd from the user's home when it exists: right after a create
 // hb init may not have made it yet, and a missing working directory would
 // fail the exec itself.
 func inHome(cmd ...string) []string {
 	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
-}
-
-// container finds box name's container of service on whichever engine has
-// it, in what observe saw. running requires it to be up.
-func (w *workspace) container(name, service string, running bool) (*docker.Engine, reconcile.Container, error) {
-	hosts := make([]string, 0, len(w.observed))
-	for h := range w.observed {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	for _, h := range hosts {
-		c, ok := w.observed[h].Of(name).Container(service)
-		if !ok {
-			continue
-		}
-		if running && c.State != "running" {
-			return nil, c, withHint(fmt.Errorf("box %s: the %s container is %s", name, service, c.State), "boxes start %s", name)
-		}
-		return w.engines[h], c, nil
-	}
-	if _, declared := w.cfg.Box(name); !declared {
-		return nil, reconcile.Container{}, w.undeclared(name)
-	}
-	return nil, reconcile.Container{}, withHint(fmt.Errorf("box %s has no %s container", name, service), "boxes plan shows what apply would create")
-}
-
-// undeclared is the error for a box name boxes.yaml does not declare.
-func (w *workspace) undeclared(name string) error {
-	names := make([]string, len(w.cfg.Boxes))
-	for i, b := range w.cfg.Boxes {
-		names[i] = b.Name
-	}
-	return withHint(fmt.Errorf("no box %q in %s", name, shown(w.env.File)), "its boxes: %s", orDash(strings.Join(names, ", ")))
-}
-
-// boxContainer observes the engines and finds box name's container of
-// service (see workspace.container); the caller closes the workspace.
-func boxContainer(ctx context.Context, env *Env, name, service string, running bool) (*workspace, *docker.Engine, reconcile.Container, error) {
-	ws, err := observedWorkspace(ctx, env)
-	if err != nil {
-		return nil, nil, reconcile.Container{}, err
-	}
-	e, c, err := ws.container(name, service, running)
-	if err != nil {
-		ws.close()
-		return nil, nil, reconcile.Container{}, err
-	}
-	return ws, e, c, nil
 }
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -102,7 +49,7 @@ func newExecCommand(env *Env) *cobra.Command {
 			return runInBox(cmd.Context(), env, args[0], opts)
 		},
 	}
-	cmd.Flags().StringVarP(&user, "user", "u", agentUser, "run as this user (root for system work)")
+	cmd.Flags().StringVarP(&user, "user", "u", hb.AgentUser, "run as this user (root for system work)")
 	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass standard input to the command")
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "give the command a terminal")
 	return cmd
@@ -119,7 +66,7 @@ func newEnterCommand(env *Env) *cobra.Command {
 			}
 			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
 				Cmd:  inHome("tmux", "new-session", "-A", "-s", "main"),
-				User: agentUser, Env: []string{"TERM=" + termName()},
+				User: hb.AgentUser, Env: []string{"TERM=" + termName()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
 		},
@@ -129,13 +76,17 @@ func newEnterCommand(env *Env) *cobra.Command {
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
 func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
-	ws, e, c, err := boxContainer(ctx, env, name, compose.AgentService, true)
+	ws, e, c, err := boxContainer(ctx, env, name, compose.AgentService, true, "")
 	if err != nil {
 		return err
 	}
-	defer ws.close()
-	if err := waitInit(ctx, env, e, name, c); err != nil {
-		return err
+	defer ws.Close()
+	// Right after apply creates a box, hb init may still be running; a
+	// container whose healthcheck (that same probe) passed needs none.
+	if !c.Healthy {
+		if err := hb.WaitInit(ctx, e, name, c.ID, initWait(env, name)); err != nil {
+			return err
+		}
 	}
 	if opts.TTY {
 		restore := rawTerminal(env)
@@ -154,37 +105,6 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 
 // InitTimeout bounds how long enter and exec wait for a new box's hb init.
 var InitTimeout = 60 * time.Second
-
-// waitInit returns once hb init has laid out the box's /data (hb health
-// agent passes): right after apply creates a box, init may still be running.
-// A container whose healthcheck (that same command) passed needs no probe.
-func waitInit(ctx context.Context, env *Env, e *docker.Engine, name string, c reconcile.Container) error {
-	if c.Healthy {
-		return nil
-	}
-	id := c.ID
-	deadline := time.Now().Add(InitTimeout)
-	told := false
-	for start := time.Now(); ; {
-		_, stderr, code, err := runHB(ctx, e, id, "root", "health", compose.AgentService)
-		switch {
-		case err != nil:
-			return err
-		case code == 0:
-			return nil
-		case time.Now().After(deadline):
-			return withHint(fmt.Errorf("box %s is not ready after %s: %s", name, InitTimeout, stderr), "boxes logs %s shows what hb init is doing", name)
-		case !told && time.Since(start) > time.Second:
-			fmt.Fprintf(env.Err, "boxes: waiting for %s's hb init to finish\n", name)
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
 
 // termName is the TERM the box's terminal claims: the user's, else one tmux knows.
 func termName() string {
@@ -256,13 +176,12 @@ func newLogsCommand(env *Env) *cobra.Command {
 			if len(args) == 2 {
 				service = args[1]
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			ws, e, c, err := boxContainer(ctx, env, args[0], service, false)
+			ctx := cmd.Context()
+			ws, e, c, err := boxContainer(ctx, env, args[0], service, false, "")
 			if err != nil {
 				return err
 			}
-			defer ws.close()
+			defer ws.Close()
 			return e.Logs(ctx, c.ID, o, env.Out, env.Err)
 		},
 	}

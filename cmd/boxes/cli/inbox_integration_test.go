@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/hb"
 )
 
 // boxesIn runs boxes with stdin and a TTY flag of the test's choosing.
@@ -187,21 +190,21 @@ func TestIntegrationInBox(t *testing.T) {
 	})
 }
 
-func doctorJSON(t *testing.T, dir, box string, code int) doctorReport {
+func doctorJSON(t *testing.T, dir, box string, code int) doctor.Report {
 	t.Helper()
 	r := boxes(t, dir, "doctor", "--json", box)
-	var rep doctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != code {
 		t.Fatalf("doctor --json: exit %d (want %d), %v\n%s%s", r.code, code, err, r.stdout, r.stderr)
 	}
 	return rep
 }
 
-func find(rep doctorReport, where, name string) doctorCheck {
+func find(rep doctor.Report, where, name string) hb.Check {
 	for _, c := range rep.Checks {
 		if c.Where == where && c.Name == name {
 			return c
 		}
 	}
-	return doctorCheck{Where: where, Name: name, Detail: "not reported"}
+	return hb.Check{Where: where, Name: name, Detail: "not reported"}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -161,7 +162,7 @@ boxes:
 			t.Fatalf("token: %v %v", ok, err)
 		}
 		url := "http://" + ports + "/mcp"
-		if err := docker.Initialize(context.Background(), url, token); err != nil {
+		if err := mcp.Initialize(context.Background(), url, token); err != nil {
 			t.Errorf("initialize with the token: %v", err)
 		}
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))

@@ -24,11 +24,11 @@ URL is its last argument), else xdg-open, or open on macOS.`,
 		Args: exactlyOne("open", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			ws, e, c, err := boxContainer(cmd.Context(), env, name, compose.ExecutorService, true)
+			ws, e, c, err := boxContainer(cmd.Context(), env, name, compose.ExecutorService, true, "")
 			if err != nil {
 				return err
 			}
-			defer ws.close()
+			defer ws.Close()
 			port, ok := c.Published(compose.ExecutorPort)
 			if !ok {
 				return withHint(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
@@ -37,12 +37,12 @@ URL is its last argument), else xdg-open, or open on macOS.`,
 			if e.Host != "" {
 				env.Warnf("box %s is on host %s; its dashboard address is that host's %s", name, e.Host, base)
 			}
-			token, ok, err := ws.tokens.Get(name)
+			token, ok, err := ws.Tokens.Get(name)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return withHint(fmt.Errorf("box %s has no token in .boxes/secrets", name), "boxes plan recovers it from the running box")
+				return fmt.Errorf("box %s: %w", name, reconcile.ErrNoToken)
 			}
 			browser, err := browserCommand()
 			if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -42,14 +41,15 @@ func newPlanCommand(env *Env) *cobra.Command {
 }
 
 func runPlan(ctx context.Context, env *Env, f planFlags) error {
-	ws, err := openWorkspace(ctx, env, docker.Options{})
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
-	defer ws.close()
-	p, err := ws.plan(ctx, planOptions{replace: f.replace, target: f.target})
+	defer ws.Close()
+	opts := reconcile.PlanOptions{Replace: f.replace, Target: f.target}
+	p, err := ws.Plan(ctx, opts)
 	if err != nil {
-		return planError(err)
+		return err
 	}
 	switch {
 	case f.json:
@@ -62,7 +62,7 @@ func runPlan(ctx context.Context, env *Env, f planFlags) error {
 		p.RenderText(env.Out, colour(env))
 	}
 	if f.out != "" {
-		if err := writePlanFile(f.out, ws.fingerprint(p), p); err != nil {
+		if err := reconcile.WriteSaved(f.out, ws.Fingerprint(p), opts, p); err != nil {
 			return err
 		}
 		if !f.json && !f.markdown {
@@ -75,50 +75,7 @@ func runPlan(ctx context.Context, env *Env, f planFlags) error {
 	return nil
 }
 
-// planError adds the next step to the errors a user can fix.
-func planError(err error) error {
-	switch {
-	case errors.Is(err, reconcile.ErrNoImage):
-		return withHint(err, "boxes build makes the image and records it (or boxes lock image REF pins one the engine has)")
-	case errors.Is(err, reconcile.ErrImageMissing):
-		return withHint(err, "boxes build makes it on this engine (or boxes lock image REF pins one it has)")
-	case errors.Is(err, reconcile.ErrUnmanagedConflict):
-		return withHint(err, "boxes never touches resources it did not label; rename or remove them yourself, or rename the box")
-	}
-	return err
-}
-
 func colour(env *Env) bool {
 	_, noColour := os.LookupEnv("NO_COLOR")
 	return env.IsTTY && !noColour
-}
-
-// planFile is what plan -out saves: the plan and a fingerprint of what it saw. No secrets.
-type planFile struct {
-	FormatVersion string          `json:"format_version"`
-	Fingerprint   string          `json:"fingerprint"`
-	Plan          *reconcile.Plan `json:"plan"`
-}
-
-func writePlanFile(path, fingerprint string, p *reconcile.Plan) error {
-	data, err := json.MarshalIndent(planFile{FormatVersion: reconcile.FormatVersion, Fingerprint: fingerprint, Plan: p}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-func readPlanFile(path string) (*planFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var pf planFile
-	if err := json.Unmarshal(data, &pf); err != nil || pf.Plan == nil {
-		return nil, fmt.Errorf("%s is not a saved boxes plan", path)
-	}
-	if pf.FormatVersion != reconcile.FormatVersion {
-		return nil, fmt.Errorf("%s has plan format %q; this boxes reads %q", path, pf.FormatVersion, reconcile.FormatVersion)
-	}
-	return &pf, nil
 }

@@ -1,0 +1,165 @@
+// Package doctor checks one box from the host (containers, image, ports, the
+// MCP handshake) and from inside (hb doctor), and returns a report for the
+// command line to print.
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/mcp"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// Report is every check of one box; OK when none is an error.
+type Report struct {
+	Box    string     `json:"box"`
+	OK     bool       `json:"ok"`
+	Checks []hb.Check `json:"checks"`
+}
+
+func (r *Report) add(where, name, severity, format string, args ...any) {
+	r.Checks = append(r.Checks, hb.Check{Where: where, Name: name, OK: severity != "error", Severity: severity, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Box is what doctor knows of a box before it probes anything.
+type Box struct {
+	Name string
+	// Host is the box's host; "" is the local engine. The MCP handshake is
+	// checked from this machine only for a local box.
+	Host string
+	// Resources are the box's labelled resources as observed.
+	Resources reconcile.Resources
+	// Image is the locked image ID ("" when the lock has none).
+	Image string
+	// Bind is the executor bind address boxes.yaml declares ("" if undeclared).
+	Bind string
+	// Token is the stored token; TokenErr why it could not be read.
+	Token    string
+	TokenErr error
+}
+
+// Probes are doctor's ways into the box; nil fields take the real ones.
+type Probes struct {
+	// Runner runs hb doctor in the agent container.
+	Runner hb.Runner
+	// Initialize is the MCP handshake (mcp.Initialize by default).
+	Initialize func(ctx context.Context, url, token string) error
+}
+
+// Check checks b.
+func Check(ctx context.Context, b Box, p Probes) *Report {
+	if p.Initialize == nil {
+		p.Initialize = mcp.Initialize
+	}
+	rep := &Report{Box: b.Name}
+	agent, haveAgent := b.Resources.Container(compose.AgentService)
+	executor, haveExecutor := b.Resources.Container(compose.ExecutorService)
+	for _, c := range []struct {
+		service string
+		c       reconcile.Container
+		ok      bool
+	}{{compose.AgentService, agent, haveAgent}, {compose.ExecutorService, executor, haveExecutor}} {
+		switch {
+		case !c.ok:
+			rep.add("host", c.service+" container", "error", "missing (boxes apply recreates it)")
+		case c.c.State != "running":
+			rep.add("host", c.service+" container", "error", "%s (boxes start %s)", c.c.State, b.Name)
+		default:
+			rep.add("host", c.service+" container", "ok", "running, %s", c.c.Name)
+		}
+		if c.ok {
+			checkImage(rep, b.Image, c.service, c.c)
+		}
+	}
+	if haveAgent {
+		if published := publishedPorts(agent); published != "" {
+			rep.add("host", "agent publishes nothing", "error", "publishes %s", published)
+		} else {
+			rep.add("host", "agent publishes nothing", "ok", "no port")
+		}
+	}
+	if haveExecutor && executor.State == "running" {
+		checkExecutorPort(ctx, rep, b, executor, p.Initialize)
+	}
+	if haveAgent && agent.State == "running" && p.Runner != nil {
+		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
+	}
+	rep.OK = true
+	for _, c := range rep.Checks {
+		rep.OK = rep.OK && c.OK
+	}
+	return rep
+}
+
+func checkImage(rep *Report, want, service string, c reconcile.Container) {
+	switch {
+	case want == "":
+		rep.add("host", service+" image", "warn", "boxes.lock has no image to compare with")
+	case c.Image != want:
+		rep.add("host", service+" image", "error", "runs %s, boxes.lock has %s (boxes apply recreates it)", reconcile.ShortID(c.Image), reconcile.ShortID(want))
+	default:
+		rep.add("host", service+" image", "ok", "the lock's %s", reconcile.ShortID(want))
+	}
+}
+
+func publishedPorts(c reconcile.Container) string {
+	var b bytes.Buffer
+	for _, p := range c.Ports {
+		if p.HostPort != 0 {
+			fmt.Fprintf(&b, "%s:%d->%d ", p.HostIP, p.HostPort, p.ContainerPort)
+		}
+	}
+	return string(bytes.TrimSpace(b.Bytes()))
+}
+
+// checkExecutorPort checks the executor is published where boxes.yaml says
+// and speaks MCP there: 200 and a protocol version with the token, 401 without.
+func checkExecutorPort(ctx context.Context, rep *Report, b Box, c reconcile.Container, initialize func(context.Context, string, string) error) {
+	port, ok := c.Published(compose.ExecutorPort)
+	if !ok {
+		rep.add("host", "executor port", "error", "%d is not published", compose.ExecutorPort)
+		return
+	}
+	detail := port.HostIP + ":" + strconv.Itoa(port.HostPort)
+	if b.Bind != "" && b.Bind != port.HostIP {
+		rep.add("host", "executor port", "error", "published on %s, boxes.yaml says %s (boxes plan shows the recreate)", detail, b.Bind)
+	} else {
+		rep.add("host", "executor port", "ok", "published on %s", detail)
+	}
+	if b.Host != "" {
+		// A remote host's published address need not be reachable from
+		// here; the in-box handshake covers the Executor.
+		rep.add("host", "mcp handshake", "warn", "box on host %s: checked from inside the box only", b.Host)
+		return
+	}
+	url := reconcile.ExecutorURL(port.HostIP, port.HostPort) + "/mcp"
+	switch {
+	case b.TokenErr != nil:
+		rep.add("host", "mcp with token", "error", "reading the token: %v", b.TokenErr)
+	case b.Token == "":
+		rep.add("host", "mcp with token", "error", "no token in .boxes/secrets (boxes plan recovers it from the box)")
+	default:
+		if err := initialize(ctx, url, b.Token); err != nil {
+			rep.add("host", "mcp with token", "error", "initialize at %s: %v", url, err)
+		} else {
+			rep.add("host", "mcp with token", "ok", "initialize at %s answered with a protocol version", url)
+		}
+	}
+	var status *mcp.StatusError
+	err := initialize(ctx, url, "")
+	switch {
+	case errors.As(err, &status) && status.Code == http.StatusUnauthorized:
+		rep.add("host", "mcp without token", "ok", "refused with 401")
+	case err == nil:
+		rep.add("host", "mcp without token", "error", "answered without a token")
+	default:
+		rep.add("host", "mcp without token", "error", "want 401, got: %v", err)
+	}
+}

@@ -1,0 +1,87 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/mcp"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+type hbDoctor struct{ out string }
+
+func (h hbDoctor) Run(_ context.Context, _, _ string, _ []string, stdout, _ io.Writer) (int, error) {
+	fmt.Fprint(stdout, h.out)
+	return 0, nil
+}
+
+func box(agentState string, agentPorts ...reconcile.Port) Box {
+	return Box{
+		Name:  "alpha",
+		Image: "sha256:1111111111111111",
+		Bind:  "127.0.0.1",
+		Token: "t0k",
+		Resources: reconcile.Resources{Containers: []reconcile.Container{
+			{ID: "a", Name: "hbl-alpha-agent-1", Service: "agent", State: agentState, Image: "sha256:1111111111111111", Ports: agentPorts},
+			{ID: "x", Name: "hbl-alpha-executor-1", Service: "executor", State: "running", Image: "sha256:2222222222222222",
+				Ports: []reconcile.Port{{HostIP: "127.0.0.1", HostPort: 40000, ContainerPort: 4788}}},
+		}},
+	}
+}
+
+func gate(_ context.Context, _ string, token string) error {
+	if token == "" {
+		return &mcp.StatusError{Code: 401}
+	}
+	return nil
+}
+
+func lines(r *Report) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "%s %s %s: %s\n", c.Severity, c.Where, c.Name, c.Detail)
+	}
+	return b.String()
+}
+
+func TestCheckHealthyBoxButStaleExecutor(t *testing.T) {
+	rep := Check(context.Background(), box("running"), Probes{Runner: hbDoctor{`{"ok":true,"checks":[{"name":"layout","ok":true,"severity":"ok","detail":"fine"}]}`}, Initialize: gate})
+	want := `ok host agent container: running, hbl-alpha-agent-1
+ok host agent image: the lock's 111111111111
+ok host executor container: running, hbl-alpha-executor-1
+error host executor image: runs 222222222222, boxes.lock has 111111111111 (boxes apply recreates it)
+ok host agent publishes nothing: no port
+ok host executor port: published on 127.0.0.1:40000
+ok host mcp with token: initialize at http://127.0.0.1:40000/mcp answered with a protocol version
+ok host mcp without token: refused with 401
+ok box layout: fine
+`
+	if got := lines(rep); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if rep.OK {
+		t.Error("a stale executor image is not OK")
+	}
+}
+
+func TestCheckFindsAPublishingAgentAndAnOpenExecutor(t *testing.T) {
+	b := box("exited", reconcile.Port{HostIP: "0.0.0.0", HostPort: 22, ContainerPort: 22})
+	b.Resources.Containers[1].Image = b.Image
+	rep := Check(context.Background(), b, Probes{Initialize: func(context.Context, string, string) error { return nil }})
+	got := lines(rep)
+	for _, want := range []string{
+		"error host agent container: exited (boxes start alpha)",
+		"error host agent publishes nothing: publishes 0.0.0.0:22->22",
+		"error host mcp without token: answered without a token",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, " box ") || rep.OK {
+		t.Errorf("a stopped agent is not probed inside, and the report fails:\n%s", got)
+	}
+}

@@ -1,0 +1,169 @@
+// Package hb is the host side of the guest contract: the names of hb's
+// markers and /data layout, and quiesce, resume, wait-for-init and doctor,
+// run through a small exec interface. guest/hb is the other side; a test
+// checks the names here against its text.
+package hb
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+)
+
+const (
+	// Path is hb in the image: the entrypoint of both services.
+	Path = compose.HB
+	// Data is the agent volume's mount point: the box.
+	Data = "/data"
+	// QuiescedMarker is hb's quiesce marker (hb's QUIESCED), as a tar entry
+	// relative to /: while it exists, hb init waits for hb resume.
+	QuiescedMarker = "data/.hb/quiesced"
+	// AgentUser is the box's own user (hb's AGENT).
+	AgentUser = "agent"
+	// AgentService is the service whose health hb health checks for init.
+	AgentService = compose.AgentService
+)
+
+// Runner runs a command in a container and returns its exit code.
+type Runner interface {
+	Run(ctx context.Context, container, user string, cmd []string, stdout, stderr io.Writer) (int, error)
+}
+
+// run runs hb ARGS as user and returns what it printed.
+func run(ctx context.Context, r Runner, id, user string, args ...string) (stdout []byte, stderr string, code int, err error) {
+	var out, errb bytes.Buffer
+	code, err = r.Run(ctx, id, user, append([]string{Path}, args...), &out, &errb)
+	return out.Bytes(), strings.TrimSpace(errb.String()), code, err
+}
+
+// root runs hb ARGS as root; a non-zero exit is an error.
+func root(ctx context.Context, r Runner, id string, args ...string) error {
+	_, stderr, code, err := run(ctx, r, id, "root", args...)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("hb %s exited %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return err
+}
+
+// Quiesce freezes the box's agent processes and writes the marker.
+func Quiesce(ctx context.Context, r Runner, id string) error { return root(ctx, r, id, "quiesce") }
+
+// Resume removes the marker and thaws the box's processes.
+func Resume(ctx context.Context, r Runner, id string) error { return root(ctx, r, id, "resume") }
+
+// ErrNotReady is returned when hb init has not finished in time.
+var ErrNotReady = errors.New("hb init has not finished")
+
+// NotReadyError is a box whose hb init did not finish in time.
+type NotReadyError struct {
+	Box     string
+	Timeout time.Duration
+	Detail  string
+}
+
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("box %s is not ready after %s: %s", e.Box, e.Timeout, e.Detail)
+}
+func (e *NotReadyError) Unwrap() error { return ErrNotReady }
+
+// Wait tunes WaitInit.
+type Wait struct {
+	Timeout time.Duration
+	// Poll is the time between two probes.
+	Poll time.Duration
+	// Waiting is called once, after a second, if init is still running: the
+	// caller says so wherever it shows progress.
+	Waiting func()
+}
+
+// WaitInit returns once hb init has laid out the box's /data (hb health
+// agent passes): right after a create, init may still be running.
+func WaitInit(ctx context.Context, r Runner, box, id string, w Wait) error {
+	if w.Poll == 0 {
+		w.Poll = 200 * time.Millisecond
+	}
+	deadline := time.Now().Add(w.Timeout)
+	told := false
+	for start := time.Now(); ; {
+		_, stderr, code, err := run(ctx, r, id, "root", "health", AgentService)
+		switch {
+		case err != nil:
+			return err
+		case code == 0:
+			return nil
+		case time.Now().After(deadline):
+			return &NotReadyError{Box: box, Timeout: w.Timeout, Detail: stderr}
+		case !told && time.Since(start) > time.Second:
+			if w.Waiting != nil {
+				w.Waiting()
+			}
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.Poll):
+		}
+	}
+}
+
+// Check is one finding of hb doctor (and of boxes doctor, which adds Where).
+type Check struct {
+	Where    string `json:"where"` // host or box
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Severity string `json:"severity"` // ok, warn or error
+	Detail   string `json:"detail"`
+}
+
+// Doctor runs hb doctor --json as the agent user and returns its checks. A
+// report that cannot be had, or whose exit code disagrees with it, is one
+// failed check.
+func Doctor(ctx context.Context, r Runner, id string) []Check {
+	fail := func(format string, args ...any) []Check {
+		return []Check{{Where: "box", Name: "hb doctor", Severity: "error", Detail: fmt.Sprintf(format, args...)}}
+	}
+	out, stderr, code, err := run(ctx, r, id, AgentUser, "doctor", "--json")
+	if err != nil {
+		return fail("could not run: %v", err)
+	}
+	var inner struct {
+		OK     bool    `json:"ok"`
+		Checks []Check `json:"checks"`
+	}
+	if err := json.Unmarshal(out, &inner); err != nil || len(inner.Checks) == 0 {
+		return fail("exit %d without a report: %s", code, stderr)
+	}
+	checks := make([]Check, 0, len(inner.Checks)+1)
+	for _, c := range inner.Checks {
+		c.Where = "box"
+		checks = append(checks, c)
+	}
+	if inner.OK != (code == 0) {
+		checks = append(checks, fail("exit %d disagrees with its report (ok=%v)", code, inner.OK)...)
+	}
+	return checks
+}
+
+// MarkerTar is a tar holding the quiesce marker, to copy to / of a created,
+// not yet started agent container before a restore: should the restore
+// stop half-way, the box comes up quiesced instead of running on part of it.
+func MarkerTar(why string) io.Reader {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now().UTC()
+	stamp := []byte(now.Format(time.RFC3339) + " " + why + "\n")
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "data/.hb/", Mode: 0o755, ModTime: now})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: QuiescedMarker, Mode: 0o644, Size: int64(len(stamp)), ModTime: now})
+	_, _ = tw.Write(stamp)
+	_ = tw.Close()
+	return &buf
+}

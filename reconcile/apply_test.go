@@ -1,0 +1,282 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// journal records every step of every box, in order per box.
+type journal struct {
+	mu    sync.Mutex
+	steps map[string][]string
+}
+
+func (j *journal) add(box, step string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.steps == nil {
+		j.steps = map[string][]string{}
+	}
+	j.steps[box] = append(j.steps[box], step)
+}
+
+func (j *journal) of(box string) []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.steps[box]
+}
+
+// fakeEngine is an engine that does nothing but say what it was asked.
+type fakeEngine struct {
+	j      *journal
+	tokens reconcile.Tokens
+	fail   map[string]string // box → the step that fails
+}
+
+func boxOf(project string) string { return strings.TrimPrefix(project, "hbl-") }
+
+func (f *fakeEngine) step(box, step string) error {
+	f.j.add(box, step)
+	if f.fail[box] == step {
+		return fmt.Errorf("%s failed", step)
+	}
+	return nil
+}
+
+func (f *fakeEngine) Create(_ context.Context, p *types.Project, force bool) error {
+	box := boxOf(p.Name)
+	// The token must be on disk before any resource exists.
+	if _, ok, _ := f.tokens.Get(box); !ok {
+		f.j.add(box, "create without a stored token")
+	}
+	if force {
+		return f.step(box, "create --force")
+	}
+	return f.step(box, "create")
+}
+func (f *fakeEngine) Start(_ context.Context, p *types.Project) error {
+	return f.step(boxOf(p.Name), "start "+p.Services["agent"].Image)
+}
+func (f *fakeEngine) Stop(_ context.Context, project string) error {
+	return f.step(boxOf(project), "stop")
+}
+func (f *fakeEngine) RemoveContainer(_ context.Context, id string) error {
+	return f.step(strings.Split(id, "/")[0], "rm container "+id)
+}
+func (f *fakeEngine) RemoveNetwork(_ context.Context, id string) error {
+	return f.step(strings.Split(id, "/")[0], "rm network "+id)
+}
+func (f *fakeEngine) RemoveVolume(_ context.Context, name string) error {
+	return f.step(strings.Split(name, "/")[0], "rm volume "+name)
+}
+func (f *fakeEngine) WaitReady(_ context.Context, box, token string) (string, error) {
+	if token == "" {
+		return "", errors.New("no token")
+	}
+	return "http://127.0.0.1:1", f.step(box, "ready")
+}
+
+type fakeSeeder struct{ j *journal }
+
+func (s fakeSeeder) Seed(_ context.Context, host, box, archive string) error {
+	s.j.add(box, "seed "+archive)
+	return nil
+}
+func (s fakeSeeder) Finish(_ context.Context, host, box string) error {
+	s.j.add(box, "finish")
+	return nil
+}
+
+type quietProgress struct{ j *journal }
+
+func (quietProgress) Step(string, string) {}
+func (p quietProgress) Done(box string, err error) {
+	if err != nil {
+		p.j.add(box, "done: "+err.Error())
+	} else {
+		p.j.add(box, "done")
+	}
+}
+
+func newApplier(t *testing.T, boxes ...spec.Box) (*reconcile.Applier, *journal, *fakeEngine) {
+	t.Helper()
+	cfg := testCfg(boxes...)
+	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
+	j := &journal{}
+	tokens := reconcile.TokensBeside(cfg.Path)
+	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}}
+	return &reconcile.Applier{Config: cfg, Engines: map[string]reconcile.Engine{"": e}, Tokens: tokens,
+		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e
+}
+
+func stopped(b spec.Box) spec.Box { b.State = spec.Stopped; return b }
+
+func TestApplierStepsOfEachAction(t *testing.T) {
+	a, j, _ := newApplier(t, testBox("alpha"), stopped(testBox("beta")), testBox("gamma"), stopped(testBox("delta")), testBox("eps"))
+	if err := a.Tokens.Put("gamma", testToken); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Tokens.Put("eps", testToken); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "alpha", Action: reconcile.Create},
+		{Name: "beta", Action: reconcile.Create, Restore: "backups/b.tar.gz.age"},
+		{Name: "gamma", Action: reconcile.Recreate},
+		{Name: "delta", Action: reconcile.Create},
+		{Name: "eps", Action: reconcile.NoOp},
+	}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"alpha": {"create", "start " + testImage, "ready", "done"},
+		// Seeded: restored before the first start, finished after it,
+		// then stopped again because beta is declared stopped.
+		"beta":  {"create", "seed backups/b.tar.gz.age", "start " + testImage, "ready", "finish", "stop", "done"},
+		"gamma": {"create --force", "start " + testImage, "ready", "done"},
+		// Declared stopped: created, never started.
+		"delta": {"create", "done"},
+	}
+	for box, steps := range want {
+		if got := j.of(box); !reflect.DeepEqual(got, steps) {
+			t.Errorf("%s: %q, want %q", box, got, steps)
+		}
+	}
+	if got := j.of("eps"); got != nil {
+		t.Errorf("a no-op did %q", got)
+	}
+	if tok, _, _ := a.Tokens.Get("gamma"); tok != testToken {
+		t.Errorf("a recreate changed the token to %q", tok)
+	}
+}
+
+func TestApplierRestoredBoxGetsAFreshToken(t *testing.T) {
+	a, _, _ := newApplier(t, testBox("alpha"))
+	if err := a.Tokens.Put("alpha", testToken); err != nil {
+		t.Fatal(err)
+	}
+	p := reconcile.LoadPlan(testBox("alpha"), testImage, "/tmp/a.tar.gz.age")
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if tok, ok, _ := a.Tokens.Get("alpha"); !ok || tok == testToken {
+		t.Errorf("token after a restore: %q, %v", tok, ok)
+	}
+}
+
+func TestApplierDeleteOrder(t *testing.T) {
+	a, j, _ := newApplier(t)
+	if err := a.Tokens.Put("old", testToken); err != nil {
+		t.Fatal(err)
+	}
+	r := reconcile.Resources{
+		Containers: []reconcile.Container{{ID: "old/c1", Name: "hbl-old-agent-1"}, {ID: "old/c2", Name: "hbl-old-executor-1"}},
+		Networks:   []reconcile.Network{{ID: "old/n1", Name: "hbl-old_default"}},
+		Volumes:    []reconcile.Volume{{Name: "old/v1"}, {Name: "old/v2"}},
+	}
+	if err := a.Apply(context.Background(), reconcile.DeletePlan("", "old", r, "")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rm container old/c1", "rm container old/c2", "rm network old/n1", "rm volume old/v1", "rm volume old/v2", "done"}
+	if got := j.of("old"); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if _, ok, _ := a.Tokens.Get("old"); ok {
+		t.Error("the deleted box's token is still stored")
+	}
+}
+
+func TestApplierCollectsErrorsWhileOthersFinish(t *testing.T) {
+	a, j, e := newApplier(t, testBox("alpha"), testBox("beta"), testBox("gamma"))
+	e.fail["alpha"] = "create"
+	e.fail["gamma"] = "ready"
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "gamma", Action: reconcile.Create},
+		{Name: "alpha", Action: reconcile.Create},
+		{Name: "beta", Action: reconcile.Create},
+	}}
+	err := a.Apply(context.Background(), p)
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("want joined errors, got %v", err)
+	}
+	var names []string
+	for _, e := range joined.Unwrap() {
+		var be *reconcile.BoxError
+		if !errors.As(e, &be) {
+			t.Fatalf("%v is not a BoxError", e)
+		}
+		names = append(names, be.Box)
+	}
+	if !reflect.DeepEqual(names, []string{"alpha", "gamma"}) {
+		t.Errorf("failed boxes %q, want alpha, gamma in order", names)
+	}
+	if got := j.of("beta"); len(got) == 0 || got[len(got)-1] != "done" {
+		t.Errorf("beta did not finish: %q", got)
+	}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, []string{"create", "done: create failed"}) {
+		t.Errorf("alpha went on after its failure: %q", got)
+	}
+}
+
+func TestApplierOneBoxPlans(t *testing.T) {
+	a, j, _ := newApplier(t, stopped(testBox("alpha")))
+	// start starts a box declared stopped (the user asked), on the image
+	// it already runs, and fails without a token.
+	if err := a.Apply(context.Background(), reconcile.StartPlan("", "alpha", oldImage)); !errors.Is(err, reconcile.ErrNoToken) {
+		t.Errorf("start without a token: %v", err)
+	}
+	if err := a.Tokens.Put("alpha", testToken); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(context.Background(), reconcile.StartPlan("", "alpha", oldImage)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"done: box alpha: the box has no token in .boxes/secrets", "start " + oldImage, "ready", "done", "stop", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+	// start refuses an undeclared box; the plan of a load seeds a create.
+	if err := a.Apply(context.Background(), reconcile.StartPlan("", "ghost", oldImage)); !errors.Is(err, reconcile.ErrUndeclared) {
+		t.Errorf("start of an undeclared box: %v", err)
+	}
+	p := reconcile.LoadPlan(stopped(testBox("alpha")), testImage, "/a.tar.gz.age")
+	if b := p.Boxes[0]; b.Action != reconcile.Create || b.Restore != "/a.tar.gz.age" || p.Image != testImage {
+		t.Errorf("load plan %+v", p)
+	}
+	d := reconcile.DeletePlan("nexus", "old", reconcile.Resources{Volumes: []reconcile.Volume{{Name: "v"}}}, "backups/x")
+	if b := d.Boxes[0]; b.Action != reconcile.Delete || b.Host != "nexus" || b.Delete.Backup != "backups/x" || len(b.Delete.Volumes) != 1 {
+		t.Errorf("delete plan %+v", d.Boxes[0])
+	}
+}
+
+func TestApplierHeldLocks(t *testing.T) {
+	a, _, _ := newApplier(t, testBox("alpha"))
+	lock, err := reconcile.LockBox(a.Config.Path, "alpha", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); !errors.Is(err, reconcile.ErrLocked) {
+		t.Errorf("apply over a held box lock: %v", err)
+	}
+	a.Held = map[string]bool{"alpha": true}
+	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); err != nil {
+		t.Errorf("apply by the lock's holder: %v", err)
+	}
+}

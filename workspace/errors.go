@@ -1,0 +1,37 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUndeclared is the sentinel of a box name boxes.yaml does not declare.
+var ErrUndeclared = errors.New("box not declared")
+
+// UndeclaredError names the box and the boxes that are declared.
+type UndeclaredError struct {
+	Box      string
+	File     string
+	Declared []string
+}
+
+func (e *UndeclaredError) Error() string        { return fmt.Sprintf("no box %q in %s", e.Box, e.File) }
+func (e *UndeclaredError) Is(target error) bool { return target == ErrUndeclared }
+
+// NotRunningError is a box whose container a command needs up is not.
+type NotRunningError struct {
+	Box, Service, State string
+}
+
+func (e *NotRunningError) Error() string {
+	return fmt.Sprintf("box %s: the %s container is %s", e.Box, e.Service, e.State)
+}
+
+// NoContainerError is a declared box without the container a command needs.
+type NoContainerError struct {
+	Box, Service string
+}
+
+func (e *NoContainerError) Error() string {
+	return fmt.Sprintf("box %s has no %s container", e.Box, e.Service)
+}

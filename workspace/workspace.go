@@ -1,0 +1,318 @@
+// Package workspace is one boxes.yaml with its boxes.lock, the engines of its
+// hosts and what they hold: the files read once, hosts connected only when a
+// command needs them, locks taken before anything is observed.
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Engine is what a workspace needs of one host's engine, beyond what the
+// applier needs: a snapshot, volume sizes for deletes, and the environment
+// of a container whose token must be recovered.
+type Engine interface {
+	reconcile.Engine
+	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
+	VolumeSizes(ctx context.Context) (map[string]int64, error)
+	ContainerEnv(ctx context.Context, id string) ([]string, error)
+	Close() error
+}
+
+// Connector reaches the engine of one host of boxes.yaml ("" is the local engine).
+type Connector func(ctx context.Context, host spec.Host) (Engine, error)
+
+// ErrNoConfig is returned when boxes.yaml does not exist.
+var ErrNoConfig = errors.New("boxes.yaml not found")
+
+// Options tune how a workspace is opened.
+type Options struct {
+	// Connect reaches a host's engine; it is called at most once per host,
+	// and only for hosts a command needs.
+	Connect Connector
+	// Shown is how messages name a file (e.g. relative to the working
+	// directory); nil names it as given.
+	Shown func(path string) string
+	// Warn receives warnings (a recovered token, an unreadable volume size).
+	Warn func(format string, args ...any)
+}
+
+// Workspace is one boxes.yaml, its lock, and its engines.
+type Workspace struct {
+	// Path is boxes.yaml's absolute path; boxes.lock and .boxes/ live beside it.
+	Path   string
+	Config *spec.Config
+	// Lock is boxes.lock, nil when there is none.
+	Lock   *spec.Lock
+	Tokens reconcile.Tokens
+	// Files maps each file's base name to the sha256 of the very bytes parsed.
+	Files map[string]string
+	// Observed holds the last snapshot of each host observed.
+	Observed map[string]*reconcile.Observed
+
+	opts    Options
+	mu      sync.Mutex
+	engines map[string]Engine
+	locks   []*reconcile.FileLock
+}
+
+// Open reads boxes.yaml and boxes.lock at path (the lock may be missing). It
+// connects to nothing.
+func Open(path string, opts Options) (*Workspace, error) {
+	if opts.Shown == nil {
+		opts.Shown = func(p string) string { return p }
+	}
+	if opts.Warn == nil {
+		opts.Warn = func(string, ...any) {}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workspace{Path: abs, Tokens: reconcile.TokensBeside(abs), Files: map[string]string{},
+		Observed: map[string]*reconcile.Observed{}, opts: opts, engines: map[string]Engine{}}
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoConfig, opts.Shown(abs))
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.fingerprintFile(abs, data)
+	if w.Config, err = spec.Parse(opts.Shown(abs), data); err != nil {
+		return nil, err
+	}
+	// Messages name the file as the user sees it; everything else wants the absolute path.
+	w.Config.Path = abs
+	lockPath := w.LockPath()
+	data, err = os.ReadFile(lockPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return w, nil
+	case err != nil:
+		return nil, err
+	}
+	w.fingerprintFile(lockPath, data)
+	if w.Lock, err = spec.ParseLock(opts.Shown(lockPath), data); err != nil {
+		return nil, err
+	}
+	w.Lock.Path = lockPath
+	return w, nil
+}
+
+func (w *Workspace) fingerprintFile(path string, data []byte) {
+	sum := sha256.Sum256(data)
+	w.Files[filepath.Base(path)] = hex.EncodeToString(sum[:])
+}
+
+// Dir is the directory of boxes.yaml.
+func (w *Workspace) Dir() string { return filepath.Dir(w.Path) }
+
+// LockPath is the path of boxes.lock.
+func (w *Workspace) LockPath() string { return filepath.Join(w.Dir(), "boxes.lock") }
+
+// Image is the locked image ID, "" when the lock has none.
+func (w *Workspace) Image() string {
+	if w.Lock == nil || w.Lock.Image == nil {
+		return ""
+	}
+	return w.Lock.Image.ID
+}
+
+// Hosts are the host names boxes.yaml can reach: "" (the local engine) first,
+// then its hosts: in name order.
+func (w *Workspace) Hosts() []string {
+	hosts := []string{""}
+	for _, h := range w.Config.Hosts {
+		hosts = append(hosts, h.Name)
+	}
+	sort.Strings(hosts[1:])
+	return hosts
+}
+
+// Engine is host's engine, connected on first use.
+func (w *Workspace) Engine(ctx context.Context, host string) (Engine, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.engines[host]; ok {
+		return e, nil
+	}
+	h := spec.Host{}
+	if host != "" {
+		var ok bool
+		if h, ok = w.Config.Hosts[host]; !ok {
+			return nil, fmt.Errorf("no host %q in %s", host, w.opts.Shown(w.Path))
+		}
+	}
+	if w.opts.Connect == nil {
+		return nil, fmt.Errorf("no way to reach %s", reconcile.HostLabel(host))
+	}
+	e, err := w.opts.Connect(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	w.engines[host] = e
+	return e, nil
+}
+
+// Engines are the engines connected so far, by host name.
+func (w *Workspace) Engines() map[string]reconcile.Engine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]reconcile.Engine{}
+	for h, e := range w.engines {
+		out[h] = e
+	}
+	return out
+}
+
+// LockApply takes the one-apply-at-a-time lock; Close releases it.
+func (w *Workspace) LockApply(what string) error {
+	l, err := reconcile.LockApply(w.Path, what)
+	if err != nil {
+		return err
+	}
+	w.locks = append(w.locks, l)
+	return nil
+}
+
+// LockBox takes box name's lock; Close releases it.
+func (w *Workspace) LockBox(name, what string) error {
+	l, err := reconcile.LockBox(w.Path, name, what)
+	if err != nil {
+		return err
+	}
+	w.locks = append(w.locks, l)
+	return nil
+}
+
+// Close releases the locks and the engine connections.
+func (w *Workspace) Close() {
+	for i := len(w.locks) - 1; i >= 0; i-- {
+		_ = w.locks[i].Unlock()
+	}
+	w.locks = nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.engines {
+		_ = e.Close()
+	}
+	w.engines = map[string]Engine{}
+}
+
+// Observe snapshots hosts in parallel (every host when none is named). The
+// errors of several hosts come back joined, in host order.
+func (w *Workspace) Observe(ctx context.Context, hosts ...string) error {
+	if len(hosts) == 0 {
+		hosts = w.Hosts()
+	}
+	var images []string
+	if id := w.Image(); id != "" {
+		images = append(images, id)
+	}
+	errs := make([]error, len(hosts))
+	got := make([]*reconcile.Observed, len(hosts))
+	var wg sync.WaitGroup
+	for i, host := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := w.Engine(ctx, host)
+			if err == nil {
+				got[i], err = e.Observe(ctx, images...)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, host := range hosts {
+		if got[i] != nil {
+			w.Observed[host] = got[i]
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HostOf is the host box name lives on: its declared host, else (for a box
+// boxes.yaml does not declare) the first host, in Hosts order, that holds
+// resources of it once observed.
+func (w *Workspace) HostOf(name string) (host string, declared bool) {
+	if b, ok := w.Config.Box(name); ok {
+		return b.Host, true
+	}
+	for _, h := range w.Hosts() {
+		if o := w.Observed[h]; o != nil && !o.Of(name).Empty() {
+			return h, false
+		}
+	}
+	return "", false
+}
+
+// ObserveBox observes only what box name needs: its declared host, or every
+// host when boxes.yaml does not declare it (to find it). It returns where
+// the box is and its resources there.
+func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
+	if b, ok := w.Config.Box(name); ok {
+		if err := w.Observe(ctx, b.Host); err != nil {
+			return "", reconcile.Resources{}, err
+		}
+		return b.Host, w.Observed[b.Host].Of(name), nil
+	}
+	if err := w.Observe(ctx); err != nil {
+		return "", reconcile.Resources{}, err
+	}
+	host, _ := w.HostOf(name)
+	if o := w.Observed[host]; o != nil {
+		return host, o.Of(name), nil
+	}
+	return host, reconcile.Resources{}, nil
+}
+
+// Container is box name's container of service as last observed, with the
+// host it is on. running requires it to be up.
+func (w *Workspace) Container(name, service string, running bool) (string, reconcile.Container, error) {
+	host, declared := w.HostOf(name)
+	if o := w.Observed[host]; o != nil {
+		if c, ok := o.Of(name).Container(service); ok {
+			if running && c.State != "running" {
+				return host, c, &NotRunningError{Box: name, Service: service, State: c.State}
+			}
+			return host, c, nil
+		}
+	}
+	if !declared {
+		return "", reconcile.Container{}, w.Undeclared(name)
+	}
+	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service}
+}
+
+// Undeclared is the error for a box name boxes.yaml does not declare.
+func (w *Workspace) Undeclared(name string) error {
+	e := &UndeclaredError{Box: name, File: w.opts.Shown(w.Path)}
+	for _, b := range w.Config.Boxes {
+		e.Declared = append(e.Declared, b.Name)
+	}
+	return e
+}
+
+// Backups maps each box to its newest archive under backups/.
+func (w *Workspace) Backups() map[string]string {
+	return NewestBackups(filepath.Join(w.Dir(), "backups"))
+}
+
+// Fingerprint digests what plan p was made from: the bytes of both files,
+// what was observed, and the plan's own actions.
+func (w *Workspace) Fingerprint(p *reconcile.Plan) string {
+	return reconcile.Fingerprint(w.Files, w.Observed, p)
+}
