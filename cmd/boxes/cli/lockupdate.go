@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -111,13 +112,7 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 			changes = append([]pinChange{c}, changes...)
 		}
 	}
-	var failed errorList
-	for _, err := range errs {
-		if err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if len(failed) > 0 {
+	if failed := errors.Join(errs...); failed != nil {
 		return withHint(failed, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
 	}
 

@@ -3,12 +3,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -76,33 +79,18 @@ type HintError struct {
 func (e *HintError) Error() string { return e.Err.Error() }
 func (e *HintError) Unwrap() error { return e.Err }
 
-// errorList is several errors, reported one per line.
-type errorList []error
-
-func (l errorList) Error() string {
-	msgs := make([]string, len(l))
-	for i, e := range l {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (l errorList) ErrorLines() []string {
-	var lines []string
-	for _, e := range l {
-		lines = append(lines, strings.Split(e.Error(), "\n")...)
-	}
-	return lines
-}
-
 // withHint wraps err with a hint line.
 func withHint(err error, format string, args ...any) error {
 	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
 }
 
-// Main runs boxes with args and returns the process exit code.
+// Main runs boxes with args and returns the process exit code. SIGINT and
+// SIGTERM cancel the command's context: whatever it started, it undoes or
+// leaves recoverable (save resumes the box, a prompt restores the terminal).
 func Main(s Streams, args []string) int {
-	err := Run(s, args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := Run(ctx, s, args)
 	if err == nil {
 		return 0
 	}
@@ -118,30 +106,23 @@ func Main(s Streams, args []string) int {
 	return code
 }
 
-// Report prints err as "boxes: error: …" lines, with hints where the error carries them.
+// Report prints err as "boxes: error: …" lines, one per error where several
+// were collected (errors.Join), then the hints they carry, each once.
 func Report(w io.Writer, err error) {
-	var lines interface{ ErrorLines() []string }
-	if errors.As(err, &lines) {
-		for _, l := range lines.ErrorLines() {
-			fmt.Fprintf(w, "boxes: error: %s\n", l)
-		}
-	} else {
-		fmt.Fprintf(w, "boxes: error: %s\n", err)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "boxes: error: %s\n", line)
 	}
-	var hinted interface{ HintLines() []string }
-	if errors.As(err, &hinted) {
-		for _, h := range hinted.HintLines() {
+	seen := map[string]bool{}
+	for _, h := range hints(err) {
+		if !seen[h] {
+			seen[h] = true
 			fmt.Fprintf(w, "boxes: hint: %s\n", h)
 		}
-	}
-	var h *HintError
-	if errors.As(err, &h) && h.Hint != "" {
-		fmt.Fprintf(w, "boxes: hint: %s\n", h.Hint)
 	}
 }
 
 // Run parses args and runs one command.
-func Run(s Streams, args []string) error {
+func Run(ctx context.Context, s Streams, args []string) error {
 	env := &Env{Streams: s}
 	root := &cobra.Command{
 		Use:           "boxes",
@@ -168,7 +149,7 @@ func Run(s Streams, args []string) error {
 	for _, newCommand := range commands {
 		root.AddCommand(newCommand(env))
 	}
-	return root.Execute()
+	return root.ExecuteContext(ctx)
 }
 
 // exactlyOne is the Args check of a command taking one NAME: a specific
