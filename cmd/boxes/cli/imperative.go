@@ -180,7 +180,7 @@ func newLsCommand(env *Env) *cobra.Command {
 	return cmd
 }
 
-// lsRows are the declared boxes in boxes.yaml's order, then the undeclared
+// lsRows are the declared boxes by name, then the undeclared
 // ones host by host in Hosts order.
 func lsRows(ws *workspace.Workspace) []lsRow {
 	backups := ws.Backups()

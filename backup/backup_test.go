@@ -1,0 +1,224 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+func init() { archive.ScryptWorkFactor = 10 }
+
+// fakeBox is an engine holding one agent container with a tiny /data.
+type fakeBox struct {
+	mu       sync.Mutex
+	hbCalls  []string
+	copied   []string
+	unready  int // hb health fails this many times
+	copyFrom func(ctx context.Context) (io.ReadCloser, error)
+}
+
+func (f *fakeBox) Run(_ context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbCalls = append(f.hbCalls, strings.Join(cmd[1:], " "))
+	if cmd[1] == "health" && f.unready > 0 {
+		f.unready--
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func (f *fakeBox) ContainerID(_ context.Context, box, service string) (string, error) {
+	return box + "-" + service, nil
+}
+
+func (f *fakeBox) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
+	if f.copyFrom != nil {
+		return f.copyFrom(ctx)
+	}
+	return io.NopCloser(dataTar()), nil
+}
+
+func (f *fakeBox) CopyTo(_ context.Context, id, dir string, content io.Reader) error {
+	tr := tar.NewReader(content)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.copied = append(f.copied, h.Name)
+		f.mu.Unlock()
+	}
+}
+
+func (f *fakeBox) ToolVersions(context.Context, string) (map[string]string, error) {
+	return map[string]string{"node": "22.0.0"}, nil
+}
+
+func dataTar() io.Reader {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	for _, d := range []string{"data/", "data/home/", "data/home/agent/"} {
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now})
+	}
+	body := []byte("hello\n")
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "data/home/agent/notes.txt", Mode: 0o644, Size: int64(len(body)), ModTime: now})
+	_, _ = tw.Write(body)
+	_ = tw.Close()
+	return &buf
+}
+
+func keys(t *testing.T) ([]age.Recipient, age.Identity) {
+	t.Helper()
+	r, id, err := Keys(nil, func() (string, error) { return "pass", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, id
+}
+
+func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	out := filepath.Join(t.TempDir(), "backups", "alpha-20260101-000000"+archive.Ext)
+	var steps []string
+	saved, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Image: "sha256:1"}, Out: out,
+		Recipients: r, Identity: id, Writer: "boxes test", Init: hb.Wait{Timeout: time.Second},
+		Step: func(m string) { steps = append(steps, m) }}.Run(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Size != info.Size() || saved.Summary.Files != 1 {
+		t.Errorf("saved %+v; the file has %d bytes", saved, info.Size())
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+		t.Errorf("hb calls %q", got)
+	}
+	m, _, err := archive.VerifyFile(out, id)
+	if err != nil || m.Box != "alpha" || m.Tools["node"] != "22.0.0" {
+		t.Errorf("archive: %+v, %v", m, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+	if _, err := (Save{Box: "alpha", Out: out}).Run(context.Background(), e); !errors.Is(err, ErrExists) {
+		t.Errorf("a second save to the same name: %v", err)
+	}
+}
+
+// Ctrl-C while /data streams: the save fails and the box is resumed all the same.
+func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &fakeBox{copyFrom: func(ctx context.Context) (io.ReadCloser, error) {
+		cancel()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	r, id := keys(t)
+	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	_, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running"}, Out: out, Recipients: r, Identity: id}.Run(ctx, e)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v", err)
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+		t.Errorf("hb calls %q: the box was not resumed", got)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a cancelled save published an archive")
+	}
+}
+
+// The wait for hb init is a progress step of the box, not a line of its
+// own that would break the live display.
+func TestSeederReportsTheInitWaitAsAStep(t *testing.T) {
+	e := &fakeBox{unready: 8}
+	var mu sync.Mutex
+	var steps []string
+	s := &Seeder{
+		Engine: func(context.Context, string) (Engine, error) { return e, nil },
+		Init:   hb.Wait{Timeout: 5 * time.Second, Poll: 150 * time.Millisecond},
+		Step: func(box, msg string) {
+			mu.Lock()
+			steps = append(steps, box+": "+msg)
+			mu.Unlock()
+		},
+	}
+	if err := s.Finish(context.Background(), "", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(steps, "|"); got != "alpha: waiting for hb init to finish" {
+		t.Errorf("steps %q", got)
+	}
+	if e.hbCalls[0] != "resume" {
+		t.Errorf("Finish did not resume first: %q", e.hbCalls)
+	}
+}
+
+func TestRestoreWritesTheMarkerFirst(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.copied) < 3 || e.copied[1] != hb.QuiescedMarker {
+		t.Errorf("copied %q; want the marker before the data", e.copied)
+	}
+}
+
+func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: good, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Boxes: []reconcile.BoxPlan{
+		{Name: "a", Action: reconcile.Create, Restore: "good" + archive.Ext},
+		{Name: "b", Action: reconcile.Create, Restore: good},
+		{Name: "c", Action: reconcile.Create},
+	}}
+	asked := 0
+	ids, checked, err := CheckRestores(p, dir, func(string) ([]age.Identity, error) { asked++; return []age.Identity{id}, nil })
+	if err != nil || asked != 1 || len(ids) != 1 || len(checked) != 2 {
+		t.Errorf("asked %d, checked %d, %v", asked, len(checked), err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad"+archive.Ext), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Boxes[1].Restore = "bad" + archive.Ext
+	if _, _, err := CheckRestores(p, dir, func(string) ([]age.Identity, error) { return []age.Identity{id}, nil }); err == nil || !strings.Contains(err.Error(), "box b: restore: bad") {
+		t.Errorf("bad archive: %v", err)
+	}
+	ids, _, err = CheckRestores(&reconcile.Plan{}, dir, nil)
+	if ids != nil || err != nil {
+		t.Errorf("a plan without restores: %v %v", ids, err)
+	}
+}

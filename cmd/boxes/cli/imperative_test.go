@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// snapshotEngine is an engine that only serves a snapshot.
+type snapshotEngine struct {
+	workspace.Engine
+	obs *reconcile.Observed
+}
+
+func (e snapshotEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+	return e.obs, nil
+}
+func (e snapshotEngine) Close() error { return nil }
+
+// fakeWorkspace is boxes.yaml text over engines serving snapshots by host.
+func fakeWorkspace(t *testing.T, yaml string, snapshots map[string]*reconcile.Observed) *workspace.Workspace {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "boxes.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(path, workspace.Options{Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+		o := snapshots[h.Name]
+		if o == nil {
+			o = &reconcile.Observed{}
+		}
+		return snapshotEngine{obs: o}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ws.Close)
+	return ws
+}
+
+func agentOf(box, image string) *reconcile.Observed {
+	return &reconcile.Observed{Containers: []reconcile.Container{{ID: box + "-a", Name: "hbl-" + box + "-agent-1", Box: box, Service: "agent", State: "exited", Image: image}}}
+}
+
+const twoHosts = `version: 1
+boxes:
+  beta: {}
+  alpha:
+    host: nexus
+hosts:
+  nexus: {docker: "tcp://nexus:2376"}
+  zulu: {docker: "tcp://zulu:2376"}
+`
+
+// ls lists declared boxes by name, then undeclared ones host by host
+// in name order: never in map order.
+func TestLsRowsOrder(t *testing.T) {
+	for range 30 {
+		ws := fakeWorkspace(t, twoHosts, map[string]*reconcile.Observed{
+			"":      agentOf("stray-local", "i"),
+			"nexus": agentOf("stray-nexus", "i"),
+			"zulu":  agentOf("stray-zulu", "i"),
+		})
+		if err := ws.Observe(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range lsRows(ws) {
+			names = append(names, r.Name+"@"+r.Host)
+		}
+		want := []string{"alpha@nexus", "beta@", "stray-local@", "stray-nexus@nexus", "stray-zulu@zulu"}
+		if !reflect.DeepEqual(names, want) {
+			t.Fatalf("rows %q, want %q", names, want)
+		}
+	}
+}
+
+// start needs no image in boxes.lock (it starts the containers as they
+// are, on the image they run) and acts on the box's declared host even when
+// another host holds resources of the same name.
+func TestStartPlanUsesTheBoxsHostAndImage(t *testing.T) {
+	ws := fakeWorkspace(t, twoHosts, map[string]*reconcile.Observed{
+		"":      agentOf("alpha", "sha256:other"),
+		"nexus": agentOf("alpha", "sha256:running"),
+	})
+	host, r, err := ws.ObserveBox(context.Background(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startPlan(ws, host, "alpha", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Image != "sha256:running" || p.Boxes[0].Host != "nexus" || p.Boxes[0].Action != reconcile.Start {
+		t.Errorf("start plan: image %q, %+v", p.Image, p.Boxes[0])
+	}
+	if _, err := startPlan(ws, "", "ghost", r); err == nil {
+		t.Error("start of an undeclared box was planned")
+	}
+}

@@ -1,0 +1,224 @@
+package workspace_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+const config = `version: 1
+boxes:
+  alpha: {}
+  gamma:
+    host: nexus
+hosts:
+  nexus: {docker: "tcp://nexus:2376"}
+  zulu: {docker: "tcp://zulu:2376"}
+`
+
+// fakeEngine serves a fixed snapshot and notes whether it was observed.
+type fakeEngine struct {
+	reconcile.Engine
+	obs      *reconcile.Observed
+	observed *[]string
+	mu       *sync.Mutex
+	host     string
+	before   func()
+}
+
+func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+	if f.before != nil {
+		f.before()
+	}
+	f.mu.Lock()
+	*f.observed = append(*f.observed, f.host)
+	f.mu.Unlock()
+	if f.obs == nil {
+		return nil, errors.New(f.host + " is unreachable")
+	}
+	return f.obs, nil
+}
+func (f *fakeEngine) VolumeSizes(context.Context) (map[string]int64, error) { return nil, nil }
+func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
+	return nil, nil
+}
+func (f *fakeEngine) Close() error { return nil }
+
+// Not used by these tests, but part of reconcile.Engine.
+func (f *fakeEngine) Create(context.Context, *types.Project, bool) error { return nil }
+
+type fleet struct {
+	dir       string
+	connected []string
+	observed  []string
+	mu        sync.Mutex
+	snapshots map[string]*reconcile.Observed
+	before    func()
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &fleet{dir: dir, snapshots: map[string]*reconcile.Observed{}}
+}
+
+func (f *fleet) open(t *testing.T) *workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
+		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+			f.mu.Lock()
+			f.connected = append(f.connected, h.Name)
+			f.mu.Unlock()
+			return &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name, before: f.before}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ws.Close)
+	return ws
+}
+
+func box(name string) *reconcile.Observed {
+	return &reconcile.Observed{Volumes: []reconcile.Volume{{Name: "hbl-" + name + "_agent-data", Box: name}}}
+}
+
+func TestOneBoxConnectsOnlyToItsHost(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots["nexus"] = box("gamma")
+	// zulu and the local engine are unreachable: a command about gamma
+	// must not care.
+	ws := f.open(t)
+	if len(f.connected) != 0 {
+		t.Fatalf("Open connected to %q", f.connected)
+	}
+	host, r, err := ws.ObserveBox(context.Background(), "gamma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "nexus" || r.Empty() {
+		t.Errorf("gamma found on %q: %+v", host, r)
+	}
+	if !reflect.DeepEqual(f.connected, []string{"nexus"}) {
+		t.Errorf("connected to %q, want only nexus", f.connected)
+	}
+}
+
+func TestUndeclaredBoxIsFoundInHostOrder(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots["zulu"] = box("stray")
+	f.snapshots["nexus"] = box("stray")
+	for range 20 {
+		ws := f.open(t)
+		host, _, err := ws.ObserveBox(context.Background(), "stray")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "nexus" {
+			t.Fatalf("stray found on %q, want nexus (the first host by name)", host)
+		}
+	}
+	if got := f.open(t).Hosts(); !reflect.DeepEqual(got, []string{"", "nexus", "zulu"}) {
+		t.Errorf("Hosts %q", got)
+	}
+}
+
+func TestUnreachableHostsAreJoinedErrors(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots[""] = &reconcile.Observed{}
+	err := f.open(t).Observe(context.Background())
+	if err == nil || err.Error() != "nexus is unreachable\nzulu is unreachable" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestLockIsTakenBeforeObserving(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots["nexus"] = box("gamma")
+	ws := f.open(t)
+	if err := ws.LockBox("gamma", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// A second process (here: another lock) cannot take it while observing runs.
+	f.before = func() {
+		if _, err := reconcile.LockBox(ws.Path, "gamma", "other"); !errors.Is(err, reconcile.ErrLocked) {
+			t.Errorf("the box lock was not held while observing: %v", err)
+		}
+	}
+	if _, _, err := ws.ObserveBox(context.Background(), "gamma"); err != nil {
+		t.Fatal(err)
+	}
+	ws.Close()
+	l, err := reconcile.LockBox(ws.Path, "gamma", "after")
+	if err != nil {
+		t.Errorf("Close did not release the lock: %v", err)
+	}
+	l.Unlock()
+}
+
+func TestFilesAreFingerprintedAsParsed(t *testing.T) {
+	f := newFleet(t)
+	ws := f.open(t)
+	before := ws.Files["boxes.yaml"]
+	if before == "" {
+		t.Fatal("boxes.yaml not fingerprinted")
+	}
+	// An edit after Open changes neither what was parsed nor its digest.
+	if err := os.WriteFile(ws.Path, []byte(config+"\n# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ws.Files["boxes.yaml"] != before || len(ws.Config.Boxes) != 2 {
+		t.Error("the workspace re-read boxes.yaml")
+	}
+	if _, ok := ws.Files["boxes.lock"]; ok || ws.Lock != nil {
+		t.Error("a missing lock was fingerprinted")
+	}
+}
+
+func TestContainerErrors(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{{ID: "c", Box: "alpha", Service: "agent", State: "exited"}}}
+	ws := f.open(t)
+	if err := ws.Observe(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	var nr *workspace.NotRunningError
+	if _, _, err := ws.Container("alpha", "agent", true); !errors.As(err, &nr) || nr.State != "exited" {
+		t.Errorf("stopped agent: %v", err)
+	}
+	var nc *workspace.NoContainerError
+	if _, _, err := ws.Container("alpha", "executor", false); !errors.As(err, &nc) {
+		t.Errorf("missing executor: %v", err)
+	}
+	var ud *workspace.UndeclaredError
+	_, _, err := ws.Container("ghost", "agent", false)
+	if !errors.As(err, &ud) || !errors.Is(err, workspace.ErrUndeclared) {
+		t.Fatalf("undeclared: %v", err)
+	}
+	sort.Strings(ud.Declared)
+	if !reflect.DeepEqual(ud.Declared, []string{"alpha", "gamma"}) {
+		t.Errorf("declared %q", ud.Declared)
+	}
+}
+
+func TestMissingConfig(t *testing.T) {
+	_, err := workspace.Open(filepath.Join(t.TempDir(), "boxes.yaml"), workspace.Options{})
+	if !errors.Is(err, workspace.ErrNoConfig) {
+		t.Errorf("got %v", err)
+	}
+}
