@@ -35,3 +35,8 @@ type NoContainerError struct {
 func (e *NoContainerError) Error() string {
 	return fmt.Sprintf("box %s has no %s container", e.Box, e.Service)
 }
+
+type noConfigError struct{ file string }
+
+func (e *noConfigError) Error() string        { return e.file + " not found" }
+func (e *noConfigError) Is(target error) bool { return target == ErrNoConfig }

@@ -84,7 +84,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 		Observed: map[string]*reconcile.Observed{}, opts: opts, engines: map[string]Engine{}}
 	data, err := os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNoConfig, opts.Shown(abs))
+		return nil, &noConfigError{file: opts.Shown(abs)}
 	}
 	if err != nil {
 		return nil, err

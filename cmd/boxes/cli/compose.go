@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"fmt"
-	"path/filepath"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
 )
 
 // composeNoImage stands in for the image when boxes.lock has none yet.
@@ -19,26 +16,18 @@ func newComposeCommand(env *Env) *cobra.Command {
 		Short: "Print a box's generated compose project as YAML (token redacted)",
 		Args:  exactlyOne("compose", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(env)
+			ws, err := openWorkspace(env, docker.Options{})
 			if err != nil {
 				return err
 			}
-			box, ok := cfg.Box(args[0])
+			defer ws.Close()
+			box, ok := ws.Config.Box(args[0])
 			if !ok {
-				var names []string
-				for _, b := range cfg.Boxes {
-					names = append(names, b.Name)
-				}
-				return withHint(fmt.Errorf("no box %q in %s", args[0], filepath.Base(env.File)), "declared boxes: %s", strings.Join(names, ", "))
+				return ws.Undeclared(args[0])
 			}
-			lock, err := loadLock(env)
-			if err != nil {
-				return err
-			}
-			image := composeNoImage
-			if lock != nil && lock.Image != nil {
-				image = lock.Image.ID
-			} else {
+			image := ws.Image()
+			if image == "" {
+				image = composeNoImage
 				env.Warnf("boxes.lock has no image; the project shows a placeholder: run boxes build")
 			}
 			p, err := compose.Project(compose.Input{Box: box, Image: image, WorkDir: env.Dir(), ConfigFile: env.File})

@@ -92,7 +92,7 @@ func TestComposeMisuse(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"unknown box", []string{"zeta"}, "boxes: error: no box \"zeta\" in boxes.yaml\nboxes: hint: declared boxes: alpha, beta\n"},
+		{"unknown box", []string{"zeta"}, "boxes: error: no box \"zeta\" in " + filepath.Join(dir, "boxes.yaml") + "\nboxes: hint: declared boxes: alpha, beta\n"},
 		{"no name", nil, "boxes: error: compose needs exactly one box name\n"},
 		{"no boxes.yaml", []string{"-f", filepath.Join(dir, "missing.yaml"), "alpha"}, "boxes: hint: run boxes init"},
 		{"two names", []string{"alpha", "beta"}, "boxes: error: compose needs exactly one box name\n"},

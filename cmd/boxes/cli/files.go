@@ -10,26 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/spec"
 )
-
-// loadConfig reads boxes.yaml, with a hint when it is missing.
-func loadConfig(env *Env) (*spec.Config, error) {
-	data, err := os.ReadFile(env.File)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, withHint(fmt.Errorf("%s not found", shown(env.File)), "run boxes init to write one, or pass -f FILE")
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := spec.Parse(shown(env.File), data)
-	if err != nil {
-		return nil, err
-	}
-	// Messages name the file as the user sees it; everything else wants the absolute path.
-	cfg.Path = env.File
-	return cfg, nil
-}
 
 // shown is path relative to the working directory when it lies below it.
 func shown(path string) string {
@@ -67,15 +50,13 @@ func newValidateCommand(env *Env) *cobra.Command {
 		Short: "Check boxes.yaml and boxes.lock, offline",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(env)
+			ws, err := openWorkspace(env, docker.Options{})
 			if err != nil {
 				return err
 			}
-			lock, err := loadLock(env)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Out, "%s: %d boxes OK\n", filepath.Base(env.File), len(cfg.Boxes))
+			defer ws.Close()
+			lock := ws.Lock
+			fmt.Fprintf(env.Out, "%s: %d boxes OK\n", filepath.Base(env.File), len(ws.Config.Boxes))
 			switch {
 			case lock == nil:
 				env.Warnf("boxes.lock not found; plan will need it")

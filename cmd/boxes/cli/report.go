@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -65,7 +66,7 @@ func hintOf(e error) string {
 		if len(t.Declared) == 0 {
 			return "it declares no box yet; add one under boxes:"
 		}
-		return "its boxes: " + strings.Join(t.Declared, ", ")
+		return "declared boxes: " + strings.Join(t.Declared, ", ")
 	case *workspace.NotRunningError:
 		return "boxes start " + t.Box
 	case *workspace.NoContainerError:
@@ -79,7 +80,7 @@ func hintOf(e error) string {
 		return "run boxes plan -out " + t.File + " again and review it"
 	}
 	for _, s := range sentinelHints {
-		if e == s.err {
+		if errors.Is(e, s.err) {
 			return s.hint
 		}
 	}
