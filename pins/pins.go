@@ -19,8 +19,8 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Tools lists the tool names lock update knows, in lock order.
-var Tools = []string{"node", "claude", "codex", "executor", "hermes", "uv"}
+// Tools are the pins that are tools (all but base), in lock order.
+var Tools = spec.PinNames[1:]
 
 // The registries a zero Resolver asks.
 const (

@@ -16,9 +16,6 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// defaultBase is the base image a lock without one is pinned to.
-const defaultBase = "ubuntu:24.04"
-
 // The environment variables that point lock update at other registries.
 const (
 	envNPM       = "BOXES_NPM_REGISTRY"
@@ -48,7 +45,7 @@ nothing is written.
 
 Registries: ` + envNPM + ` (else npm_config_registry), ` + envNode + `,
 ` + envGitHubAPI + ` and ` + envGitHub + ` point at mirrors.`,
-		ValidArgs: updatable(),
+		ValidArgs: spec.PinNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return lockUpdate(cmd.Context(), env, f, args)
 		},
@@ -59,20 +56,12 @@ Registries: ` + envNPM + ` (else npm_config_registry), ` + envNode + `,
 	return cmd
 }
 
-// updatable lists the pins lock update resolves, in lock order.
-func updatable() []string { return append([]string{"base"}, pins.Tools...) }
-
-// pinChange is one pin before and after, and lock update --json's element.
-type pinChange struct {
-	Pin     string `json:"pin"`
-	Old     string `json:"old,omitempty"`
-	New     string `json:"new"`
-	From    string `json:"from,omitempty"`
-	Changed bool   `json:"changed"`
-}
-
 func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string) error {
-	names, err := pinNames(args)
+	names, err := pins.Select(args)
+	var unknown *pins.UnknownPinError
+	if errors.As(err, &unknown) {
+		return withHint(err, "the pins are %s", strings.Join(spec.PinNames, ", "))
+	}
 	if err != nil {
 		return err
 	}
@@ -84,39 +73,19 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 		lock = &spec.Lock{Version: 1}
 	}
 	if f.missing {
-		names = slices.DeleteFunc(names, func(n string) bool { return pinSet(lock.Pins, n) })
+		names = slices.DeleteFunc(names, func(n string) bool { return pins.Has(lock.Pins, n) })
 		if len(names) == 0 {
 			fmt.Fprintln(env.Err, "boxes.lock has every pin; nothing to resolve")
 			return printChanges(env, f, nil)
 		}
 	}
 
-	updated := lock.Pins
-	var changes []pinChange
-	var errs []error
-	tools := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "base" })
-	if len(tools) > 0 {
-		results, err := registryResolver().ResolveAll(ctx, tools, func(tool string) spec.ToolPin { return *lock.Pins.Tool(tool) })
-		errs = append(errs, err)
-		for _, tool := range tools {
-			if res, ok := results[tool]; ok {
-				*updated.Tool(tool) = res.Pin
-				changes = append(changes, toolChange(tool, *lock.Pins.Tool(tool), res))
-			}
-		}
-	}
-	if slices.Contains(names, "base") {
-		c, err := updateBase(ctx, &updated.Base)
-		errs = append(errs, err)
-		if err == nil {
-			changes = append([]pinChange{c}, changes...)
-		}
-	}
-	if failed := errors.Join(errs...); failed != nil {
-		return withHint(failed, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
+	updated, changes, err := registryResolver().Update(ctx, lock.Pins, names, baseDigest)
+	if err != nil {
+		return withHint(err, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
 	}
 
-	changed := slices.ContainsFunc(changes, func(c pinChange) bool { return c.Changed })
+	changed := slices.ContainsFunc(changes, func(c pins.Change) bool { return c.Changed })
 	if changed && !f.dryRun {
 		lock.Pins = updated
 		if err := spec.WriteLock(env.LockFile(), lock); err != nil {
@@ -137,34 +106,6 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 	return nil
 }
 
-// pinNames checks the PIN arguments; none means every pin.
-func pinNames(args []string) ([]string, error) {
-	all := updatable()
-	if len(args) == 0 {
-		return all, nil
-	}
-	var names []string
-	for _, a := range args {
-		if !slices.Contains(all, a) {
-			return nil, withHint(fmt.Errorf("lock update: unknown pin %q", a), "the pins are %s", strings.Join(all, ", "))
-		}
-		if !slices.Contains(names, a) {
-			names = append(names, a)
-		}
-	}
-	return names, nil
-}
-
-// pinSet reports whether the lock has pin name, integrity included where
-// the build needs one.
-func pinSet(p spec.Pins, name string) bool {
-	if name == "base" {
-		return p.Base.Image != "" && p.Base.Digest != ""
-	}
-	t := p.Tool(name)
-	return t.Version != "" && (name == "hermes" || t.Integrity != "")
-}
-
 // registryResolver asks the public registries, or the mirrors the environment names.
 func registryResolver() *pins.Resolver {
 	npm := os.Getenv(envNPM)
@@ -180,39 +121,10 @@ func registryResolver() *pins.Resolver {
 	}
 }
 
-func toolChange(tool string, old spec.ToolPin, res pins.Result) pinChange {
-	return pinChange{
-		Pin: tool, Old: old.Version, New: res.Pin.Version, From: res.From,
-		Changed: old != res.Pin,
-	}
-}
-
-// updateBase pins the base image to the digest its registry has now.
-func updateBase(ctx context.Context, base *spec.BasePin) (pinChange, error) {
-	image := base.Image
-	if image == "" {
-		image = defaultBase
-	}
-	// A reference already carrying a digest is asked for by its tag.
-	image, _, _ = strings.Cut(image, "@")
-	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
-	if err != nil {
-		return pinChange{}, err
-	}
-	defer e.Close()
-	digest, err := e.RegistryDigest(ctx, image)
-	if err != nil {
-		return pinChange{}, fmt.Errorf("base: %w", err)
-	}
-	c := pinChange{Pin: "base", Old: base.Digest, New: digest, From: image, Changed: base.Image != image || base.Digest != digest}
-	*base = spec.BasePin{Image: image, Digest: digest}
-	return c, nil
-}
-
-func printChanges(env *Env, f lockUpdateFlags, changes []pinChange) error {
+func printChanges(env *Env, f lockUpdateFlags, changes []pins.Change) error {
 	if f.json {
 		if changes == nil {
-			changes = []pinChange{}
+			changes = []pins.Change{}
 		}
 		enc := json.NewEncoder(env.Out)
 		enc.SetIndent("", "  ")
@@ -242,4 +154,14 @@ func short(v string) string {
 		return v[:12]
 	}
 	return v
+}
+
+// baseDigest asks the local engine's registry access for image's digest.
+func baseDigest(ctx context.Context, image string) (string, error) {
+	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer e.Close()
+	return e.RegistryDigest(ctx, image)
 }

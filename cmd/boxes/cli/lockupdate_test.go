@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hermes-box/boxes/pins"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -154,11 +155,11 @@ func TestLockUpdateDryRunAndJSON(t *testing.T) {
 		t.Errorf("dry run wrote the lock:\n%s", got)
 	}
 	r = boxes(t, dir, "lock", "update", "--json", "codex", "uv")
-	var changes []pinChange
+	var changes []pins.Change
 	if err := json.Unmarshal([]byte(r.stdout), &changes); err != nil || r.code != 0 {
 		t.Fatalf("--json: %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	want := []pinChange{
+	want := []pins.Change{
 		{Pin: "codex", Old: "0.50.0", New: "0.58.0", From: "dist-tag latest", Changed: true},
 		{Pin: "uv", New: "0.9.11", From: "release 0.9.11", Changed: true},
 	}

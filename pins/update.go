@@ -1,0 +1,100 @@
+package pins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hermes-box/boxes/spec"
+)
+
+// DefaultBase is the base image a lock without one is pinned to.
+const DefaultBase = "ubuntu:24.04"
+
+// Change is one pin before and after an update; lock update --json prints a list of them.
+type Change struct {
+	Pin     string `json:"pin"`
+	Old     string `json:"old,omitempty"`
+	New     string `json:"new"`
+	From    string `json:"from,omitempty"`
+	Changed bool   `json:"changed"`
+}
+
+// UnknownPinError is a pin name that is not one of spec.PinNames.
+type UnknownPinError struct{ Name string }
+
+func (e *UnknownPinError) Error() string { return fmt.Sprintf("lock update: unknown pin %q", e.Name) }
+
+// Select checks pin names given by a user, once each in the order given;
+// none means every pin.
+func Select(args []string) ([]string, error) {
+	if len(args) == 0 {
+		return slices.Clone(spec.PinNames), nil
+	}
+	var names []string
+	for _, a := range args {
+		if !slices.Contains(spec.PinNames, a) {
+			return nil, &UnknownPinError{Name: a}
+		}
+		if !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	return names, nil
+}
+
+// Has reports whether p holds pin name whole: an integrity hash included
+// where the build needs one (every tool but hermes, pinned by commit).
+func Has(p spec.Pins, name string) bool {
+	if name == "base" {
+		return p.Base.Image != "" && p.Base.Digest != ""
+	}
+	t := p.Tool(name)
+	return t != nil && t.Version != "" && (name == "hermes" || t.Integrity != "")
+}
+
+// BaseDigest is the digest a registry has now for an image reference.
+type BaseDigest func(ctx context.Context, image string) (string, error)
+
+// Update resolves the pins names (spec.PinNames) with r, and the base
+// image's digest with base. Either every named pin resolves and the new
+// pins come back, or the joined errors of those that did not.
+func (r *Resolver) Update(ctx context.Context, current spec.Pins, names []string, base BaseDigest) (spec.Pins, []Change, error) {
+	updated := current
+	var changes []Change
+	var errs []error
+	tools := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "base" })
+	if len(tools) > 0 {
+		results, err := r.ResolveAll(ctx, tools, func(tool string) spec.ToolPin { return *current.Tool(tool) })
+		errs = append(errs, err)
+		for _, tool := range tools {
+			if res, ok := results[tool]; ok {
+				*updated.Tool(tool) = res.Pin
+				old := *current.Tool(tool)
+				changes = append(changes, Change{Pin: tool, Old: old.Version, New: res.Pin.Version, From: res.From, Changed: old != res.Pin})
+			}
+		}
+	}
+	if slices.Contains(names, "base") {
+		image := current.Base.Image
+		if image == "" {
+			image = DefaultBase
+		}
+		// A reference already carrying a digest is asked for by its tag.
+		image, _, _ = strings.Cut(image, "@")
+		digest, err := base(ctx, image)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("base: %w", err))
+		} else {
+			updated.Base = spec.BasePin{Image: image, Digest: digest}
+			changes = append([]Change{{Pin: "base", Old: current.Base.Digest, New: digest, From: image,
+				Changed: current.Base.Image != image || current.Base.Digest != digest}}, changes...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return current, nil, err
+	}
+	return updated, changes, nil
+}
