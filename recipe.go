@@ -3,6 +3,9 @@ package boxes
 import (
 	"embed"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
 	"strings"
 
 	"github.com/hermes-box/boxes/spec"
@@ -93,4 +96,57 @@ func missingPins(missing []string) error {
 		return nil
 	}
 	return fmt.Errorf("boxes.lock lacks what the build needs: %s", strings.Join(missing, ", "))
+}
+
+// RecipeDir is the recipe in directory dir (--recipe), seen through the
+// built-in recipe's names; "" is the built-in recipe.
+func RecipeDir(dir string) (fs.FS, error) {
+	if dir == "" {
+		return Recipe, nil
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--recipe: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("--recipe %s is not a directory", dir)
+	}
+	// Only what the built-in recipe holds: a source tree has more.
+	return recipeSubset{os.DirFS(dir)}, nil
+}
+
+// recipeSubset is a directory seen through the built-in recipe's top-level
+// names (docker/Dockerfile, provision/, guest/).
+type recipeSubset struct{ fs.FS }
+
+func (r recipeSubset) Open(name string) (fs.File, error) {
+	if name != "." && !inRecipe(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return r.FS.Open(name)
+}
+
+func (r recipeSubset) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(r.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if inRecipe(path.Join(name, e.Name())) {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}
+
+func inRecipe(name string) bool {
+	top, _, _ := strings.Cut(name, "/")
+	switch top {
+	case "provision", "guest":
+		return true
+	case "docker":
+		return name == "docker" || name == Dockerfile
+	}
+	return false
 }

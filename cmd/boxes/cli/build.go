@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -79,7 +77,7 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	if lock == nil {
 		lock = &spec.Lock{Version: 1, Path: env.LockFile()}
 	}
-	recipe, err := recipeFS(f.recipe)
+	recipe, err := recipes.RecipeDir(f.recipe)
 	if err != nil {
 		return err
 	}
@@ -160,58 +158,6 @@ func currentInputs(lock *spec.Lock) (string, bool) {
 		return "", false
 	}
 	return docker.InputsDigest(bc, args), true
-}
-
-// recipeFS is the recipe to build: a directory, or the one built into boxes.
-func recipeFS(dir string) (fs.FS, error) {
-	if dir == "" {
-		return recipes.Recipe, nil
-	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--recipe: %w", err)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("--recipe %s is not a directory", dir)
-	}
-	// Only what the built-in recipe holds: a source tree has more.
-	return recipeSubset{os.DirFS(dir)}, nil
-}
-
-// recipeSubset is a directory seen through the built-in recipe's top-level
-// names (docker/Dockerfile, provision/, guest/).
-type recipeSubset struct{ fs.FS }
-
-func (r recipeSubset) Open(name string) (fs.File, error) {
-	if name != "." && !inRecipe(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return r.FS.Open(name)
-}
-
-func (r recipeSubset) ReadDir(name string) ([]fs.DirEntry, error) {
-	entries, err := fs.ReadDir(r.FS, name)
-	if err != nil {
-		return nil, err
-	}
-	kept := entries[:0]
-	for _, e := range entries {
-		if inRecipe(path.Join(name, e.Name())) {
-			kept = append(kept, e)
-		}
-	}
-	return kept, nil
-}
-
-func inRecipe(name string) bool {
-	top, _, _ := strings.Cut(name, "/")
-	switch top {
-	case "provision", "guest":
-		return true
-	case "docker":
-		return name == "docker" || name == recipes.Dockerfile
-	}
-	return false
 }
 
 // buildPrinter shows the builder's output on stderr: every step, whether it

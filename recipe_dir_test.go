@@ -1,4 +1,4 @@
-package cli
+package boxes
 
 import (
 	"io/fs"
@@ -20,9 +20,11 @@ func TestRecipeFromASourceTree(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, path, name+"\n")
+		if err := os.WriteFile(path, []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	fsys, err := recipeFS(dir)
+	fsys, err := RecipeDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestRecipeFromASourceTree(t *testing.T) {
 	if _, err := fs.Stat(fsys, "spec/types.go"); err == nil {
 		t.Error("a file outside the recipe can be opened")
 	}
-	if _, err := recipeFS(filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+	if _, err := RecipeDir(filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("a file as --recipe: %v", err)
 	}
 }
