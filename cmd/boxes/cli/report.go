@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -79,8 +78,9 @@ func hintOf(e error) string {
 		}
 		return "run boxes plan -out " + t.File + " again and review it"
 	}
+	is, _ := e.(interface{ Is(error) bool })
 	for _, s := range sentinelHints {
-		if errors.Is(e, s.err) {
+		if e == s.err || (is != nil && is.Is(s.err)) {
 			return s.hint
 		}
 	}
