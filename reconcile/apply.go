@@ -188,12 +188,17 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			return fmt.Errorf("restoring from %s: %w", bp.Restore, err)
 		}
 	}
+	// The plan's state is the one to reach; boxes.yaml's when it has none.
+	state := bp.State
+	if state == "" {
+		state = box.State
+	}
 	// A seeded box starts once whatever its state, so that hb init runs
 	// on the restored data; a stopped one is stopped again after.
-	if box.State != spec.Running && !seed {
+	if state != spec.Running && !seed {
 		return nil
 	}
-	return a.start(ctx, engine, bp, project, token, seed, box.State)
+	return a.start(ctx, engine, bp, project, token, seed, state)
 }
 
 // start starts the box, waits for its executor, finishes a seeded box's

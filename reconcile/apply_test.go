@@ -280,3 +280,16 @@ func TestApplierHeldLocks(t *testing.T) {
 		t.Errorf("apply by the lock's holder: %v", err)
 	}
 }
+
+// load leaves a box declared stopped running for its doctor check; the
+// command stops it after.
+func TestApplierLoadPlanLeavesTheBoxRunning(t *testing.T) {
+	a, j, _ := newApplier(t, stopped(testBox("alpha")))
+	if err := a.Apply(context.Background(), reconcile.LoadPlan(stopped(testBox("alpha")), testImage, "/a.tar.gz.age")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"create", "seed /a.tar.gz.age", "start " + testImage, "ready", "finish", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

@@ -25,8 +25,10 @@ func DeletePlan(host, name string, r Resources, backup string) *Plan {
 	return &Plan{Boxes: []BoxPlan{bp}}
 }
 
-// LoadPlan creates declared box b seeded from archive, with a fresh token.
+// LoadPlan creates declared box b seeded from archive, with a fresh token,
+// and leaves it running whatever its declared state, for doctor to check
+// (load stops a box declared stopped after that).
 func LoadPlan(b spec.Box, image, archive string) *Plan {
-	return &Plan{Image: image, Boxes: []BoxPlan{{Name: b.Name, Host: b.Host, Action: Create, State: b.State, Restore: archive,
+	return &Plan{Image: image, Boxes: []BoxPlan{{Name: b.Name, Host: b.Host, Action: Create, State: spec.Running, Restore: archive,
 		Reasons: []Reason{{Kind: "new"}, {Kind: "restore", New: archive}}}}}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -218,6 +219,11 @@ func load(ctx context.Context, env *Env, file, name string) error {
 		return err
 	}
 	printDoctor(env, rep)
+	if box.State == spec.Stopped {
+		if err := runOne(ctx, env, ws, reconcile.StopPlan(box.Host, name)); err != nil {
+			return err
+		}
+	}
 	if !rep.OK {
 		return fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
 	}
