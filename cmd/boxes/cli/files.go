@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // shown is path relative to the working directory when it lies below it.
@@ -104,51 +105,12 @@ func newInitCommand(env *Env) *cobra.Command {
 }
 
 func initDir(env *Env, dir string) error {
-	file := filepath.Join(dir, "boxes.yaml")
-	if _, err := os.Stat(file); err == nil {
-		return withHint(fmt.Errorf("%s already exists; not overwriting it", file), "edit it, or run boxes validate")
+	wrote, err := workspace.Init(dir)
+	for _, f := range wrote {
+		fmt.Fprintf(env.Out, "wrote %s\n", f)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if errors.Is(err, workspace.ErrExists) {
+		return withHint(err, "edit it, or run boxes validate")
 	}
-	if err := os.WriteFile(file, spec.Scaffold(), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Out, "wrote %s\n", file)
-	ignore := filepath.Join(dir, ".gitignore")
-	have, err := os.ReadFile(ignore)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	add := ""
-	for _, line := range []string{".boxes/", "backups/"} {
-		if !containsLine(string(have), line) {
-			add += line + "\n"
-		}
-	}
-	if add == "" {
-		return nil
-	}
-	if len(have) > 0 && have[len(have)-1] != '\n' {
-		add = "\n" + add
-	}
-	f, err := os.OpenFile(ignore, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(add); err != nil {
-		f.Close()
-		return err
-	}
-	fmt.Fprintf(env.Out, "wrote %s\n", ignore)
-	return f.Close()
-}
-
-func containsLine(text, line string) bool {
-	for _, l := range strings.Split(text, "\n") {
-		if strings.TrimSpace(l) == line {
-			return true
-		}
-	}
-	return false
+	return err
 }
