@@ -18,6 +18,7 @@ import (
 
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -186,7 +187,7 @@ func BenchmarkBuild(b *testing.B) {
 			if code != 0 {
 				b.Fatalf("%s: exit %d\n%s", what, code, errb.String())
 			}
-			var rep buildReport
+			var rep imagebuild.Result
 			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 				b.Fatal(err)
 			}

@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -56,19 +57,6 @@ build says so and does nothing; --force rebuilds.`,
 	return cmd
 }
 
-// buildReport is build's result, and its --json form.
-type buildReport struct {
-	Image   string            `json:"image"`
-	Ref     string            `json:"ref"`
-	Inputs  string            `json:"inputs"`
-	Built   bool              `json:"built"` // false: the lock's image was current
-	Seconds float64           `json:"seconds"`
-	Steps   int               `json:"steps"`
-	Cached  int               `json:"cached_steps"`
-	Tools   map[string]string `json:"tools,omitempty"`
-	Lock    string            `json:"lock,omitempty"` // the lock written, if any
-}
-
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	lock, err := loadLock(env)
 	if err != nil {
@@ -81,83 +69,40 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	if err != nil {
 		return err
 	}
-	bc, err := docker.NewBuildContext(recipe)
-	if err != nil {
+	o := imagebuild.Options{Recipe: recipe, Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: buildPrinter(env, f.quiet)}
+	p, err := imagebuild.Prepare(lock, o)
+	switch {
+	case errors.Is(err, imagebuild.ErrPins) && f.offline:
+		return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
+	case errors.Is(err, imagebuild.ErrPins):
+		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
+	case err != nil:
 		return err
 	}
-	if _, err := fs.Stat(recipe, recipes.Dockerfile); err != nil {
-		return fmt.Errorf("the recipe has no %s", recipes.Dockerfile)
-	}
-	args, err := recipes.BuildArgs(lock.Pins, f.base, f.offline)
-	if err != nil {
-		if f.offline {
-			return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
-		}
-		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
-	}
-	inputs := docker.InputsDigest(bc, args)
-	tag := f.tag
-	if tag == "" {
-		tag = compose.ManagedLabel + ":" + strings.TrimPrefix(inputs, "sha256:")[:12]
-	}
-
 	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-
-	if f.offline {
-		// Offline, nothing can be pulled: a missing base is the user's to make.
-		if _, err := e.ImageID(ctx, args["BASE_IMAGE"]); err != nil {
-			return withHint(fmt.Errorf("--offline: %w", err), "an offline build needs a base the engine has; make test-image makes %s", "hermes-box-lite-base:bookworm")
-		}
-	}
-
-	started := time.Now()
-	rep := buildReport{Ref: tag, Inputs: inputs}
-	if img := lock.Image; img != nil && img.Inputs == inputs && !f.force && !f.noLock {
-		if id, err := e.ImageID(ctx, img.ID); err == nil {
-			if err := e.Tag(ctx, id, tag); err != nil {
-				return err
-			}
-			rep.Image, rep.Tools = id, img.Tools
-			return printBuild(env, f, rep, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
-		}
-	}
-
-	line := buildPrinter(env, f.quiet)
-	res, err := e.Build(ctx, docker.BuildOptions{Context: bc, Dockerfile: recipes.Dockerfile, Tag: tag, Args: args, Line: line})
-	if err != nil {
+	rep, err := imagebuild.Run(ctx, e, lock, p, o)
+	switch {
+	case errors.Is(err, imagebuild.ErrNoBase):
+		return withHint(err, "an offline build needs a base the engine has; make test-image makes %s", "hermes-box-lite-base:bookworm")
+	case errors.Is(err, imagebuild.ErrBuild):
 		return withHint(err, "the lines above show the failing step; provision.sh names what it was doing")
+	case err != nil:
+		return err
 	}
-	rep.Image, rep.Built, rep.Steps, rep.Cached = res.ID, true, res.Steps, res.Cached
-	rep.Seconds = time.Since(started).Seconds()
-	if rep.Tools, err = e.ToolVersions(ctx, res.ID); err != nil {
-		return fmt.Errorf("built %s but cannot read its tool versions, so boxes.lock is unchanged: %w", res.ID, err)
+	if !rep.Built {
+		return printBuild(env, f, rep, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
 	}
 	if !f.noLock {
-		lock.Image = &spec.Image{ID: res.ID, Ref: tag, Inputs: inputs, Built: time.Now().UTC().Truncate(time.Second), Tools: rep.Tools}
 		if err := spec.WriteLock(env.LockFile(), lock); err != nil {
 			return err
 		}
 		rep.Lock = shown(env.LockFile())
 	}
-	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", tag, rep.Seconds, rep.Cached, rep.Steps))
-}
-
-// currentInputs is the inputs digest a full build of the built-in recipe
-// with lock's pins would have; false when the pins are not complete.
-func currentInputs(lock *spec.Lock) (string, bool) {
-	args, err := recipes.BuildArgs(lock.Pins, "", false)
-	if err != nil {
-		return "", false
-	}
-	bc, err := docker.NewBuildContext(recipes.Recipe)
-	if err != nil {
-		return "", false
-	}
-	return docker.InputsDigest(bc, args), true
+	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", rep.Ref, rep.Seconds, rep.Cached, rep.Steps))
 }
 
 // buildPrinter shows the builder's output on stderr: every step, whether it
@@ -185,7 +130,7 @@ func buildPrinter(env *Env, quiet bool) func(string) {
 	}
 }
 
-func printBuild(env *Env, f buildFlags, rep buildReport, summary string) error {
+func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {
 	if f.json {
 		enc := json.NewEncoder(env.Out)
 		enc.SetIndent("", "  ")

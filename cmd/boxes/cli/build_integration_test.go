@@ -13,6 +13,7 @@ import (
 	"time"
 
 	recipes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -64,10 +65,10 @@ func appendTo(t *testing.T, path, text string) {
 
 // built runs boxes build --json and returns its report; every image it makes
 // is removed when the test ends.
-func built(t *testing.T, dir string, args ...string) (buildReport, run) {
+func built(t *testing.T, dir string, args ...string) (imagebuild.Result, run) {
 	t.Helper()
 	r := boxes(t, dir, append([]string{"build", "--json"}, args...)...)
-	var rep buildReport
+	var rep imagebuild.Result
 	if r.code == 0 {
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("build --json: %v\n%s", err, r.stdout)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -67,7 +68,7 @@ func newValidateCommand(env *Env) *cobra.Command {
 				fmt.Fprintln(env.Err, "boxes: hint: boxes build makes it (or boxes lock image REF pins one the engine has)")
 			default:
 				fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", lock.Image.ID)
-				if inputs, ok := currentInputs(lock); ok && lock.Image.Inputs != "" && lock.Image.Inputs != inputs {
+				if inputs, ok := imagebuild.CurrentInputs(lock); ok && lock.Image.Inputs != "" && lock.Image.Inputs != inputs {
 					env.Warnf("boxes.lock: image.inputs is not the digest of this recipe and these pins: the image was built from other inputs")
 					fmt.Fprintln(env.Err, "boxes: hint: boxes build makes the image of the current pins")
 				}

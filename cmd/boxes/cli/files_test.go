@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -47,7 +48,7 @@ func TestValidate(t *testing.T) {
 		Hermes:   spec.ToolPin{Version: strings.Repeat("d", 40)},
 	}
 	current := &spec.Lock{Version: 1, Pins: full}
-	inputs, ok := currentInputs(current)
+	inputs, ok := imagebuild.CurrentInputs(current)
 	if !ok {
 		t.Fatal("complete pins give no inputs digest")
 	}

@@ -1,0 +1,143 @@
+// Package imagebuild builds the box image from a recipe and the pins of
+// boxes.lock, and records the result in the lock: what boxes build and
+// boxes lock image do, over a narrow engine interface.
+package imagebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	recipes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Engine is what a build needs of the engine.
+type Engine interface {
+	ImageID(ctx context.Context, ref string) (string, error)
+	Tag(ctx context.Context, image, ref string) error
+	Build(ctx context.Context, opts docker.BuildOptions) (docker.BuildResult, error)
+	ToolVersions(ctx context.Context, image string) (map[string]string, error)
+}
+
+// Sentinels callers give hints for.
+var (
+	// ErrPins is a lock that lacks pins the build needs.
+	ErrPins = errors.New("boxes.lock lacks pins the build needs")
+	// ErrNoBase is an offline build whose base the engine lacks.
+	ErrNoBase = errors.New("the engine lacks the base image")
+	// ErrBuild is a build that failed in one of its steps.
+	ErrBuild = errors.New("the build failed")
+)
+
+// Options are build's flags.
+type Options struct {
+	// Recipe is the recipe to build from (recipes.Recipe, or RecipeDir's view).
+	Recipe fs.FS
+	Tag    string
+	Base   string
+	// Offline switches off every network install; Force builds even when
+	// the lock's image is current; NoLock leaves the lock as it is.
+	Offline, Force, NoLock bool
+	// Line receives the builder's output.
+	Line func(string)
+}
+
+// Result is a build's outcome, and build --json's form.
+type Result struct {
+	Image   string            `json:"image"`
+	Ref     string            `json:"ref"`
+	Inputs  string            `json:"inputs"`
+	Built   bool              `json:"built"` // false: the lock's image was current
+	Seconds float64           `json:"seconds"`
+	Steps   int               `json:"steps"`
+	Cached  int               `json:"cached_steps"`
+	Tools   map[string]string `json:"tools,omitempty"`
+	Lock    string            `json:"lock,omitempty"` // the lock written, if any
+}
+
+// Plan is a build about to run: its build arguments, inputs digest and tag.
+type Plan struct {
+	Context *docker.BuildContext
+	Args    map[string]string
+	Inputs  string
+	Tag     string
+}
+
+// Prepare works out what a build of lock's pins with o would be, offline.
+func Prepare(lock *spec.Lock, o Options) (Plan, error) {
+	bc, err := docker.NewBuildContext(o.Recipe)
+	if err != nil {
+		return Plan{}, err
+	}
+	if _, err := fs.Stat(o.Recipe, recipes.Dockerfile); err != nil {
+		return Plan{}, fmt.Errorf("the recipe has no %s", recipes.Dockerfile)
+	}
+	args, err := recipes.BuildArgs(lock.Pins, o.Base, o.Offline)
+	if err != nil {
+		return Plan{}, &kindError{ErrPins, err}
+	}
+	p := Plan{Context: bc, Args: args, Inputs: docker.InputsDigest(bc, args), Tag: o.Tag}
+	if p.Tag == "" {
+		p.Tag = compose.ManagedLabel + ":" + strings.TrimPrefix(p.Inputs, "sha256:")[:12]
+	}
+	return p, nil
+}
+
+// Run builds p unless lock's image is current (same inputs, and the engine
+// has it), reads the tool versions from the image, and records it in lock
+// (written by the caller) unless o.NoLock.
+func Run(ctx context.Context, e Engine, lock *spec.Lock, p Plan, o Options) (Result, error) {
+	if o.Offline {
+		// Offline, nothing can be pulled: a missing base is the user's to make.
+		if _, err := e.ImageID(ctx, p.Args["BASE_IMAGE"]); err != nil {
+			return Result{}, &kindError{ErrNoBase, fmt.Errorf("--offline: %w", err)}
+		}
+	}
+	started := time.Now()
+	res := Result{Ref: p.Tag, Inputs: p.Inputs}
+	if img := lock.Image; img != nil && img.Inputs == p.Inputs && !o.Force && !o.NoLock {
+		if id, err := e.ImageID(ctx, img.ID); err == nil {
+			if err := e.Tag(ctx, id, p.Tag); err != nil {
+				return Result{}, err
+			}
+			res.Image, res.Tools = id, img.Tools
+			return res, nil
+		}
+	}
+	built, err := e.Build(ctx, docker.BuildOptions{Context: p.Context, Dockerfile: recipes.Dockerfile, Tag: p.Tag, Args: p.Args, Line: o.Line})
+	if err != nil {
+		return Result{}, &kindError{ErrBuild, err}
+	}
+	res.Image, res.Built, res.Steps, res.Cached = built.ID, true, built.Steps, built.Cached
+	res.Seconds = time.Since(started).Seconds()
+	if res.Tools, err = e.ToolVersions(ctx, built.ID); err != nil {
+		return Result{}, fmt.Errorf("built %s but cannot read its tool versions, so boxes.lock is unchanged: %w", built.ID, err)
+	}
+	if !o.NoLock {
+		lock.Image = &spec.Image{ID: built.ID, Ref: p.Tag, Inputs: p.Inputs, Built: time.Now().UTC().Truncate(time.Second), Tools: res.Tools}
+	}
+	return res, nil
+}
+
+// CurrentInputs is the inputs digest a full build of the built-in recipe
+// with lock's pins would have; false when the pins are not complete.
+func CurrentInputs(lock *spec.Lock) (string, bool) {
+	p, err := Prepare(lock, Options{Recipe: recipes.Recipe})
+	if err != nil {
+		return "", false
+	}
+	return p.Inputs, true
+}
+
+// kindError is err, known to callers as one of the sentinels above.
+type kindError struct{ kind, err error }
+
+func (e *kindError) Error() string        { return e.err.Error() }
+func (e *kindError) Unwrap() error        { return e.err }
+func (e *kindError) Is(target error) bool { return target == e.kind }
