@@ -1,12 +1,14 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/hermes-box/boxes/reconcile"
 )
 
-// ErrUndeclared is the sentinel of a box name boxes.yaml does not declare.
-var ErrUndeclared = errors.New("box not declared")
+// ErrUndeclared is the sentinel of a box name boxes.yaml does not declare:
+// the applier's own.
+var ErrUndeclared = reconcile.ErrUndeclared
 
 // UndeclaredError names the box and the boxes that are declared.
 type UndeclaredError struct {
