@@ -93,7 +93,7 @@ func TestIntegrationInBox(t *testing.T) {
 			args []string
 			want []string
 		}{
-			"undeclared box":  {[]string{"exec", "it-nope", "--", "true"}, []string{`boxes: error: no box "it-nope" in `, "boxes: hint: its boxes: " + box}},
+			"undeclared box":  {[]string{"exec", "it-nope", "--", "true"}, []string{`boxes: error: no box "it-nope" in `, "boxes: hint: declared boxes: " + box}},
 			"box not created": {[]string{"exec", "it-inbox-none", "--", "true"}, []string{"box it-inbox-none has no agent container", "boxes plan"}},
 			"stopped box":     {[]string{"exec", stopped, "--", "true"}, []string{"box " + stopped + ": the agent container is", "boxes: hint: boxes start " + stopped}},
 			"no command":      {[]string{"exec", box}, []string{"exec needs a box name, then -- and the command"}},
