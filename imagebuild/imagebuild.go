@@ -141,3 +141,14 @@ type kindError struct{ kind, err error }
 func (e *kindError) Error() string        { return e.err.Error() }
 func (e *kindError) Unwrap() error        { return e.err }
 func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// Pin records in lock an image the engine already has (boxes lock image
+// REF). Tool versions that cannot be read are left out, with toolsErr saying why.
+func Pin(ctx context.Context, e Engine, lock *spec.Lock, ref string) (id string, toolsErr error, err error) {
+	if id, err = e.ImageID(ctx, ref); err != nil {
+		return "", nil, err
+	}
+	tools, toolsErr := e.ToolVersions(ctx, id)
+	lock.Image = &spec.Image{ID: id, Ref: ref, Built: time.Now().UTC().Truncate(time.Second), Tools: tools}
+	return id, toolsErr, nil
+}

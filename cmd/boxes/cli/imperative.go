@@ -134,17 +134,6 @@ func newRmCommand(env *Env) *cobra.Command {
 	return cmd
 }
 
-// lsRow is one box in boxes ls.
-type lsRow struct {
-	Name       string `json:"name"`
-	Host       string `json:"host"`
-	Declared   bool   `json:"declared"`
-	State      string `json:"state"`
-	Image      string `json:"image"`
-	URL        string `json:"executor_url"`
-	LastBackup string `json:"last_backup"`
-}
-
 func newLsCommand(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -158,7 +147,7 @@ func newLsCommand(env *Env) *cobra.Command {
 			if err := ws.Observe(cmd.Context()); err != nil {
 				return err
 			}
-			rows := lsRows(ws)
+			rows := ws.List()
 			if asJSON {
 				enc := json.NewEncoder(env.Out)
 				enc.SetIndent("", "  ")
@@ -178,52 +167,6 @@ func newLsCommand(env *Env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// lsRows are the declared boxes by name, then the undeclared
-// ones host by host in Hosts order.
-func lsRows(ws *workspace.Workspace) []lsRow {
-	backups := ws.Backups()
-	var rows []lsRow
-	seen := map[string]bool{}
-	add := func(name, host string, declared bool) {
-		seen[name] = true
-		row := lsRow{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
-		if o := ws.Observed[host]; o != nil {
-			r := o.Of(name)
-			if a, ok := r.Container(compose.AgentService); ok {
-				row.State = a.State
-				row.Image = "stale"
-				if a.Image == ws.Image() {
-					row.Image = "current"
-				}
-			}
-			if x, ok := r.Container(compose.ExecutorService); ok {
-				if p, ok := x.Published(compose.ExecutorPort); ok {
-					row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
-				}
-			}
-		}
-		if !declared {
-			row.State += " (undeclared)"
-		}
-		rows = append(rows, row)
-	}
-	for _, b := range ws.Config.Boxes {
-		add(b.Name, b.Host, true)
-	}
-	for _, host := range ws.Hosts() {
-		o := ws.Observed[host]
-		if o == nil {
-			continue
-		}
-		for _, name := range o.Boxes() {
-			if !seen[name] {
-				add(name, host, false)
-			}
-		}
-	}
-	return rows
 }
 
 func orDash(s string) string {

@@ -71,7 +71,7 @@ func TestLsRowsOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var names []string
-		for _, r := range lsRows(ws) {
+		for _, r := range ws.List() {
 			names = append(names, r.Name+"@"+r.Host)
 		}
 		want := []string{"alpha@nexus", "beta@", "stray-local@", "stray-nexus@nexus", "stray-zulu@zulu"}

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // Test boxes are named it-*, so cleanup finds exactly them by their label.
@@ -303,7 +304,7 @@ boxes:
 
 	t.Run("ls, stop, start, rm", func(t *testing.T) {
 		r := boxes(t, dir, "ls", "--json")
-		var rows []lsRow
+		var rows []workspace.Row
 		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 2 {
 			t.Fatalf("ls --json: %v %+v", err, r)
 		}

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -40,15 +40,13 @@ func lockImage(cmd *cobra.Command, env *Env, ref string) error {
 		return err
 	}
 	defer e.Close()
-	id, err := e.ImageID(cmd.Context(), ref)
+	id, toolsErr, err := imagebuild.Pin(cmd.Context(), e, lock, ref)
 	if err != nil {
 		return withHint(err, "docker image ls shows what the engine has")
 	}
-	tools, err := e.ToolVersions(cmd.Context(), id)
-	if err != nil {
-		env.Warnf("could not read tool versions from %s: %v", ref, err)
+	if toolsErr != nil {
+		env.Warnf("could not read tool versions from %s: %v", ref, toolsErr)
 	}
-	lock.Image = &spec.Image{ID: id, Ref: ref, Built: time.Now().UTC().Truncate(time.Second), Tools: tools}
 	if err := spec.WriteLock(env.LockFile(), lock); err != nil {
 		return err
 	}
