@@ -525,3 +525,41 @@ func published(in Input) string {
 	}
 	return ""
 }
+
+// The fleet label is on every container, volume and network, yet no config
+// hash sees it: a box made before fleets existed is not recreated for it.
+func TestFleetLabelOutsideHashes(t *testing.T) {
+	b := box("web")
+	plain := mustProject(t, input(b))
+	b.Fleet = "team-a"
+	fleet := mustProject(t, input(b))
+	want := map[string]string{FleetLabel: "team-a"}
+	for name, s := range fleet.Services {
+		hasLabels(t, "service "+name, s.CustomLabels, want)
+	}
+	for name, v := range fleet.Volumes {
+		hasLabels(t, "volume "+name, v.CustomLabels, want)
+	}
+	for name, n := range fleet.Networks {
+		hasLabels(t, "network "+name, n.CustomLabels, want)
+	}
+	if a, b := mustHashes(t, plain), mustHashes(t, fleet); a[AgentService] != b[AgentService] || a[ExecutorService] != b[ExecutorService] {
+		t.Errorf("service hashes changed with the fleet: %v → %v", a, b)
+	}
+	for name := range fleet.Networks {
+		h1, _ := dcompose.NetworkHash(ptr(plain.Networks[name]))
+		h2, _ := dcompose.NetworkHash(ptr(fleet.Networks[name]))
+		if h1 != h2 {
+			t.Errorf("network %s hash changed with the fleet", name)
+		}
+	}
+	for name := range fleet.Volumes {
+		h1, _ := dcompose.VolumeHash(plain.Volumes[name])
+		h2, _ := dcompose.VolumeHash(fleet.Volumes[name])
+		if h1 != h2 {
+			t.Errorf("volume %s hash changed with the fleet", name)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -3,10 +3,14 @@ package docker
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"golang.org/x/sync/errgroup"
@@ -77,10 +81,23 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Box:        box,
 			Service:    c.Labels["com.docker.compose.service"],
 			Image:      c.ImageID,
+			Fleet:      c.Labels[compose.FleetLabel],
 			State:      c.State,
+			ExitCode:   exitCode(c.Status),
 			Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
 			ConfigHash: c.Labels["com.docker.compose.config-hash"],
 			Labels:     c.Labels,
+		}
+		if c.NetworkSettings != nil {
+			for n := range c.NetworkSettings.Networks {
+				oc.Networks = append(oc.Networks, n)
+			}
+			sort.Strings(oc.Networks)
+		}
+		for _, m := range c.Mounts {
+			if m.Type == mount.TypeVolume && m.Name != "" {
+				oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Name, Destination: m.Destination})
+			}
 		}
 		for _, p := range c.Ports {
 			if p.PublicPort == 0 {
@@ -96,7 +113,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Volumes[v.Name] = true
 			continue
 		}
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Labels: v.Labels, Size: -1})
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1})
 	}
 	for _, n := range networks {
 		box, ok := managedBox(n.Labels)
@@ -104,10 +121,56 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Networks[n.Name] = true
 			continue
 		}
-		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Labels: n.Labels})
+		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Fleet: n.Labels[compose.FleetLabel], Labels: n.Labels})
+	}
+	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
 	o.Sort()
 	return o, nil
+}
+
+// inspectTroubled reads the restart count, OOM flag and start error of the
+// containers that are restarting or exited with a failure: the list gives
+// only the state and the status text. A healthy engine costs no call here.
+func (e *Engine) inspectTroubled(ctx context.Context, cs []reconcile.Container) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range cs {
+		c := &cs[i]
+		if !reconcile.Troubled(*c) {
+			continue
+		}
+		g.Go(func() error {
+			info, err := e.api.ContainerInspect(gctx, c.ID)
+			if IsNotFound(err) {
+				return nil // removed since the list; the next plan sees it gone
+			}
+			if err != nil {
+				return err
+			}
+			c.Restarts = info.RestartCount
+			if info.State != nil {
+				c.OOMKilled = info.State.OOMKilled
+				c.Error = info.State.Error
+				c.ExitCode = info.State.ExitCode
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+var statusExit = regexp.MustCompile(`^(?:Exited|Restarting) \((-?[0-9]+)\)`)
+
+// exitCode reads the exit code from a list status like "Exited (127) 3 seconds ago".
+func exitCode(status string) int {
+	m := statusExit.FindStringSubmatch(status)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // VolumeSizes asks the engine for the size of every volume (one disk-usage

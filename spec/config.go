@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -18,14 +19,15 @@ import (
 const DefaultBind = "127.0.0.1"
 
 var (
-	boxNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
-	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sizePattern    = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
+	boxNamePattern   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	fleetNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	envNamePattern   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sizePattern      = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
 )
 
 // Keys accepted at each level; the JSON Schema is built from the same lists.
 var (
-	topKeys      = []string{"version", "defaults", "boxes", "hosts", "archive"}
+	topKeys      = []string{"version", "fleet", "defaults", "boxes", "hosts", "archive"}
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env"}
 	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
@@ -90,6 +92,18 @@ func Parse(path string, data []byte) (*Config, error) {
 		p.errorf(root, "add version: 1 at the top", "missing version")
 	}
 
+	if f, ok := top["fleet"]; ok {
+		if v, ok := p.str(f.value); ok {
+			if fleetNamePattern.MatchString(v) {
+				cfg.Fleet = v
+			} else {
+				p.errorf(f.value, "a fleet name is letters, digits, '.', '_' and '-', up to 63 of them, starting with a letter or digit", "bad fleet name %q", v)
+			}
+		}
+	} else {
+		cfg.Fleet, cfg.FleetImplied = FleetFromDir(path), true
+	}
+
 	defaults := Settings{Executor: Executor{Bind: DefaultBind}}
 	var defaultsSet fieldSet
 	if d, ok := top["defaults"]; ok {
@@ -145,12 +159,39 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	sort.Slice(cfg.Boxes, func(i, j int) bool { return cfg.Boxes[i].Name < cfg.Boxes[j].Name })
+	for i := range cfg.Boxes {
+		cfg.Boxes[i].Fleet = cfg.Fleet
+	}
 	p.portClashes(cfg, top)
 
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
 	}
 	return cfg, nil
+}
+
+// FleetFromDir is the fleet of a boxes.yaml without fleet: the name of its
+// directory, made into a valid fleet name.
+func FleetFromDir(path string) string {
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, filepath.Base(dir))
+	name = strings.TrimLeft(name, "._-")
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	if name == "" {
+		return "default"
+	}
+	return name
 }
 
 func displayName(path string) string {

@@ -28,6 +28,9 @@ func loadConfig(env *Env) (*spec.Config, error) {
 	}
 	// Messages name the file as the user sees it; everything else wants the absolute path.
 	cfg.Path = env.File
+	if cfg.FleetImplied {
+		env.Warnf("%s has no fleet: key; its boxes are fleet %q, the directory's name (add fleet: %s to keep it if the directory moves)", shown(env.File), cfg.Fleet, cfg.Fleet)
+	}
 	return cfg, nil
 }
 
@@ -130,7 +133,7 @@ func initDir(env *Env, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(file, spec.Scaffold(), 0o644); err != nil {
+	if err := os.WriteFile(file, spec.Scaffold(spec.FleetFromDir(file)), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Out, "wrote %s\n", file)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -140,7 +141,9 @@ func newRmCommand(env *Env) *cobra.Command {
 
 // lsRow is one box in boxes ls.
 type lsRow struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Fleet is the box's boxes.fleet label; "" for one made before fleets.
+	Fleet      string `json:"fleet"`
 	Host       string `json:"host"`
 	Declared   bool   `json:"declared"`
 	State      string `json:"state"`
@@ -150,7 +153,7 @@ type lsRow struct {
 }
 
 func newLsCommand(env *Env) *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -159,18 +162,24 @@ func newLsCommand(env *Env) *cobra.Command {
 				return err
 			}
 			defer ws.close()
-			rows := lsRows(ws)
+			rows := lsRows(ws, all)
 			if asJSON {
 				enc := json.NewEncoder(env.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
+			if all {
+				fmt.Fprint(tw, "FLEET\t")
+			}
 			fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
 			for _, r := range rows {
 				host := r.Host
 				if host == "" {
 					host = "local"
+				}
+				if all {
+					fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, host, r.State, r.Image, orDash(r.URL), orDash(r.LastBackup))
 			}
@@ -178,18 +187,29 @@ func newLsCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list the boxes of every fleet on the engines, and those of no fleet")
 	return cmd
 }
 
-func lsRows(ws *workspace) []lsRow {
+// lsRows lists the declared boxes and this fleet's undeclared ones; with all,
+// every box on the engines, whichever fleet (or none) holds it.
+func lsRows(ws *workspace, all bool) []lsRow {
 	backups := newestBackups(filepath.Join(ws.env.Dir(), "backups"))
 	var rows []lsRow
 	seen := map[string]bool{}
 	add := func(name, host string, declared bool) {
 		seen[name] = true
 		row := lsRow{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
+		if declared {
+			row.Fleet = ws.cfg.Fleet
+		}
 		if o := ws.observed[host]; o != nil {
 			r := o.Of(name)
+			if f := r.Fleets(); len(f) > 0 {
+				row.Fleet = strings.Join(f, ",")
+			} else if !r.Empty() {
+				row.Fleet = ""
+			}
 			if a, ok := r.Container(compose.AgentService); ok {
 				row.State = a.State
 				row.Image = "stale"
@@ -203,7 +223,11 @@ func lsRows(ws *workspace) []lsRow {
 				}
 			}
 		}
-		if !declared {
+		switch {
+		case declared:
+		case row.Fleet == "":
+			row.State += " (no fleet)" // made before fleets; only boxes rm removes it
+		case row.Fleet == ws.cfg.Fleet:
 			row.State += " (undeclared)"
 		}
 		rows = append(rows, row)
@@ -213,11 +237,18 @@ func lsRows(ws *workspace) []lsRow {
 	}
 	for host, o := range ws.observed {
 		for _, name := range o.Boxes() {
-			if !seen[name] {
-				add(name, host, false)
+			if seen[name] || (!all && !o.Of(name).Owned(ws.cfg.Fleet)) {
+				continue
 			}
+			add(name, host, false)
 		}
 	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Declared != rows[j].Declared {
+			return rows[i].Declared
+		}
+		return rows[i].Fleet < rows[j].Fleet || (rows[i].Fleet == rows[j].Fleet && rows[i].Name < rows[j].Name)
+	})
 	return rows
 }
 

@@ -231,9 +231,9 @@ func (w *workspace) fingerprint(p *reconcile.Plan) string {
 	}
 	strip := map[string]*reconcile.Observed{}
 	for h, o := range w.observed {
-		c := *o
+		c := o.ForFleet(w.cfg.Fleet)
 		c.Unmanaged = reconcile.Unmanaged{}
-		strip[h] = &c
+		strip[h] = c
 	}
 	data, _ := json.Marshal(seen{Files: w.files, Observed: strip, Plan: p}) // plain data always marshals
 	sum := sha256.Sum256(data)
