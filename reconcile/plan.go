@@ -65,7 +65,7 @@ func (r Reason) String() string {
 	case "created":
 		return fmt.Sprintf("%s: created, never started", r.Service)
 	case "paused":
-		return fmt.Sprintf("%s is paused: it is unpaused", r.Service)
+		return fmt.Sprintf("%s is paused", r.Service)
 	case "missing":
 		return fmt.Sprintf("container %s is missing", r.Service)
 	case "nocontainers":
@@ -100,11 +100,8 @@ func (r Reason) String() string {
 }
 
 func (r Reason) crash() string {
-	var parts []string
-	switch r.Old {
-	case "":
-		parts = append(parts, fmt.Sprintf("exit %d", r.ExitCode))
-	default:
+	parts := []string{fmt.Sprintf("exit %d", r.ExitCode)}
+	if r.Old != "" {
 		parts = append(parts, r.Old) // killed for memory, or Docker's start error
 	}
 	switch r.Restarts {
@@ -213,6 +210,22 @@ func (p *Plan) Summary() Summary {
 		}
 	}
 	return s
+}
+
+// Stable is the plan without what changes on its own while nothing is done
+// (a crash-looping container's restart count), for a saved plan's
+// fingerprint: such a plan stays applicable while the count grows.
+func (p *Plan) Stable() *Plan {
+	out := *p
+	out.Boxes = make([]BoxPlan, len(p.Boxes))
+	for i, b := range p.Boxes {
+		b.Reasons = append([]Reason(nil), b.Reasons...)
+		for j := range b.Reasons {
+			b.Reasons[j].Restarts = 0
+		}
+		out.Boxes[i] = b
+	}
+	return &out
 }
 
 // Changes reports whether the plan does anything.
@@ -550,7 +563,7 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		}
 		switch {
 		case vol == compose.ExecutorVolume:
-			reasons = append(reasons, Reason{Kind: "volume", Old: name, New: "it is Executor's scratch space and is made again empty"})
+			reasons = append(reasons, Reason{Kind: "volume", Old: name, New: "Executor's scratch space, made again empty"})
 		case in.Replace[b.Name]:
 			reasons = append(reasons, Reason{Kind: "volume", Old: name, New: "the box starts with an empty /data (--replace)"})
 		default:

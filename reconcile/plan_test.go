@@ -22,7 +22,7 @@ const (
 	testFleet  = "team-a"
 	// autoPort is the port Docker picked for a running executor with port: auto.
 	autoPort = 49200
-	gib        = 1 << 30
+	gib      = 1 << 30
 )
 
 func testBox(name string) spec.Box {

@@ -99,7 +99,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		fmt.Fprintf(w, "%s box %q\n", paint(b.Action, fmt.Sprintf("%3s", symbols[b.Action])), b.Name)
 		for _, r := range b.Reasons {
 			line := "      " + r.String()
-			if b.Action == Recreate && r.Kind != "replace" && r.Kind != "missing" && r.Kind != "duplicate" && r.Kind != "dead" {
+			if b.Action == Recreate && forcesReplacement[r.Kind] {
 				line += " # forces replacement"
 			}
 			fmt.Fprintln(w, line)
@@ -117,6 +117,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 	}
 	fmt.Fprintf(w, "\n%s\n", summary)
 }
+
+// forcesReplacement are the reasons that are a changed attribute (Terraform's
+// "# forces replacement"), rather than a box found broken.
+var forcesReplacement = map[string]bool{"image": true, "config": true, "token": true, "published": true}
 
 func (p *Plan) count(a Action) int {
 	n := 0

@@ -235,7 +235,7 @@ func (w *workspace) fingerprint(p *reconcile.Plan) string {
 		c.Unmanaged = reconcile.Unmanaged{}
 		strip[h] = c
 	}
-	data, _ := json.Marshal(seen{Files: w.files, Observed: strip, Plan: p}) // plain data always marshals
+	data, _ := json.Marshal(seen{Files: w.files, Observed: strip, Plan: p.Stable()}) // plain data always marshals
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
