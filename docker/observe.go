@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
@@ -171,22 +170,6 @@ func exitCode(status string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
-}
-
-// VolumeSizes asks the engine for the size of every volume (one disk-usage
-// call; slow on big volumes, so only used when a plan deletes something).
-func (e *Engine) VolumeSizes(ctx context.Context) (map[string]int64, error) {
-	du, err := e.api.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.VolumeObject}})
-	if err != nil {
-		return nil, fmt.Errorf("measuring volumes on %s: %w", e.describe(), err)
-	}
-	sizes := map[string]int64{}
-	for _, v := range du.Volumes {
-		if v.UsageData != nil {
-			sizes[v.Name] = v.UsageData.Size
-		}
-	}
-	return sizes, nil
 }
 
 // ContainerEnv reads a container's configured environment (token recovery).

@@ -169,6 +169,8 @@ type NamedID struct {
 type DeletedVolume struct {
 	Name string `json:"name"`
 	Size int64  `json:"size"`
+	// Unread says why the size could not be read, when it could not.
+	Unread string `json:"size_unread,omitempty"`
 }
 
 // Plan is the whole decision: one BoxPlan per declared or observed box, sorted by name.
@@ -213,7 +215,7 @@ func (p *Plan) Summary() Summary {
 }
 
 // Stable is the plan without what changes on its own while nothing is done
-// (a crash-looping container's restart count), for a saved plan's
+// (a crash-looping container's restart count, a volume's size), for a saved plan's
 // fingerprint: such a plan stays applicable while the count grows.
 func (p *Plan) Stable() *Plan {
 	out := *p
@@ -222,6 +224,15 @@ func (p *Plan) Stable() *Plan {
 		b.Reasons = append([]Reason(nil), b.Reasons...)
 		for j := range b.Reasons {
 			b.Reasons[j].Restarts = 0
+		}
+		// A box being deleted may still write to its volumes.
+		if b.Delete != nil {
+			d := *b.Delete
+			d.Volumes = make([]DeletedVolume, len(b.Delete.Volumes))
+			for j, v := range b.Delete.Volumes {
+				d.Volumes[j] = DeletedVolume{Name: v.Name}
+			}
+			b.Delete = &d
 		}
 		out.Boxes[i] = b
 	}
@@ -255,8 +266,6 @@ type Input struct {
 	Replace map[string]bool
 	// Target limits the plan to these boxes; empty means every box.
 	Target map[string]bool
-	// VolumeSizes maps host → volume name → bytes, for deletes.
-	VolumeSizes map[string]map[string]int64
 	// Backups maps a box to its newest archive path.
 	Backups map[string]string
 }
@@ -674,11 +683,7 @@ func planDelete(in Input, host, name string, r Resources) BoxPlan {
 		d.Networks = append(d.Networks, NamedID{Name: n.Name, ID: n.ID})
 	}
 	for _, v := range r.Volumes {
-		size := int64(-1)
-		if s, ok := in.VolumeSizes[host][v.Name]; ok {
-			size = s
-		}
-		d.Volumes = append(d.Volumes, DeletedVolume{Name: v.Name, Size: size})
+		d.Volumes = append(d.Volumes, DeletedVolume{Name: v.Name, Size: -1, Unread: "not measured"})
 	}
 	return BoxPlan{Name: name, Host: host, Action: Delete, Reasons: []Reason{{Kind: "undeclared"}}, Delete: d}
 }

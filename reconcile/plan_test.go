@@ -227,8 +227,7 @@ func TestNewPlan(t *testing.T) {
 				o := emptyObserved()
 				observeBox(t, o, testBox("old"), testImage, "running", 0)
 				return reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o),
-					VolumeSizes: map[string]map[string]int64{"": {compose.VolumeName("old", compose.AgentVolume): 3 * gib}},
-					Backups:     map[string]string{"old": "backups/old-2026-01-01.tar.age"}}
+					Backups: map[string]string{"old": "backups/old-2026-01-01.tar.age"}}
 			},
 			want: []reconcile.BoxPlan{{Name: "old", Action: reconcile.Delete,
 				Reasons: []reconcile.Reason{{Kind: "undeclared"}},
@@ -239,8 +238,8 @@ func TestNewPlan(t *testing.T) {
 					},
 					Networks: []reconcile.NamedID{{Name: "hbl-old_default", ID: "net-old"}},
 					Volumes: []reconcile.DeletedVolume{
-						{Name: "hbl-old_agent-data", Size: 3 * gib},
-						{Name: "hbl-old_exec-data", Size: -1},
+						{Name: "hbl-old_agent-data", Size: -1, Unread: "not measured"},
+						{Name: "hbl-old_exec-data", Size: -1, Unread: "not measured"},
 					},
 					Backup: "backups/old-2026-01-01.tar.age",
 				}}},

@@ -141,7 +141,11 @@ func (d *Deletion) lines() []string {
 		out = append(out, "network "+n.Name)
 	}
 	for _, v := range d.Volumes {
-		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, HumanSize(v.Size)))
+		size := HumanSize(v.Size)
+		if v.Size < 0 && v.Unread != "" {
+			size = "size not read: " + v.Unread
+		}
+		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, size))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -61,15 +62,17 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 		Image:    testImage,
 		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"web": testToken, "idle": testToken, "same": testToken},
-		VolumeSizes: map[string]map[string]int64{"": {
-			compose.VolumeName("old", compose.AgentVolume):    1536 * 1024 * 1024,
-			compose.VolumeName("old", compose.ExecutorVolume): 512,
-		}},
-		Backups: map[string]string{"old": "backups/old-2026-12-01.tar.age"},
+		Backups:  map[string]string{"old": "backups/old-2026-12-01.tar.age"},
 	})
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
+	p.MeasureDeletes(context.Background(), map[string]*reconcile.Observed{"": local, "edge": edge}, func(string) reconcile.VolumeSizer {
+		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{
+			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
+			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
+		}}
+	})
 	s := p.Summary()
 	if s != (reconcile.Summary{Create: 1, Recreate: 1, Start: 1, Delete: 1, NoOp: 1}) {
 		t.Fatalf("summary = %+v", s)

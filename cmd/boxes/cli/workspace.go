@@ -136,14 +136,13 @@ func (w *workspace) plan(ctx context.Context, opts planOptions) (*reconcile.Plan
 		return nil, err
 	}
 	in := reconcile.Input{
-		Config:      w.cfg,
-		Image:       w.image(),
-		Observed:    w.observed,
-		Tokens:      map[string]string{},
-		Replace:     map[string]bool{},
-		Target:      map[string]bool{},
-		VolumeSizes: map[string]map[string]int64{},
-		Backups:     newestBackups(filepath.Join(w.env.Dir(), "backups")),
+		Config:   w.cfg,
+		Image:    w.image(),
+		Observed: w.observed,
+		Tokens:   map[string]string{},
+		Replace:  map[string]bool{},
+		Target:   map[string]bool{},
+		Backups:  newestBackups(filepath.Join(w.env.Dir(), "backups")),
 	}
 	for _, n := range opts.replace {
 		if _, ok := w.cfg.Box(n); !ok {
@@ -154,15 +153,14 @@ func (w *workspace) plan(ctx context.Context, opts planOptions) (*reconcile.Plan
 	for _, n := range opts.target {
 		in.Target[n] = true
 	}
-	declared := map[string]bool{}
 	for _, b := range w.cfg.Boxes {
-		declared[b.Name] = true
 		o := w.observed[b.Host]
 		if o == nil {
 			continue
 		}
 		r := o.Of(b.Name)
-		if r.Empty() {
+		// Another fleet's box is never read: its token is not ours to keep.
+		if r.Empty() || r.HeldBy(w.cfg.Fleet) != "" {
 			continue
 		}
 		token, ok, err := w.tokens.Get(b.Name)
@@ -176,25 +174,12 @@ func (w *workspace) plan(ctx context.Context, opts planOptions) (*reconcile.Plan
 			in.Tokens[b.Name] = token
 		}
 	}
-	for host, o := range w.observed {
-		for _, name := range o.Boxes() {
-			// Sizes are for the plan's deletes: an undeclared box outside
-			// --target is not one of them.
-			if declared[name] || (len(in.Target) > 0 && !in.Target[name]) {
-				continue
-			}
-			if _, done := in.VolumeSizes[host]; done {
-				continue
-			}
-			sizes, err := w.engines[host].VolumeSizes(ctx)
-			if err != nil {
-				w.env.Warnf("%v", err)
-				sizes = map[string]int64{}
-			}
-			in.VolumeSizes[host] = sizes
-		}
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		return nil, err
 	}
-	return reconcile.NewPlan(in)
+	p.MeasureDeletes(ctx, w.observed, func(host string) reconcile.VolumeSizer { return w.engines[host] })
+	return p, nil
 }
 
 func (w *workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Resources) (string, bool) {
