@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/compose/v2/pkg/api"
 	dcompose "github.com/docker/compose/v2/pkg/compose"
@@ -563,3 +565,29 @@ func TestFleetLabelOutsideHashes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// docker compose interpolates what it reads: the printed project escapes
+// every "$" so that it reads back as the box's own values.
+func TestYAMLEscapesDollars(t *testing.T) {
+	b := box("web")
+	b.Env = map[string]string{"PRICE": "5$", "REF": "${HOME}", "PLAIN": "$USER and $$"}
+	out := mustYAML(t, mustProject(t, input(b)))
+	back, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  testDir,
+		ConfigFiles: []types.ConfigFile{{Filename: "compose.yaml", Content: out}},
+		Environment: types.Mapping{"HOME": "/home/someone", "USER": "someone"},
+	}, func(o *loader.Options) { o.SetProjectName(ProjectName("web"), true) })
+	if err != nil {
+		t.Fatalf("docker compose's loader refuses the printed project: %v", err)
+	}
+	env := back.Services[AgentService].Environment
+	for k, want := range b.Env {
+		if got := env[k]; got == nil || *got != want {
+			t.Errorf("env %s reads back as %v, want %q", k, got, want)
+		}
+	}
+	settings := back.Services[AgentService].Labels[SettingsLabel]
+	if !strings.Contains(settings, `"env.REF":"${HOME}"`) {
+		t.Errorf("settings label reads back as %s", settings)
+	}
+}
