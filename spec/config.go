@@ -10,10 +10,39 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"filippo.io/age"
 	"gopkg.in/yaml.v3"
 )
+
+// Limits of env: what the kernel lets a process start with. A container
+// whose variables exceed them never starts ("argument list too long") and
+// Docker restarts it for ever.
+const (
+	// MaxEnvString is MAX_ARG_STRLEN (32 pages): one NAME=value with its NUL.
+	MaxEnvString = 128 << 10
+	// MaxEnvTotal is half of the 2 MiB that the usual 8 MiB stack leaves
+	// for arguments and environment together (ARG_MAX), the rest kept for
+	// the variables boxes sets and the entrypoint's arguments.
+	MaxEnvTotal = 1 << 20
+)
+
+// FormatBytes is n as people read it: 512 B, 128 KiB, 5.0 MiB.
+func FormatBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		if n%(1<<10) == 0 {
+			return fmt.Sprintf("%d KiB", n>>10)
+		}
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
 
 // DefaultBind is where a box's Executor is published unless boxes.yaml says otherwise.
 const DefaultBind = "127.0.0.1"
@@ -47,6 +76,33 @@ func Load(path string) (*Config, error) {
 type parser struct {
 	file string
 	errs Errors
+	// ports are the executor port: values, by box ("" for defaults), so a
+	// clash points at the value.
+	ports map[string]*yaml.Node
+}
+
+// badUTF8 reports the first byte that is not UTF-8 at its line and column
+// (in characters, as editors count them): YAML would only say "invalid
+// UTF-8" without a position.
+func (p *parser) badUTF8(data []byte) bool {
+	if utf8.Valid(data) {
+		return false
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			col := utf8.RuneCount(data[start:i]) + 1
+			p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col,
+				Msg: fmt.Sprintf("byte 0x%02x is not UTF-8", data[i]), Hint: "save the file as UTF-8"})
+			return true
+		}
+		if r == '\n' {
+			line, start = line+1, i+1
+		}
+		i += size
+	}
+	return false
 }
 
 func (p *parser) errorf(n *yaml.Node, hint, format string, args ...any) {
@@ -62,6 +118,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	p := &parser{file: path}
 	if len(bytes.TrimSpace(data)) == 0 {
 		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
+		return nil, p.errs
+	}
+	if p.badUTF8(data) {
 		return nil, p.errs
 	}
 	var doc yaml.Node
@@ -301,6 +360,12 @@ func (p *parser) int(n *yaml.Node) (int, bool) {
 type fieldSet map[string]bool
 
 func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
+	return p.settingsOf("", n, s, known)
+}
+
+// settingsOf parses the settings of box (or of defaults: box ""), recording
+// where its executor port is written.
+func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []string) fieldSet {
 	set := fieldSet{}
 	if !p.kind(n, yaml.MappingNode, "a mapping") {
 		return set
@@ -344,6 +409,10 @@ func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
 			set["executor.bind"] = true
 		}
 		if pt, ok := ef["port"]; ok {
+			if p.ports == nil {
+				p.ports = map[string]*yaml.Node{}
+			}
+			p.ports[box] = pt.value
 			switch {
 			case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
 				s.Executor.Port = 0
@@ -374,7 +443,20 @@ func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
 				p.errorf(e.value, "quote it to pass it as a string", "env %s must be a scalar, found %s", name, describe(e.value))
 				continue
 			}
+			if n := len(name) + 1 + len(e.value.Value) + 1; n > MaxEnvString {
+				p.errorf(e.value, "pass big data as a file in the box (boxes exec NAME -- …) rather than in env:",
+					"env %s is %s; Linux cannot start a process with a variable over %s (NAME=value, MAX_ARG_STRLEN)", name, FormatBytes(int64(n)), FormatBytes(MaxEnvString))
+				continue
+			}
 			env[name] = e.value.Value
+		}
+		total := 0
+		for k, v := range env {
+			total += len(k) + 1 + len(v) + 1 + 8 // the string and its pointer
+		}
+		if total > MaxEnvTotal {
+			p.errorf(f.key, "pass big data as a file in the box rather than in env:",
+				"env: totals %s; boxes allows %s so that the box's own variables and arguments still fit the kernel's limit", FormatBytes(int64(total)), FormatBytes(MaxEnvTotal))
 		}
 		s.Env = env
 	}
@@ -398,7 +480,7 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 	if !p.kind(e.value, yaml.MappingNode, "a mapping of box settings") {
 		return b, false
 	}
-	p.settings(e.value, &b.Settings, boxKeys)
+	p.settingsOf(name, e.value, &b.Settings, boxKeys)
 	fields := map[string]entry{}
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		k := e.value.Content[i]
@@ -442,7 +524,9 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 }
 
 // portClashes reports two boxes publishing the same fixed port on one host
-// where their bind addresses overlap (a wildcard overlaps every address of its family).
+// where their bind addresses overlap (a wildcard overlaps every address of
+// its family), at the second box's port value (or the defaults' one both
+// inherit).
 func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 	boxesNode := map[string]*yaml.Node{}
 	if b, ok := top["boxes"]; ok && b.value.Kind == yaml.MappingNode {
@@ -455,7 +539,14 @@ func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 			if a.Executor.Port == 0 || a.Executor.Port != b.Executor.Port || a.Host != b.Host || !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
 				continue
 			}
-			p.errorf(boxesNode[a.Name], "give one of them another port, or port: auto",
+			at := p.ports[a.Name]
+			if at == nil {
+				at = p.ports[""]
+			}
+			if at == nil {
+				at = boxesNode[a.Name]
+			}
+			p.errorf(at, "give one of them another port, or port: auto",
 				"box %s publishes executor port %d on %s, which box %s (line %d) already uses", a.Name, a.Executor.Port, a.Executor.Bind, b.Name, b.Line)
 		}
 	}
