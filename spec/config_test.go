@@ -129,23 +129,6 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
-	f.Add([]byte("version: 1\nboxes:\n  alpha: {}\n"))
-	f.Add([]byte("version: 1\ndefaults: {memory: 4GiB, executor: {port: auto}}\nboxes: {a: {env: {X: 1}}}\n"))
-	f.Add([]byte("a: &x [*x]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := Parse("boxes.yaml", data)
-		var errs Errors
-		if err != nil && errors.As(err, &errs) {
-			for _, e := range errs {
-				if e.Line < 1 {
-					t.Fatalf("error without a line: %v", e)
-				}
-			}
-		}
-	})
-}
-
 // bigEnv is n env lines of size bytes each, under a box's env: key.
 func bigEnv(n, size int) string {
 	var b strings.Builder
