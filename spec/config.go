@@ -97,7 +97,8 @@ func (p *parser) badUTF8(data []byte) bool {
 				Msg: fmt.Sprintf("byte 0x%02x is not UTF-8", data[i]), Hint: "save the file as UTF-8"})
 			return true
 		}
-		if r == '\n' {
+		// Lines end as YAML ends them: \n, \r\n or a lone \r.
+		if r == '\n' || (r == '\r' && (i+1 == len(data) || data[i+1] != '\n')) {
 			line, start = line+1, i+1
 		}
 		i += size

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"errors"
 	"reflect"
 	"runtime"
@@ -43,7 +42,7 @@ func FuzzParse(f *testing.F) {
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error %v is not Errors", err)
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := yamlLines(data)
 		for _, e := range errs {
 			if e.Line < 1 || e.Line > lines || e.Col < 1 || e.Msg == "" {
 				t.Fatalf("error outside the file (%d lines): %q", lines, e.Error())
@@ -67,7 +66,7 @@ func FuzzParseLock(f *testing.F) {
 			if !errors.As(err, &errs) || len(errs) == 0 {
 				t.Fatalf("error %v is not Errors", err)
 			}
-			lines := bytes.Count(data, []byte("\n")) + 1
+			lines := yamlLines(data)
 			for _, e := range errs {
 				if e.Line < 1 || e.Line > lines || e.Col < 1 {
 					t.Fatalf("error outside the file (%d lines): %q", lines, e.Error())
@@ -137,6 +136,20 @@ func TestAliasBomb(t *testing.T) {
 			t.Errorf("alias bomb allocated %d MiB", alloc>>20)
 		}
 	}
+}
+
+// yamlLines counts lines as YAML does: "\r\n", "\r", "\n" and the
+// Unicode line breaks each end one (found by fuzzing: a lone "\r").
+func yamlLines(data []byte) int {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	n := 1
+	for _, r := range s {
+		switch r {
+		case '\n', '\r', '\u0085', '\u2028', '\u2029':
+			n++
+		}
+	}
+	return n
 }
 
 func itoa(i int) string {
