@@ -336,29 +336,47 @@ func NewPlan(in Input) (*Plan, error) {
 		p.Boxes = append(p.Boxes, bp)
 	}
 
+	for _, d := range deletions(in) {
+		p.Boxes = append(p.Boxes, planDelete(in, d.host, d.name, d.r))
+	}
+	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
+	return p, nil
+}
+
+type deletion struct {
+	host, name string
+	r          Resources
+}
+
+// deletions are the boxes a plan deletes: undeclared, targeted, and carrying
+// this fleet's label. Another fleet's box is none of this fleet's business,
+// and one made before fleets existed is left to boxes rm.
+func deletions(in Input) []deletion {
+	declared := map[string]bool{}
+	for _, b := range in.Config.Boxes {
+		declared[b.Name] = true
+	}
+	fleet := in.Config.Fleet
 	hosts := make([]string, 0, len(in.Observed))
 	for h := range in.Observed {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
+	var out []deletion
 	for _, host := range hosts {
 		o := in.Observed[host]
 		for _, name := range o.Boxes() {
-			if _, ok := declared[name]; ok || !in.targeted(name) {
+			if declared[name] || !in.targeted(name) {
 				continue
 			}
-			// Only a box that carries this fleet's label is this fleet's to
-			// delete: another fleet's is none of its business, and one made
-			// before fleets existed is left to boxes rm.
 			r := o.Of(name)
 			if !r.Owned(fleet) || r.HeldBy(fleet) != "" {
 				continue
 			}
-			p.Boxes = append(p.Boxes, planDelete(in, host, name, r))
+			out = append(out, deletion{host, name, r})
 		}
 	}
-	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
-	return p, nil
+	return out
 }
 
 func planDeclared(in Input, b spec.Box) (BoxPlan, error) {

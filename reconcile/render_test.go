@@ -57,22 +57,24 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 
 	observeBox(t, local, testBox("old"), testImage, "running", 0)
 
-	p, err := reconcile.NewPlan(reconcile.Input{
+	in := reconcile.Input{
 		Config:   testCfg(fresh, idle, same, web),
 		Image:    testImage,
 		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"web": testToken, "idle": testToken, "same": testToken},
 		Backups:  map[string]string{"old": "backups/old-2026-12-01.tar.age"},
-	})
-	if err != nil {
-		t.Fatalf("NewPlan: %v", err)
 	}
-	p.MeasureDeletes(context.Background(), map[string]*reconcile.Observed{"": local, "edge": edge}, func(string) reconcile.VolumeSizer {
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer {
 		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{
 			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
 			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
 		}}
 	})
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatalf("NewPlan: %v", err)
+	}
+	p.SetVolumeSizes(sizes())
 	s := p.Summary()
 	if s != (reconcile.Summary{Create: 1, Recreate: 1, Start: 1, Delete: 1, NoOp: 1}) {
 		t.Fatalf("summary = %+v", s)

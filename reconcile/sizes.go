@@ -18,26 +18,27 @@ type VolumeSizer interface {
 	VolumeSizes(ctx context.Context, o *Observed, volumes []string) map[string]VolumeSize
 }
 
-// MeasureDeletes fills in the size of every volume the plan deletes, one
-// engine at a time in parallel, so a person sees what data goes. Only the
-// plan's own deletes are measured: never another fleet's box.
-func (p *Plan) MeasureDeletes(ctx context.Context, observed map[string]*Observed, sizer func(host string) VolumeSizer) {
+// Sizes maps host → volume name → its size.
+type Sizes map[string]map[string]VolumeSize
+
+// MeasureDeletes starts measuring the volumes of every box the plan of in
+// deletes (only those: never another fleet's box), every engine in
+// parallel, and returns a function that waits for the sizes. Started before
+// NewPlan, the measuring overlaps the planning.
+func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer) func() Sizes {
 	byHost := map[string][]string{}
-	for _, b := range p.Boxes {
-		if b.Action != Delete || b.Delete == nil {
-			continue
-		}
-		for _, v := range b.Delete.Volumes {
-			byHost[b.Host] = append(byHost[b.Host], v.Name)
+	for _, d := range deletions(in) {
+		for _, v := range d.r.Volumes {
+			byHost[d.host] = append(byHost[d.host], v.Name)
 		}
 	}
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
-		sizes = map[string]map[string]VolumeSize{}
+		sizes = Sizes{}
 	)
 	for host, vols := range byHost {
-		s, o := sizer(host), observed[host]
+		s, o := sizer(host), in.Observed[host]
 		if s == nil || o == nil {
 			continue
 		}
@@ -51,18 +52,26 @@ func (p *Plan) MeasureDeletes(ctx context.Context, observed map[string]*Observed
 			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	return func() Sizes {
+		wg.Wait()
+		return sizes
+	}
+}
+
+// SetVolumeSizes writes measured sizes into the plan's deletes.
+func (p *Plan) SetVolumeSizes(sizes Sizes) {
 	for _, b := range p.Boxes {
 		if b.Action != Delete || b.Delete == nil {
 			continue
 		}
 		for j, v := range b.Delete.Volumes {
-			if got, ok := sizes[b.Host][v.Name]; ok {
-				if got.Unread != "" {
-					b.Delete.Volumes[j].Size, b.Delete.Volumes[j].Unread = -1, got.Unread
-				} else {
-					b.Delete.Volumes[j].Size, b.Delete.Volumes[j].Unread = got.Bytes, ""
-				}
+			got, ok := sizes[b.Host][v.Name]
+			switch {
+			case !ok:
+			case got.Unread != "":
+				b.Delete.Volumes[j].Size, b.Delete.Volumes[j].Unread = -1, got.Unread
+			default:
+				b.Delete.Volumes[j].Size, b.Delete.Volumes[j].Unread = got.Bytes, ""
 			}
 		}
 	}

@@ -29,16 +29,18 @@ func TestMeasureDeletes(t *testing.T) {
 	observeBox(t, o, testBox("old"), testImage, "running", 0)
 	observeBox(t, o, testBox("web"), testImage, "running", 0)
 	observeBox(t, o, inFleet(testBox("theirs"), "team-b"), testImage, "running", 0)
-	p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 	agent, scratch := compose.VolumeName("old", compose.AgentVolume), compose.VolumeName("old", compose.ExecutorVolume)
 	f := &fakeSizer{sizes: map[string]reconcile.VolumeSize{
 		agent:   {Bytes: 3 << 30},
 		scratch: {Unread: "du took longer than 5s"},
 	}}
-	p.MeasureDeletes(context.Background(), obsMap(o), func(string) reconcile.VolumeSizer { return f })
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return f })
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetVolumeSizes(sizes())
 	if strings.Join(f.asked, " ") != agent+" "+scratch {
 		t.Errorf("measured %v, want only the deleted box's volumes", f.asked)
 	}

@@ -174,11 +174,13 @@ func (w *workspace) plan(ctx context.Context, opts planOptions) (*reconcile.Plan
 			in.Tokens[b.Name] = token
 		}
 	}
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return w.engines[host] })
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
+		sizes()
 		return nil, err
 	}
-	p.MeasureDeletes(ctx, w.observed, func(host string) reconcile.VolumeSizer { return w.engines[host] })
+	p.SetVolumeSizes(sizes())
 	return p, nil
 }
 
