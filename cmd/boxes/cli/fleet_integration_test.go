@@ -93,7 +93,9 @@ func TestIntegrationFleets(t *testing.T) {
 	if !strings.Contains(r.stdout, "volume hbl-fl-a2_agent-data (2.") || !strings.Contains(r.stdout, "Plan: 0 to create, 0 to recreate, 0 to start, 0 to stop, 1 to delete.") {
 		t.Errorf("plan deleting fl-a2:\n%s\n%s", r.stdout, r.stderr)
 	}
-	if with > 2*without+200*time.Millisecond {
+	// A guard against the engine-wide disk-usage call (9 s on a busy engine),
+	// loose enough for a loaded machine; the figures are in the log.
+	if with > 2*without+time.Second {
 		t.Errorf("a plan with a delete took %v, without %v", with, without)
 	}
 	dockerOut(t, "stop", "hbl-fl-a2-agent-1", "hbl-fl-a2-executor-1")
