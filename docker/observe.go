@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -83,6 +84,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Fleet:      c.Labels[compose.FleetLabel],
 			State:      c.State,
 			ExitCode:   exitCode(c.Status),
+			Status:     c.Status,
 			Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
 			ConfigHash: c.Labels["com.docker.compose.config-hash"],
 			Labels:     c.Labels,
@@ -137,7 +139,8 @@ func (e *Engine) inspectTroubled(ctx context.Context, cs []reconcile.Container) 
 	g.SetLimit(8)
 	for i := range cs {
 		c := &cs[i]
-		if !reconcile.Troubled(*c) {
+		justStarted := c.State == "running" && upSeconds(c.Status) < restartReset
+		if !reconcile.Troubled(*c) && !justStarted {
 			continue
 		}
 		g.Go(func() error {
@@ -149,15 +152,43 @@ func (e *Engine) inspectTroubled(ctx context.Context, cs []reconcile.Container) 
 				return err
 			}
 			c.Restarts = info.RestartCount
-			if info.State != nil {
-				c.OOMKilled = info.State.OOMKilled
-				c.Error = info.State.Error
-				c.ExitCode = info.State.ExitCode
+			if info.State == nil {
+				return nil
+			}
+			c.OOMKilled = info.State.OOMKilled
+			c.Error = info.State.Error
+			c.ExitCode = info.State.ExitCode
+			// Between two restarts of a crash loop the container runs for an
+			// instant. Docker's restart manager counts it as looping until it
+			// has run restartReset; so does the plan, or it would see a loop
+			// only when it happens to look between two attempts.
+			if started, err := time.Parse(time.RFC3339Nano, info.State.StartedAt); err == nil &&
+				info.State.Running && c.Restarts > 0 && time.Since(started) < restartReset {
+				c.State = "restarting"
+				c.ExitCode = 0 // the last exit code is not kept while it runs
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// restartReset is how long a restarted container must run for Docker to
+// stop counting it as crash-looping (its restart backoff resets).
+const restartReset = 10 * time.Second
+
+var statusUp = regexp.MustCompile(`^Up (Less than a second|([0-9]+) seconds?)`)
+
+// upSeconds reads how long a running container has been up from its list
+// status ("Up 3 seconds", "Up Less than a second"); a minute or more is
+// reported as an hour, which is all the plan needs to know.
+func upSeconds(status string) time.Duration {
+	m := statusUp.FindStringSubmatch(status)
+	if m == nil {
+		return time.Hour
+	}
+	n, _ := strconv.Atoi(m[2])
+	return time.Duration(n) * time.Second
 }
 
 var statusExit = regexp.MustCompile(`^(?:Exited|Restarting) \((-?[0-9]+)\)`)

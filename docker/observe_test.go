@@ -1,6 +1,9 @@
 package docker
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestExitCode(t *testing.T) {
 	for status, want := range map[string]int{
@@ -15,6 +18,20 @@ func TestExitCode(t *testing.T) {
 	} {
 		if got := exitCode(status); got != want {
 			t.Errorf("exitCode(%q) = %d, want %d", status, got, want)
+		}
+	}
+}
+
+func TestUpSeconds(t *testing.T) {
+	for status, want := range map[string]time.Duration{
+		"Up Less than a second":                   0,
+		"Up 1 second":                             time.Second,
+		"Up 9 seconds (health: starting)":         9 * time.Second,
+		"Up 2 minutes (healthy)":                  time.Hour,
+		"Restarting (127) Less than a second ago": time.Hour,
+	} {
+		if got := upSeconds(status); got != want {
+			t.Errorf("upSeconds(%q) = %v, want %v", status, got, want)
 		}
 	}
 }

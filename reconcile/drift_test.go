@@ -40,6 +40,10 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 			c.State, c.ExitCode, c.Restarts, c.Ports = "restarting", 127, 14, nil
 		})
 	})
+	// A loop observed in the instant the container runs between two restarts.
+	add("looprunning", "running", func() {
+		edit(o, "looprunning", compose.AgentService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Restarts = "restarting", 0, 3 })
+	})
 	add("crashed", "running", func() {
 		edit(o, "crashed", compose.AgentService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Restarts = "exited", 1, 0 })
 	})
@@ -123,7 +127,7 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 func TestDriftGolden(t *testing.T) {
 	p := driftPlan(t)
 	want := map[string]reconcile.Action{
-		"crashloop": reconcile.Recreate, "crashed": reconcile.Recreate, "oom": reconcile.Recreate, "toolong": reconcile.Recreate,
+		"crashloop": reconcile.Recreate, "looprunning": reconcile.Recreate, "crashed": reconcile.Recreate, "oom": reconcile.Recreate, "toolong": reconcile.Recreate,
 		"nonet": reconcile.Recreate, "unplugged": reconcile.Recreate, "elsewhere": reconcile.Recreate, "fixedport": reconcile.Recreate,
 		"noscratch": reconcile.Recreate, "nocontainers": reconcile.Recreate,
 		"paused": reconcile.Start, "userstop": reconcile.Start, "neverstarted": reconcile.Start,
@@ -190,7 +194,7 @@ func TestStablePlanIgnoresRestartCount(t *testing.T) {
 	if !reflect.DeepEqual(p.Stable(), q.Stable()) {
 		t.Error("stable plans differ in restart counts")
 	}
-	if p.Boxes[1].Reasons[0].Restarts == 0 {
+	if p.Boxes[1].Name != "crashloop" || p.Boxes[1].Reasons[0].Restarts == 0 {
 		t.Error("Stable changed the plan it was called on")
 	}
 }

@@ -37,6 +37,9 @@ type Container struct {
 	Fleet string `json:",omitempty"`
 	// State is Docker's: created, running, paused, restarting, removing, exited, dead.
 	State string
+	// Status is Docker's status text ("Up 3 seconds", "Restarting (127) 1
+	// second ago"). It changes on its own: not in a saved plan's fingerprint.
+	Status string `json:"-"`
 	// ExitCode is the last exit code of an exited or restarting container,
 	// read from the list's status text ("Exited (127) 3 seconds ago").
 	ExitCode int `json:",omitempty"`

@@ -100,7 +100,12 @@ func (r Reason) String() string {
 }
 
 func (r Reason) crash() string {
-	parts := []string{fmt.Sprintf("exit %d", r.ExitCode)}
+	var parts []string
+	// A loop caught while the container runs for an instant has no exit
+	// code to show; a real exit 0 followed by restarts shows none either.
+	if r.ExitCode != 0 || r.Restarts == 0 {
+		parts = append(parts, fmt.Sprintf("exit %d", r.ExitCode))
+	}
 	if r.Old != "" {
 		parts = append(parts, r.Old) // killed for memory, or Docker's start error
 	}
