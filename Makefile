@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up test test-short test-image lint bench clean
+.PHONY: all build up test test-short test-image lint bench fuzz clean
 
 all: build
 
@@ -40,6 +40,18 @@ lint:
 
 bench: test-image
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./...
+
+# Each fuzz target for FUZZTIME (seed corpora in each package's testdata/fuzz);
+# a finding is written there as a new failing seed.
+FUZZTIME ?= 1m
+FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzParseLock ./reconcile:FuzzRender
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$pkg; \
+	done
 
 clean:
 	rm -rf bin

@@ -28,7 +28,9 @@
 //     `hb health agent|executor` every 10 s (30 s start period).
 //   - The project is loaded with an empty environment and no interpolation:
 //     COMPOSE_* variables, .env and compose files beside boxes.yaml have no
-//     effect, and a "$" in a box's env reaches the container as is.
+//     effect, and a "$" in a box's env reaches the container as is;
+//     printed projects (boxes compose) write it "$$" so that docker compose,
+//     which does interpolate, reads the same value.
 //   - Printed projects (YAML) show the token as <redacted>; a project built
 //     with no token, for printing only, carries that placeholder instead.
 package compose

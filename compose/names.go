@@ -7,6 +7,10 @@ const (
 	ManagedLabel = "hermes-box-lite"
 	// BoxLabel names the box a resource belongs to.
 	BoxLabel = "boxes.box"
+	// FleetLabel names the fleet (boxes.yaml) a resource belongs to. It is
+	// not part of any compose config hash, so boxes made before it existed
+	// are not recreated for it; such resources have no fleet label.
+	FleetLabel = "boxes.fleet"
 
 	ProjectPrefix = "hbl-"
 
@@ -26,6 +30,14 @@ const (
 // Labels are the labels boxes puts on every resource of box name.
 func Labels(name string) map[string]string {
 	return map[string]string{ManagedLabel: "1", BoxLabel: name}
+}
+
+// FleetLabels are the labels that put a resource in fleet (none for "").
+func FleetLabels(fleet string) map[string]string {
+	if fleet == "" {
+		return map[string]string{}
+	}
+	return map[string]string{FleetLabel: fleet}
 }
 
 // ProjectName is the compose project of box name.

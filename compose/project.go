@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -91,9 +92,22 @@ func Project(in Input) (*types.Project, error) {
 	if in.ConfigFile != "" {
 		project.ComposeFiles = []string{in.ConfigFile}
 	}
+	// The fleet label rides outside the config hashes (CustomLabels are not
+	// serialised): a box made before fleets existed keeps its containers, and
+	// compose never sees its network or volumes as diverged.
+	fleet := FleetLabels(in.Box.Fleet)
 	for svc, s := range project.Services {
 		s.CustomLabels = composeLabels(project, svc)
+		maps.Copy(s.CustomLabels, fleet)
 		project.Services[svc] = s
+	}
+	for k, v := range project.Volumes {
+		v.CustomLabels = maps.Clone(fleet)
+		project.Volumes[k] = v
+	}
+	for k, n := range project.Networks {
+		n.CustomLabels = maps.Clone(fleet)
+		project.Networks[k] = n
 	}
 	return project, nil
 }

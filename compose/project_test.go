@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/compose/v2/pkg/api"
 	dcompose "github.com/docker/compose/v2/pkg/compose"
@@ -524,4 +526,68 @@ func published(in Input) string {
 		return strconv.Itoa(in.HostPort)
 	}
 	return ""
+}
+
+// The fleet label is on every container, volume and network, yet no config
+// hash sees it: a box made before fleets existed is not recreated for it.
+func TestFleetLabelOutsideHashes(t *testing.T) {
+	b := box("web")
+	plain := mustProject(t, input(b))
+	b.Fleet = "team-a"
+	fleet := mustProject(t, input(b))
+	want := map[string]string{FleetLabel: "team-a"}
+	for name, s := range fleet.Services {
+		hasLabels(t, "service "+name, s.CustomLabels, want)
+	}
+	for name, v := range fleet.Volumes {
+		hasLabels(t, "volume "+name, v.CustomLabels, want)
+	}
+	for name, n := range fleet.Networks {
+		hasLabels(t, "network "+name, n.CustomLabels, want)
+	}
+	if a, b := mustHashes(t, plain), mustHashes(t, fleet); a[AgentService] != b[AgentService] || a[ExecutorService] != b[ExecutorService] {
+		t.Errorf("service hashes changed with the fleet: %v → %v", a, b)
+	}
+	for name := range fleet.Networks {
+		h1, _ := dcompose.NetworkHash(ptr(plain.Networks[name]))
+		h2, _ := dcompose.NetworkHash(ptr(fleet.Networks[name]))
+		if h1 != h2 {
+			t.Errorf("network %s hash changed with the fleet", name)
+		}
+	}
+	for name := range fleet.Volumes {
+		h1, _ := dcompose.VolumeHash(plain.Volumes[name])
+		h2, _ := dcompose.VolumeHash(fleet.Volumes[name])
+		if h1 != h2 {
+			t.Errorf("volume %s hash changed with the fleet", name)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// docker compose interpolates what it reads: the printed project escapes
+// every "$" so that it reads back as the box's own values.
+func TestYAMLEscapesDollars(t *testing.T) {
+	b := box("web")
+	b.Env = map[string]string{"PRICE": "5$", "REF": "${HOME}", "PLAIN": "$USER and $$"}
+	out := mustYAML(t, mustProject(t, input(b)))
+	back, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  testDir,
+		ConfigFiles: []types.ConfigFile{{Filename: "compose.yaml", Content: out}},
+		Environment: types.Mapping{"HOME": "/home/someone", "USER": "someone"},
+	}, func(o *loader.Options) { o.SetProjectName(ProjectName("web"), true) })
+	if err != nil {
+		t.Fatalf("docker compose's loader refuses the printed project: %v", err)
+	}
+	env := back.Services[AgentService].Environment
+	for k, want := range b.Env {
+		if got := env[k]; got == nil || *got != want {
+			t.Errorf("env %s reads back as %v, want %q", k, got, want)
+		}
+	}
+	settings := back.Services[AgentService].Labels[SettingsLabel]
+	if !strings.Contains(settings, `"env.REF":"${HOME}"`) {
+		t.Errorf("settings label reads back as %s", settings)
+	}
 }

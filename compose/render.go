@@ -1,13 +1,16 @@
 package compose
 
 import (
+	"bytes"
 	"maps"
 
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
 // YAML renders the project as compose YAML for a person to read, with the
-// token replaced by Redacted. p itself is not changed.
+// token replaced by Redacted. p itself is not changed. Every "$" is written
+// "$$", compose's escape, so that docker compose, which interpolates every
+// value it reads, gives the box's values back unchanged.
 func YAML(p *types.Project) ([]byte, error) {
 	shown := *p
 	shown.Services = make(types.Services, len(p.Services))
@@ -18,5 +21,9 @@ func YAML(p *types.Project) ([]byte, error) {
 		}
 		shown.Services[name] = s
 	}
-	return shown.MarshalYAML()
+	out, err := shown.MarshalYAML()
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(out, []byte("$"), []byte("$$")), nil
 }

@@ -133,8 +133,11 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	})
 }
 
-// Start starts the project's created or stopped containers.
+// Start starts the project's created or stopped containers and unpauses paused ones.
 func (e *Engine) Start(ctx context.Context, p *types.Project) error {
+	if err := e.unpause(ctx, p.Name); err != nil {
+		return err
+	}
 	return e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})
 }
 

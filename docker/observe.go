@@ -3,10 +3,14 @@ package docker
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"golang.org/x/sync/errgroup"
@@ -77,10 +81,24 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Box:        box,
 			Service:    c.Labels["com.docker.compose.service"],
 			Image:      c.ImageID,
+			Fleet:      c.Labels[compose.FleetLabel],
 			State:      c.State,
+			ExitCode:   exitCode(c.Status),
+			Status:     c.Status,
 			Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
 			ConfigHash: c.Labels["com.docker.compose.config-hash"],
 			Labels:     c.Labels,
+		}
+		if c.NetworkSettings != nil {
+			for n := range c.NetworkSettings.Networks {
+				oc.Networks = append(oc.Networks, n)
+			}
+			sort.Strings(oc.Networks)
+		}
+		for _, m := range c.Mounts {
+			if m.Type == mount.TypeVolume && m.Name != "" {
+				oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Name, Destination: m.Destination})
+			}
 		}
 		for _, p := range c.Ports {
 			if p.PublicPort == 0 {
@@ -96,7 +114,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Volumes[v.Name] = true
 			continue
 		}
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Labels: v.Labels, Size: -1})
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1})
 	}
 	for _, n := range networks {
 		box, ok := managedBox(n.Labels)
@@ -104,26 +122,85 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Networks[n.Name] = true
 			continue
 		}
-		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Labels: n.Labels})
+		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Fleet: n.Labels[compose.FleetLabel], Labels: n.Labels})
+	}
+	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
 	o.Sort()
 	return o, nil
 }
 
-// VolumeSizes asks the engine for the size of every volume (one disk-usage
-// call; slow on big volumes, so only used when a plan deletes something).
-func (e *Engine) VolumeSizes(ctx context.Context) (map[string]int64, error) {
-	du, err := e.api.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.VolumeObject}})
-	if err != nil {
-		return nil, fmt.Errorf("measuring volumes on %s: %w", e.describe(), err)
-	}
-	sizes := map[string]int64{}
-	for _, v := range du.Volumes {
-		if v.UsageData != nil {
-			sizes[v.Name] = v.UsageData.Size
+// inspectTroubled reads the restart count, OOM flag and start error of the
+// containers that are restarting or exited with a failure: the list gives
+// only the state and the status text. A healthy engine costs no call here.
+func (e *Engine) inspectTroubled(ctx context.Context, cs []reconcile.Container) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range cs {
+		c := &cs[i]
+		justStarted := c.State == "running" && upSeconds(c.Status) < restartReset
+		if !reconcile.Troubled(*c) && !justStarted {
+			continue
 		}
+		g.Go(func() error {
+			info, err := e.api.ContainerInspect(gctx, c.ID)
+			if IsNotFound(err) {
+				return nil // removed since the list; the next plan sees it gone
+			}
+			if err != nil {
+				return err
+			}
+			c.Restarts = info.RestartCount
+			if info.State == nil {
+				return nil
+			}
+			c.OOMKilled = info.State.OOMKilled
+			c.Error = info.State.Error
+			c.ExitCode = info.State.ExitCode
+			// Between two restarts of a crash loop the container runs for an
+			// instant. Docker's restart manager counts it as looping until it
+			// has run restartReset; so does the plan, or it would see a loop
+			// only when it happens to look between two attempts.
+			if started, err := time.Parse(time.RFC3339Nano, info.State.StartedAt); err == nil &&
+				info.State.Running && c.Restarts > 0 && time.Since(started) < restartReset {
+				c.State = "restarting"
+				c.ExitCode = 0 // the last exit code is not kept while it runs
+			}
+			return nil
+		})
 	}
-	return sizes, nil
+	return g.Wait()
+}
+
+// restartReset is how long a restarted container must run for Docker to
+// stop counting it as crash-looping (its restart backoff resets).
+const restartReset = 10 * time.Second
+
+var statusUp = regexp.MustCompile(`^Up (Less than a second|([0-9]+) seconds?)`)
+
+// upSeconds reads how long a running container has been up from its list
+// status ("Up 3 seconds", "Up Less than a second"); a minute or more is
+// reported as an hour, which is all the plan needs to know.
+func upSeconds(status string) time.Duration {
+	m := statusUp.FindStringSubmatch(status)
+	if m == nil {
+		return time.Hour
+	}
+	n, _ := strconv.Atoi(m[2])
+	return time.Duration(n) * time.Second
+}
+
+var statusExit = regexp.MustCompile(`^(?:Exited|Restarting) \((-?[0-9]+)\)`)
+
+// exitCode reads the exit code from a list status like "Exited (127) 3 seconds ago".
+func exitCode(status string) int {
+	m := statusExit.FindStringSubmatch(status)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // ContainerEnv reads a container's configured environment (token recovery).

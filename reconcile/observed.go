@@ -33,8 +33,29 @@ type Container struct {
 	Box     string
 	Service string
 	Image   string // image ID the container runs
+	// Fleet is the container's boxes.fleet label; "" for one made before fleets.
+	Fleet string `json:",omitempty"`
 	// State is Docker's: created, running, paused, restarting, removing, exited, dead.
 	State string
+	// Status is Docker's status text ("Up 3 seconds", "Restarting (127) 1
+	// second ago"). It changes on its own: not in a saved plan's fingerprint.
+	Status string `json:"-"`
+	// ExitCode is the last exit code of an exited or restarting container,
+	// read from the list's status text ("Exited (127) 3 seconds ago").
+	ExitCode int `json:",omitempty"`
+	// Restarts is how often Docker restarted the container, read only for a
+	// container that is restarting or exited with a failure. It changes on
+	// its own, so it stays out of a saved plan's fingerprint.
+	Restarts int `json:"-"`
+	// OOMKilled and Error are read with Restarts: the kernel killed the
+	// process for memory, or Docker could not start it (e.g. "argument list
+	// too long").
+	OOMKilled bool   `json:",omitempty"`
+	Error     string `json:",omitempty"`
+	// Networks are the names of the networks the container is connected to.
+	Networks []string `json:",omitempty"`
+	// Mounts are the named volumes the container mounts.
+	Mounts []Mount `json:",omitempty"`
 	// Healthy is true when the container's healthcheck passed last time. It
 	// changes on its own, so it stays out of a saved plan's fingerprint.
 	Healthy    bool `json:"-"`
@@ -56,6 +77,12 @@ func (c Container) Published(containerPort int) (Port, bool) {
 	return Port{}, false
 }
 
+// Mount is a named volume mounted into a container at Destination.
+type Mount struct {
+	Volume      string
+	Destination string
+}
+
 // Port is one published port of a container.
 type Port struct {
 	HostIP        string
@@ -67,6 +94,7 @@ type Port struct {
 type Volume struct {
 	Name   string
 	Box    string
+	Fleet  string `json:",omitempty"`
 	Labels map[string]string
 	// Size in bytes, or -1 when the engine did not say (only asked for on delete).
 	Size int64
@@ -77,6 +105,7 @@ type Network struct {
 	ID     string
 	Name   string
 	Box    string
+	Fleet  string `json:",omitempty"`
 	Labels map[string]string
 }
 
@@ -141,6 +170,68 @@ func (o *Observed) Of(name string) Resources {
 		}
 	}
 	return r
+}
+
+// Fleets are the distinct boxes.fleet labels of the resources, sorted; none
+// for a box made before fleets existed.
+func (r Resources) Fleets() []string {
+	seen := map[string]bool{}
+	for _, c := range r.Containers {
+		seen[c.Fleet] = true
+	}
+	for _, v := range r.Volumes {
+		seen[v.Fleet] = true
+	}
+	for _, n := range r.Networks {
+		seen[n.Fleet] = true
+	}
+	delete(seen, "")
+	out := make([]string, 0, len(seen))
+	for f := range seen {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HeldBy is the fleet other than fleet that holds the resources, or "": a
+// box with no fleet label belongs to whichever fleet declares it.
+func (r Resources) HeldBy(fleet string) string {
+	for _, f := range r.Fleets() {
+		if f != fleet {
+			return f
+		}
+	}
+	return ""
+}
+
+// Owned reports whether fleet's label is on any of the resources.
+func (r Resources) Owned(fleet string) bool {
+	for _, f := range r.Fleets() {
+		if f == fleet {
+			return true
+		}
+	}
+	return false
+}
+
+// ForFleet is the part of the snapshot a plan of fleet acts on: the boxes
+// that carry its label or no fleet label at all. Another fleet's changes
+// leave it unchanged, so they never make a saved plan stale.
+func (o *Observed) ForFleet(fleet string) *Observed {
+	out := *o
+	out.Containers, out.Volumes, out.Networks = nil, nil, nil
+	for _, name := range o.Boxes() {
+		r := o.Of(name)
+		if r.HeldBy(fleet) != "" {
+			continue
+		}
+		out.Containers = append(out.Containers, r.Containers...)
+		out.Volumes = append(out.Volumes, r.Volumes...)
+		out.Networks = append(out.Networks, r.Networks...)
+	}
+	out.Sort()
+	return &out
 }
 
 // Sort puts every list in a stable order, so snapshots compare and hash equal.

@@ -33,13 +33,18 @@ var (
 )
 
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
-// image, config, missing, dead, duplicate, replace, token, undeclared.
+// created, paused, image, config, missing, nocontainers, dead, restarting,
+// exited, network, disconnected, published, volume, duplicate, replace,
+// token, undeclared.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
 	Field   string `json:"field,omitempty"`
 	Old     string `json:"old,omitempty"`
 	New     string `json:"new,omitempty"`
+	// ExitCode and Restarts describe a container that crashed (restarting, exited).
+	ExitCode int `json:"exit_code,omitempty"`
+	Restarts int `json:"restarts,omitempty"`
 }
 
 func (r Reason) String() string {
@@ -57,8 +62,29 @@ func (r Reason) String() string {
 			return fmt.Sprintf("%s: compose configuration changed (config hash %s → %s)", r.Service, short(r.Old), short(r.New))
 		}
 		return fmt.Sprintf("%s: %s → %s", r.Field, orNone(r.Old), orNone(r.New))
+	case "created":
+		return fmt.Sprintf("%s: created, never started", r.Service)
+	case "paused":
+		return fmt.Sprintf("%s is paused", r.Service)
 	case "missing":
 		return fmt.Sprintf("container %s is missing", r.Service)
+	case "nocontainers":
+		return "containers were never created, or were removed since (volumes kept)"
+	case "restarting":
+		return fmt.Sprintf("%s is restarting (%s)", r.Service, r.crash())
+	case "exited":
+		return fmt.Sprintf("%s exited on its own (%s)", r.Service, r.crash())
+	case "network":
+		return fmt.Sprintf("network %s is missing", r.Old)
+	case "disconnected":
+		return fmt.Sprintf("%s is not connected to network %s", r.Service, r.Old)
+	case "published":
+		return fmt.Sprintf("%s published on %s, declared %s", r.Service, orNone(r.Old), r.New)
+	case "volume":
+		if r.New != "" {
+			return fmt.Sprintf("volume %s is missing: %s", r.Old, r.New)
+		}
+		return fmt.Sprintf("volume %s is missing", r.Old)
 	case "dead":
 		return fmt.Sprintf("container %s is %s", r.Service, r.Old)
 	case "duplicate":
@@ -71,6 +97,26 @@ func (r Reason) String() string {
 		return "box is no longer declared in boxes.yaml"
 	}
 	return r.Kind
+}
+
+func (r Reason) crash() string {
+	var parts []string
+	// A loop caught while the container runs for an instant has no exit
+	// code to show; a real exit 0 followed by restarts shows none either.
+	if r.ExitCode != 0 || r.Restarts == 0 {
+		parts = append(parts, fmt.Sprintf("exit %d", r.ExitCode))
+	}
+	if r.Old != "" {
+		parts = append(parts, r.Old) // killed for memory, or Docker's start error
+	}
+	switch r.Restarts {
+	case 0:
+	case 1:
+		parts = append(parts, "1 restart")
+	default:
+		parts = append(parts, fmt.Sprintf("%d restarts", r.Restarts))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {
@@ -128,6 +174,8 @@ type NamedID struct {
 type DeletedVolume struct {
 	Name string `json:"name"`
 	Size int64  `json:"size"`
+	// Unread says why the size could not be read, when it could not.
+	Unread string `json:"size_unread,omitempty"`
 }
 
 // Plan is the whole decision: one BoxPlan per declared or observed box, sorted by name.
@@ -171,6 +219,31 @@ func (p *Plan) Summary() Summary {
 	return s
 }
 
+// Stable is the plan without what changes on its own while nothing is done
+// (a crash-looping container's restart count, a volume's size), for a saved plan's
+// fingerprint: such a plan stays applicable while the count grows.
+func (p *Plan) Stable() *Plan {
+	out := *p
+	out.Boxes = make([]BoxPlan, len(p.Boxes))
+	for i, b := range p.Boxes {
+		b.Reasons = append([]Reason(nil), b.Reasons...)
+		for j := range b.Reasons {
+			b.Reasons[j].Restarts = 0
+		}
+		// A box being deleted may still write to its volumes.
+		if b.Delete != nil {
+			d := *b.Delete
+			d.Volumes = make([]DeletedVolume, len(b.Delete.Volumes))
+			for j, v := range b.Delete.Volumes {
+				d.Volumes[j] = DeletedVolume{Name: v.Name}
+			}
+			b.Delete = &d
+		}
+		out.Boxes[i] = b
+	}
+	return &out
+}
+
 // Changes reports whether the plan does anything.
 func (p *Plan) Changes() bool { return p.Summary().NoOp != len(p.Boxes) }
 
@@ -198,8 +271,6 @@ type Input struct {
 	Replace map[string]bool
 	// Target limits the plan to these boxes; empty means every box.
 	Target map[string]bool
-	// VolumeSizes maps host → volume name → bytes, for deletes.
-	VolumeSizes map[string]map[string]int64
 	// Backups maps a box to its newest archive path.
 	Backups map[string]string
 }
@@ -229,7 +300,7 @@ func NewPlan(in Input) (*Plan, error) {
 		if _, ok := declared[name]; ok {
 			continue
 		}
-		if !observedAnywhere(in.Observed, name) {
+		if !observedAnywhere(in.Observed, in.Config.Fleet, name) {
 			return nil, fmt.Errorf("--target %s: no such box in boxes.yaml or on any engine", name)
 		}
 	}
@@ -251,12 +322,16 @@ func NewPlan(in Input) (*Plan, error) {
 	if err := conflicts(in, declared); err != nil {
 		return nil, err
 	}
+	if err := heldByOtherFleets(in); err != nil {
+		return nil, err
+	}
+	fleet := in.Config.Fleet
 
 	for _, b := range in.Config.Boxes {
 		if !in.targeted(b.Name) {
 			continue
 		}
-		if other := observedElsewhere(in.Observed, b.Name, b.Host); other != "" {
+		if other := observedElsewhere(in.Observed, fleet, b.Name, b.Host); other != "" {
 			return nil, fmt.Errorf("box %s is declared on %s but exists on %s: moving a box between hosts is not supported yet; put host: back, or save it and load it on the new host", b.Name, HostLabel(b.Host), HostLabel(other))
 		}
 		bp, err := planDeclared(in, b)
@@ -266,22 +341,47 @@ func NewPlan(in Input) (*Plan, error) {
 		p.Boxes = append(p.Boxes, bp)
 	}
 
+	for _, d := range deletions(in) {
+		p.Boxes = append(p.Boxes, planDelete(in, d.host, d.name, d.r))
+	}
+	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
+	return p, nil
+}
+
+type deletion struct {
+	host, name string
+	r          Resources
+}
+
+// deletions are the boxes a plan deletes: undeclared, targeted, and carrying
+// this fleet's label. Another fleet's box is none of this fleet's business,
+// and one made before fleets existed is left to boxes rm.
+func deletions(in Input) []deletion {
+	declared := map[string]bool{}
+	for _, b := range in.Config.Boxes {
+		declared[b.Name] = true
+	}
+	fleet := in.Config.Fleet
 	hosts := make([]string, 0, len(in.Observed))
 	for h := range in.Observed {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
+	var out []deletion
 	for _, host := range hosts {
 		o := in.Observed[host]
 		for _, name := range o.Boxes() {
-			if _, ok := declared[name]; ok || !in.targeted(name) {
+			if declared[name] || !in.targeted(name) {
 				continue
 			}
-			p.Boxes = append(p.Boxes, planDelete(in, host, name, o.Of(name)))
+			r := o.Of(name)
+			if !r.Owned(fleet) || r.HeldBy(fleet) != "" {
+				continue
+			}
+			out = append(out, deletion{host, name, r})
 		}
 	}
-	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
-	return p, nil
+	return out
 }
 
 func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
@@ -313,23 +413,87 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		return bp, nil
 	}
 
-	running := 0
-	for _, c := range r.Containers {
-		if isRunning(c.State) {
-			running++
-		}
-	}
 	switch {
-	case b.State == spec.Running && running < len(r.Containers):
-		bp.Action = Start
-		bp.Reasons = []Reason{{Kind: "state", Old: string(spec.Stopped), New: string(spec.Running)}}
-	case b.State == spec.Stopped && running > 0:
+	case b.State == spec.Running:
+		if reasons := startReasons(r); len(reasons) > 0 {
+			bp.Action = Start
+			bp.Reasons = reasons
+			return bp, nil
+		}
+	case anyRunning(r):
 		bp.Action = Stop
 		bp.Reasons = []Reason{{Kind: "state", Old: string(spec.Running), New: string(spec.Stopped)}}
-	default:
-		bp.Action = NoOp
+		return bp, nil
 	}
+	bp.Action = NoOp
 	return bp, nil
+}
+
+// startReasons say why a box declared running needs a start: containers
+// stopped (by boxes stop or docker compose stop), created by an apply that
+// was cut short before it started them, or paused.
+func startReasons(r Resources) []Reason {
+	var reasons []Reason
+	stopped := false
+	for _, service := range []string{compose.AgentService, compose.ExecutorService} {
+		c, _ := r.Container(service)
+		switch c.State {
+		case "created":
+			reasons = append(reasons, Reason{Kind: "created", Service: service})
+		case "paused":
+			reasons = append(reasons, Reason{Kind: "paused", Service: service})
+		case "exited":
+			stopped = true
+		}
+	}
+	if stopped {
+		reasons = append([]Reason{{Kind: "state", Old: string(spec.Stopped), New: string(spec.Running)}}, reasons...)
+	}
+	return reasons
+}
+
+func anyRunning(r Resources) bool {
+	for _, c := range r.Containers {
+		if isRunning(c.State) {
+			return true
+		}
+	}
+	return false
+}
+
+// Troubled reports whether a container is restarting or exited with a code
+// that a stop does not give, so that observing reads its restart count.
+func Troubled(c Container) bool {
+	return c.State == "restarting" || (c.State == "exited" && !stopExit(c.ExitCode))
+}
+
+// stopExit reports whether code is what a container stopped from outside
+// exits with: 0 (clean), 130, 137, 143 (SIGINT, SIGKILL, SIGTERM from
+// docker stop, compose stop or boxes stop). Anything else, an OOM kill or a
+// start error, is a crash.
+func stopExit(code int) bool {
+	return code == 0 || code == 130 || code == 137 || code == 143
+}
+
+// crashReason is the reason a container of a box declared running must be
+// replaced because it crashed, if it did.
+func crashReason(c Container) (Reason, bool) {
+	r := Reason{Service: c.Service, ExitCode: c.ExitCode, Restarts: c.Restarts}
+	switch {
+	case c.OOMKilled:
+		r.Old = "killed for lack of memory"
+	case c.Error != "":
+		r.Old = c.Error
+	}
+	switch {
+	case c.State == "restarting":
+		r.Kind = "restarting"
+	case c.State == "exited" && (c.OOMKilled || c.Error != "" || !stopExit(c.ExitCode)):
+		r.Kind = "exited"
+	default:
+		return Reason{}, false
+	}
+	return r, true
 }
 
 // recreateReasons lists why a box's containers must be replaced; none means they can stay.
@@ -355,8 +519,21 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		reasons = append(reasons, Reason{Kind: "token"})
 	}
 
+	if len(r.Containers) == 0 {
+		// Volumes or a network without containers: an apply cut short
+		// before compose created them, or someone removed them.
+		reasons = append(reasons, Reason{Kind: "nocontainers"})
+	}
+	network := compose.NetworkName(b.Name)
+	haveNetwork := hasNetwork(r, network)
+	if !haveNetwork && len(r.Containers) > 0 {
+		reasons = append(reasons, Reason{Kind: "network", Old: network})
+	}
 	named := map[string]bool{}
 	for _, service := range []string{compose.AgentService, compose.ExecutorService} {
+		if len(r.Containers) == 0 {
+			break
+		}
 		var cs []Container
 		for _, c := range r.Containers {
 			if c.Service == service {
@@ -375,6 +552,19 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		if c.State == "dead" || c.State == "removing" {
 			reasons = append(reasons, Reason{Kind: "dead", Service: service, Old: c.State})
 			continue
+		}
+		if b.State == spec.Running {
+			if crash, ok := crashReason(c); ok {
+				reasons = append(reasons, crash)
+			}
+		}
+		if haveNetwork && !contains(c.Networks, network) {
+			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
+		}
+		if service == compose.ExecutorService && c.State == "running" {
+			if got, want, ok := publishedDrift(b, c); ok {
+				reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
+			}
 		}
 		if c.Image != in.Image {
 			if !hasKind(reasons, "image") {
@@ -399,11 +589,97 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		}
 	}
 	for _, vol := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		if !hasVolume(r, compose.VolumeName(b.Name, vol)) && len(r.Containers) > 0 {
-			reasons = append(reasons, Reason{Kind: "missing", Service: "volume " + vol})
+		name := compose.VolumeName(b.Name, vol)
+		if hasVolume(r, name) || len(r.Containers) == 0 {
+			continue
+		}
+		switch {
+		case vol == compose.ExecutorVolume:
+			reasons = append(reasons, Reason{Kind: "volume", Old: name, New: "Executor's scratch space, made again empty"})
+		case in.Replace[b.Name]:
+			reasons = append(reasons, Reason{Kind: "volume", Old: name, New: "the box starts with an empty /data (--replace)"})
+		default:
+			// The agent volume is the box: never recreate silently over its loss.
+			return nil, &MissingVolumeError{Box: b.Name, Volume: name}
 		}
 	}
 	return reasons, nil
+}
+
+// ErrVolumeMissing is a box whose containers exist without its data volume.
+var ErrVolumeMissing = errors.New("the box's data volume is missing")
+
+// MissingVolumeError names the box and the volume; a plan stops on it
+// rather than recreate the box over an empty /data.
+type MissingVolumeError struct{ Box, Volume string }
+
+func (e *MissingVolumeError) Error() string {
+	return fmt.Sprintf("volume %s is missing while the containers of box %s exist: recreating would start it with an empty /data (restore it with boxes rm %s then boxes load FILE %s, or pass --replace %s to recreate it empty)",
+		e.Volume, e.Box, e.Box, e.Box, e.Box)
+}
+
+func (e *MissingVolumeError) Unwrap() error { return ErrVolumeMissing }
+
+// publishedDrift compares where a running executor is published with what
+// boxes.yaml declares: the bind address, and the port when it is fixed.
+func publishedDrift(b spec.Box, c Container) (got, want string, drift bool) {
+	want = hostPort(b.Executor.Bind, "auto")
+	if b.Executor.Port != 0 {
+		want = hostPort(b.Executor.Bind, strconv.Itoa(b.Executor.Port))
+	}
+	var seen []string
+	ok := len(c.Ports) > 0
+	for _, p := range c.Ports {
+		if p.ContainerPort != compose.ExecutorPort {
+			continue
+		}
+		seen = append(seen, hostPort(p.HostIP, strconv.Itoa(p.HostPort)))
+		if !sameBind(p.HostIP, b.Executor.Bind) || (b.Executor.Port != 0 && p.HostPort != b.Executor.Port) {
+			ok = false
+		}
+	}
+	if len(seen) == 0 {
+		ok = false
+	}
+	if ok {
+		return "", "", false
+	}
+	return strings.Join(seen, ", "), want, true
+}
+
+// sameBind reports whether Docker's listed host IP is the declared bind: a
+// wildcard bind is listed once per address family.
+func sameBind(listed, declared string) bool {
+	if listed == declared {
+		return true
+	}
+	wild := func(s string) bool { return s == "0.0.0.0" || s == "::" || s == "" }
+	return wild(listed) && wild(declared)
+}
+
+func hostPort(ip, port string) string {
+	if strings.Contains(ip, ":") {
+		return "[" + ip + "]:" + port
+	}
+	return ip + ":" + port
+}
+
+func hasNetwork(r Resources, name string) bool {
+	for _, n := range r.Networks {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func desiredHashes(in Input, b spec.Box, token string, hostPort int) (map[string]string, error) {
@@ -430,11 +706,7 @@ func planDelete(in Input, host, name string, r Resources) BoxPlan {
 		d.Networks = append(d.Networks, NamedID{Name: n.Name, ID: n.ID})
 	}
 	for _, v := range r.Volumes {
-		size := int64(-1)
-		if s, ok := in.VolumeSizes[host][v.Name]; ok {
-			size = s
-		}
-		d.Volumes = append(d.Volumes, DeletedVolume{Name: v.Name, Size: size})
+		d.Volumes = append(d.Volumes, DeletedVolume{Name: v.Name, Size: -1, Unread: "not measured"})
 	}
 	return BoxPlan{Name: name, Host: host, Action: Delete, Reasons: []Reason{{Kind: "undeclared"}}, Delete: d}
 }
@@ -482,23 +754,57 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return ErrUnmanagedConflict }
 
-func observedAnywhere(obs map[string]*Observed, name string) bool {
+func observedAnywhere(obs map[string]*Observed, fleet, name string) bool {
 	for _, o := range obs {
-		if !o.Of(name).Empty() {
+		if r := o.Of(name); r.Owned(fleet) && r.HeldBy(fleet) == "" {
 			return true
 		}
 	}
 	return false
 }
 
-func observedElsewhere(obs map[string]*Observed, name, host string) string {
+// ErrHeldByFleet is a declared box whose name another fleet holds on that engine.
+var ErrHeldByFleet = errors.New("box name held by another fleet")
+
+// FleetConflictError names each declared box another fleet holds, and where.
+type FleetConflictError struct {
+	Fleet string
+	Boxes []string
+}
+
+func (e *FleetConflictError) Error() string {
+	return fmt.Sprintf("fleet %s declares boxes that other fleets hold: %s; rename them in boxes.yaml (boxes never touches another fleet's box)", e.Fleet, strings.Join(e.Boxes, "; "))
+}
+
+func (e *FleetConflictError) Unwrap() error { return ErrHeldByFleet }
+
+// heldByOtherFleets fails when a targeted declared box's name is held on its
+// engine by a box of another fleet.
+func heldByOtherFleets(in Input) error {
+	var found []string
+	for _, b := range in.Config.Boxes {
+		o := in.Observed[b.Host]
+		if o == nil || !in.targeted(b.Name) {
+			continue
+		}
+		if other := o.Of(b.Name).HeldBy(in.Config.Fleet); other != "" {
+			found = append(found, fmt.Sprintf("box %s is fleet %s's on %s", b.Name, other, HostLabel(b.Host)))
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &FleetConflictError{Fleet: in.Config.Fleet, Boxes: found}
+}
+
+func observedElsewhere(obs map[string]*Observed, fleet, name, host string) string {
 	hosts := make([]string, 0, len(obs))
 	for h := range obs {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
 	for _, h := range hosts {
-		if h != host && !obs[h].Of(name).Empty() {
+		if r := obs[h].Of(name); h != host && !r.Empty() && r.HeldBy(fleet) == "" {
 			return h
 		}
 	}

@@ -19,7 +19,10 @@ const (
 	oldImage   = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	testToken  = "tok-0123456789abcdef0123456789abcdef"
 	testConfig = "/srv/boxes/boxes.yaml"
-	gib        = 1 << 30
+	testFleet  = "team-a"
+	// autoPort is the port Docker picked for a running executor with port: auto.
+	autoPort = 49200
+	gib      = 1 << 30
 )
 
 func testBox(name string) spec.Box {
@@ -36,7 +39,7 @@ func testBox(name string) spec.Box {
 }
 
 func testCfg(boxes ...spec.Box) *spec.Config {
-	return &spec.Config{Path: testConfig, Version: 1, Boxes: boxes}
+	return &spec.Config{Path: testConfig, Version: 1, Fleet: testFleet, Boxes: boxes}
 }
 
 // hashesFor is what the planner computes for b: the same compose.Input.
@@ -60,10 +63,23 @@ func hashesFor(t *testing.T, b spec.Box, image string, hostPort int) map[string]
 	return h
 }
 
-// observeBox adds every resource of b, as created from image with hashes, to o.
+// observeBox adds every resource of b, as created from image with hashes, to
+// o, the way Docker lists them: in b's fleet (testFleet when b names none),
+// connected to the box's network, a running executor published on hostPort
+// (autoPort when 0 and b's port is auto).
 func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state string, hostPort int) {
 	t.Helper()
+	fleet := b.Fleet
+	if fleet == "" {
+		fleet = testFleet
+	}
 	hashes := hashesFor(t, b, image, 0)
+	if hostPort == 0 && state == "running" {
+		hostPort = b.Executor.Port
+		if hostPort == 0 {
+			hostPort = autoPort
+		}
+	}
 	for _, svc := range []string{compose.AgentService, compose.ExecutorService} {
 		labels := compose.Labels(b.Name)
 		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
@@ -73,9 +89,12 @@ func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state st
 			Box:        b.Name,
 			Service:    svc,
 			Image:      image,
+			Fleet:      fleet,
 			State:      state,
 			ConfigHash: hashes[svc],
 			Labels:     labels,
+			Networks:   []string{compose.NetworkName(b.Name)},
+			Mounts:     []reconcile.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}},
 		}
 		if svc == compose.ExecutorService && hostPort != 0 {
 			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
@@ -83,9 +102,16 @@ func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state st
 		o.Containers = append(o.Containers, c)
 	}
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Labels: compose.Labels(b.Name), Size: -1})
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name), Size: -1})
 	}
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Labels: compose.Labels(b.Name)})
+	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
+}
+
+func volumeOf(service string) string {
+	if service == compose.AgentService {
+		return compose.AgentVolume
+	}
+	return compose.ExecutorVolume
 }
 
 func emptyObserved() *reconcile.Observed {
@@ -125,7 +151,7 @@ func TestNewPlan(t *testing.T) {
 				observeBox(t, o, testBox("web"), testImage, "running", 0)
 				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 			},
-			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.NoOp, State: spec.Running}},
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.NoOp, HostPort: autoPort, State: spec.Running}},
 		},
 		{
 			name: "exited and declared running starts",
@@ -144,7 +170,7 @@ func TestNewPlan(t *testing.T) {
 				observeBox(t, o, stopped, testImage, "running", 0)
 				return reconcile.Input{Config: testCfg(stopped), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 			},
-			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Stop, State: spec.Stopped,
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Stop, HostPort: autoPort, State: spec.Stopped,
 				Reasons: []reconcile.Reason{{Kind: "state", Old: "running", New: "stopped"}}}},
 		},
 		{
@@ -154,7 +180,7 @@ func TestNewPlan(t *testing.T) {
 				observeBox(t, o, testBox("web"), oldImage, "running", 0)
 				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 			},
-			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running, HostPort: autoPort,
 				Reasons: []reconcile.Reason{{Kind: "image", Old: oldImage, New: testImage}}}},
 		},
 		{
@@ -164,7 +190,7 @@ func TestNewPlan(t *testing.T) {
 				observeBox(t, o, testBox("web"), testImage, "running", 0) // old env TZ=UTC
 				return reconcile.Input{Config: testCfg(changed), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 			},
-			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running, HostPort: autoPort,
 				Reasons: []reconcile.Reason{{Kind: "config", Field: "env.TZ", Old: "UTC", New: "Europe/Berlin"}}}},
 		},
 		{
@@ -192,7 +218,7 @@ func TestNewPlan(t *testing.T) {
 				return reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o),
 					Tokens: map[string]string{"web": testToken}, Replace: map[string]bool{"web": true}}
 			},
-			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running,
+			want: []reconcile.BoxPlan{{Name: "web", Action: reconcile.Recreate, State: spec.Running, HostPort: autoPort,
 				Reasons: []reconcile.Reason{{Kind: "replace"}}}},
 		},
 		{
@@ -201,8 +227,7 @@ func TestNewPlan(t *testing.T) {
 				o := emptyObserved()
 				observeBox(t, o, testBox("old"), testImage, "running", 0)
 				return reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o),
-					VolumeSizes: map[string]map[string]int64{"": {compose.VolumeName("old", compose.AgentVolume): 3 * gib}},
-					Backups:     map[string]string{"old": "backups/old-2026-01-01.tar.age"}}
+					Backups: map[string]string{"old": "backups/old-2026-01-01.tar.age"}}
 			},
 			want: []reconcile.BoxPlan{{Name: "old", Action: reconcile.Delete,
 				Reasons: []reconcile.Reason{{Kind: "undeclared"}},
@@ -213,8 +238,8 @@ func TestNewPlan(t *testing.T) {
 					},
 					Networks: []reconcile.NamedID{{Name: "hbl-old_default", ID: "net-old"}},
 					Volumes: []reconcile.DeletedVolume{
-						{Name: "hbl-old_agent-data", Size: 3 * gib},
-						{Name: "hbl-old_exec-data", Size: -1},
+						{Name: "hbl-old_agent-data", Size: -1, Unread: "not measured"},
+						{Name: "hbl-old_exec-data", Size: -1, Unread: "not measured"},
 					},
 					Backup: "backups/old-2026-01-01.tar.age",
 				}}},
@@ -474,4 +499,123 @@ func TestLockBox(t *testing.T) {
 	if _, err := reconcile.LockBox(cfg, "a", "boxes enter"); !errors.Is(err, reconcile.ErrLocked) {
 		t.Errorf("same box lock: err = %v", err)
 	}
+}
+
+// inFleet is b as boxes.yaml of fleet would declare it.
+func inFleet(b spec.Box, fleet string) spec.Box {
+	b.Fleet = fleet
+	return b
+}
+
+// unlabelled strips the fleet label from box name's resources, as boxes
+// made before fleets existed have none.
+func unlabelled(o *reconcile.Observed, name string) {
+	for i := range o.Containers {
+		if o.Containers[i].Box == name {
+			o.Containers[i].Fleet = ""
+		}
+	}
+	for i := range o.Volumes {
+		if o.Volumes[i].Box == name {
+			o.Volumes[i].Fleet = ""
+		}
+	}
+	for i := range o.Networks {
+		if o.Networks[i].Box == name {
+			o.Networks[i].Fleet = ""
+		}
+	}
+}
+
+func TestNewPlanFleets(t *testing.T) {
+	t.Run("another fleet's boxes are invisible", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, inFleet(testBox("theirs"), "team-b"), testImage, "running", 0)
+		observeBox(t, o, testBox("web"), testImage, "running", 0)
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []reconcile.BoxPlan{{Name: "web", Action: reconcile.NoOp, State: spec.Running, HostPort: autoPort}}
+		if !reflect.DeepEqual(p.Boxes, want) {
+			t.Errorf("boxes = %+v, want only web as a no-op", p.Boxes)
+		}
+	})
+	t.Run("a name another fleet holds is an error naming it", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, inFleet(testBox("web"), "team-b"), testImage, "running", 0)
+		_, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}})
+		if !errors.Is(err, reconcile.ErrHeldByFleet) {
+			t.Fatalf("err = %v, want ErrHeldByFleet", err)
+		}
+		if !strings.Contains(err.Error(), "box web is fleet team-b's on the local engine") {
+			t.Errorf("err %q does not name the box, the fleet and the engine", err)
+		}
+	})
+	t.Run("the same name on another engine is no conflict", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, inFleet(testBox("web"), "team-b"), testImage, "running", 0)
+		far := testBox("web")
+		far.Host = "far"
+		obs := map[string]*reconcile.Observed{"": o, "far": emptyObserved()}
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(far), Image: testImage, Observed: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.Create || p.Boxes[0].Host != "far" {
+			t.Errorf("boxes = %+v, want web created on far", p.Boxes)
+		}
+	})
+	t.Run("a box made before fleets belongs to the fleet declaring it", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, testBox("web"), testImage, "running", 0)
+		unlabelled(o, "web")
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.NoOp {
+			t.Errorf("boxes = %+v, want web as a no-op", p.Boxes)
+		}
+	})
+	t.Run("a box made before fleets that no fleet declares is left alone", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, testBox("legacy"), testImage, "running", 0)
+		unlabelled(o, "legacy")
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Boxes) != 0 {
+			t.Errorf("boxes = %+v, want nothing planned for legacy", p.Boxes)
+		}
+		in := reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o), Target: map[string]bool{"legacy": true}}
+		if _, err := reconcile.NewPlan(in); err == nil {
+			t.Error("--target legacy planned a box the fleet does not own")
+		}
+	})
+	t.Run("an undeclared box half labelled by this fleet is deleted whole", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, testBox("old"), testImage, "running", 0)
+		for i := range o.Volumes { // volumes from before fleets, containers recreated since
+			o.Volumes[i].Fleet = ""
+		}
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(), Image: testImage, Observed: obsMap(o)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.Delete || len(p.Boxes[0].Delete.Volumes) != 2 {
+			t.Errorf("boxes = %+v, want old deleted with both volumes", p.Boxes)
+		}
+	})
+	t.Run("a snapshot for a fleet drops only other fleets", func(t *testing.T) {
+		o := emptyObserved()
+		observeBox(t, o, inFleet(testBox("theirs"), "team-b"), testImage, "running", 0)
+		observeBox(t, o, testBox("web"), testImage, "running", 0)
+		observeBox(t, o, testBox("legacy"), testImage, "running", 0)
+		unlabelled(o, "legacy")
+		if got := o.ForFleet(testFleet).Boxes(); !reflect.DeepEqual(got, []string{"legacy", "web"}) {
+			t.Errorf("ForFleet boxes = %v", got)
+		}
+	})
 }

@@ -99,7 +99,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		fmt.Fprintf(w, "%s box %q\n", paint(b.Action, fmt.Sprintf("%3s", symbols[b.Action])), b.Name)
 		for _, r := range b.Reasons {
 			line := "      " + r.String()
-			if b.Action == Recreate && r.Kind != "replace" && r.Kind != "missing" && r.Kind != "duplicate" && r.Kind != "dead" {
+			if b.Action == Recreate && forcesReplacement[r.Kind] {
 				line += " # forces replacement"
 			}
 			fmt.Fprintln(w, line)
@@ -117,6 +117,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 	}
 	fmt.Fprintf(w, "\n%s\n", summary)
 }
+
+// forcesReplacement are the reasons that are a changed attribute (Terraform's
+// "# forces replacement"), rather than a box found broken.
+var forcesReplacement = map[string]bool{"image": true, "config": true, "token": true, "published": true}
 
 func (p *Plan) count(a Action) int {
 	n := 0
@@ -137,7 +141,11 @@ func (d *Deletion) lines() []string {
 		out = append(out, "network "+n.Name)
 	}
 	for _, v := range d.Volumes {
-		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, HumanSize(v.Size)))
+		size := HumanSize(v.Size)
+		if v.Size < 0 && v.Unread != "" {
+			size = "size not read: " + v.Unread
+		}
+		out = append(out, fmt.Sprintf("volume %s (%s)", v.Name, size))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -56,20 +57,24 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 
 	observeBox(t, local, testBox("old"), testImage, "running", 0)
 
-	p, err := reconcile.NewPlan(reconcile.Input{
+	in := reconcile.Input{
 		Config:   testCfg(fresh, idle, same, web),
 		Image:    testImage,
 		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"web": testToken, "idle": testToken, "same": testToken},
-		VolumeSizes: map[string]map[string]int64{"": {
-			compose.VolumeName("old", compose.AgentVolume):    1536 * 1024 * 1024,
-			compose.VolumeName("old", compose.ExecutorVolume): 512,
-		}},
-		Backups: map[string]string{"old": "backups/old-2026-12-01.tar.age"},
+		Backups:  map[string]string{"old": "backups/old-2026-12-01.tar.age"},
+	}
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer {
+		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{
+			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
+			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
+		}}
 	})
+	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
+	p.SetVolumeSizes(sizes())
 	s := p.Summary()
 	if s != (reconcile.Summary{Create: 1, Recreate: 1, Start: 1, Delete: 1, NoOp: 1}) {
 		t.Fatalf("summary = %+v", s)

@@ -85,14 +85,14 @@ func ReadSaved(path, shown string) (*Saved, error) {
 // options: both must have the fingerprint the file carries, so that neither
 // a change to the files or the boxes nor an edit of the file's actions goes
 // unnoticed. files and observed are what now was made from.
-func (s *Saved) Fresh(file string, files map[string]string, observed map[string]*Observed, now *Plan) error {
-	if Fingerprint(files, observed, s.Plan) != s.Fingerprint {
-		if Fingerprint(files, observed, now) == s.Fingerprint {
+func (s *Saved) Fresh(file string, files map[string]string, fleet string, observed map[string]*Observed, now *Plan) error {
+	if Fingerprint(files, fleet, observed, s.Plan) != s.Fingerprint {
+		if Fingerprint(files, fleet, observed, now) == s.Fingerprint {
 			return &StaleError{File: file, Edited: true}
 		}
 		return &StaleError{File: file}
 	}
-	if Fingerprint(files, observed, now) != s.Fingerprint {
+	if Fingerprint(files, fleet, observed, now) != s.Fingerprint {
 		return &StaleError{File: file}
 	}
 	return nil
@@ -102,41 +102,36 @@ func (s *Saved) Fresh(file string, files map[string]string, observed map[string]
 // files' bytes, every labelled resource and the plan's actions. Fields that
 // change on their own (volume sizes, health, the newest backup) are left
 // out, so a plan stays fresh while a box it deletes writes a byte.
-func Fingerprint(files map[string]string, observed map[string]*Observed, p *Plan) string {
+func Fingerprint(files map[string]string, fleet string, observed map[string]*Observed, p *Plan) string {
 	type seen struct {
 		Files    map[string]string    `json:"files"`
 		Observed map[string]*Observed `json:"observed"`
 		Plan     *Plan                `json:"plan"`
 	}
+	// Only this fleet's resources count: another fleet's apply must not make
+	// this fleet's saved plan stale.
 	strip := map[string]*Observed{}
 	for h, o := range observed {
-		c := *o
+		c := o.ForFleet(fleet)
 		c.Unmanaged = Unmanaged{}
-		c.Volumes = make([]Volume, len(o.Volumes))
-		for i, v := range o.Volumes {
+		vols := make([]Volume, len(c.Volumes))
+		for i, v := range c.Volumes {
 			v.Size = 0
-			c.Volumes[i] = v
+			vols[i] = v
 		}
-		strip[h] = &c
+		c.Volumes = vols
+		strip[h] = c
 	}
 	var plan *Plan
 	if p != nil {
-		cp := *p
-		cp.Boxes = make([]BoxPlan, len(p.Boxes))
-		for i, b := range p.Boxes {
+		plan = p.Stable()
+		for i, b := range plan.Boxes {
 			if b.Delete != nil {
 				d := *b.Delete
 				d.Backup = ""
-				d.Volumes = make([]DeletedVolume, len(b.Delete.Volumes))
-				for j, v := range b.Delete.Volumes {
-					v.Size = 0
-					d.Volumes[j] = v
-				}
-				b.Delete = &d
+				plan.Boxes[i].Delete = &d
 			}
-			cp.Boxes[i] = b
 		}
-		plan = &cp
 	}
 	data, _ := json.Marshal(seen{Files: files, Observed: strip, Plan: plan}) // plain data always marshals
 	sum := sha256.Sum256(data)

@@ -28,7 +28,7 @@ func TestSavedPlanRoundTripAndFreshness(t *testing.T) {
 	files, obs, p := savedFixture()
 	path := filepath.Join(t.TempDir(), "plan.json")
 	opts := reconcile.PlanOptions{Replace: []string{"alpha"}, Target: []string{"alpha", "old"}}
-	if err := reconcile.WriteSaved(path, reconcile.Fingerprint(files, obs, p), opts, p); err != nil {
+	if err := reconcile.WriteSaved(path, reconcile.Fingerprint(files, "", obs, p), opts, p); err != nil {
 		t.Fatal(err)
 	}
 	s, err := reconcile.ReadSaved(path, "plan.json")
@@ -38,7 +38,7 @@ func TestSavedPlanRoundTripAndFreshness(t *testing.T) {
 	if strings.Join(s.Options.Replace, ",") != "alpha" || len(s.Options.Target) != 2 {
 		t.Errorf("options did not survive: %+v", s.Options)
 	}
-	if err := s.Fresh("plan.json", files, obs, p); err != nil {
+	if err := s.Fresh("plan.json", files, "", obs, p); err != nil {
 		t.Errorf("an unchanged world: %v", err)
 	}
 
@@ -49,18 +49,18 @@ func TestSavedPlanRoundTripAndFreshness(t *testing.T) {
 	obs2[""].Containers[0].Healthy = false
 	p2.Boxes[1].Delete.Volumes[0].Size = 5000
 	p2.Boxes[1].Delete.Backup = "backups/old-2.tar.gz.age"
-	if err := s.Fresh("plan.json", files, obs2, p2); err != nil {
+	if err := s.Fresh("plan.json", files, "", obs2, p2); err != nil {
 		t.Errorf("volatile fields made the plan stale: %v", err)
 	}
 
 	// A changed file or container makes it stale.
 	stale := map[string]string{"boxes.yaml": "cc", "boxes.lock": "bb"}
-	if err := s.Fresh("plan.json", stale, obs, p); !errors.Is(err, reconcile.ErrStalePlan) {
+	if err := s.Fresh("plan.json", stale, "", obs, p); !errors.Is(err, reconcile.ErrStalePlan) {
 		t.Errorf("changed boxes.yaml: %v", err)
 	}
 	_, obs3, _ := savedFixture()
 	obs3[""].Containers[0].State = "exited"
-	if err := s.Fresh("plan.json", files, obs3, p); !errors.Is(err, reconcile.ErrStalePlan) {
+	if err := s.Fresh("plan.json", files, "", obs3, p); !errors.Is(err, reconcile.ErrStalePlan) {
 		t.Errorf("changed container: %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestSavedPlanRoundTripAndFreshness(t *testing.T) {
 func TestSavedPlanEditedByHandIsRefused(t *testing.T) {
 	files, obs, p := savedFixture()
 	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := reconcile.WriteSaved(path, reconcile.Fingerprint(files, obs, p), reconcile.PlanOptions{}, p); err != nil {
+	if err := reconcile.WriteSaved(path, reconcile.Fingerprint(files, "", obs, p), reconcile.PlanOptions{}, p); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -83,7 +83,7 @@ func TestSavedPlanEditedByHandIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Fresh("plan.json", files, obs, p)
+	err = s.Fresh("plan.json", files, "", obs, p)
 	var stale *reconcile.StaleError
 	if !errors.As(err, &stale) || !stale.Edited || !errors.Is(err, reconcile.ErrStalePlan) {
 		t.Errorf("a hand-edited action: %v", err)

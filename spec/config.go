@@ -5,27 +5,58 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"filippo.io/age"
 	"gopkg.in/yaml.v3"
 )
 
+// Limits of env: what the kernel lets a process start with. A container
+// whose variables exceed them never starts ("argument list too long") and
+// Docker restarts it for ever.
+const (
+	// MaxEnvString is MAX_ARG_STRLEN (32 pages): one NAME=value with its NUL.
+	MaxEnvString = 128 << 10
+	// MaxEnvTotal is half of the 2 MiB that the usual 8 MiB stack leaves
+	// for arguments and environment together (ARG_MAX), the rest kept for
+	// the variables boxes sets and the entrypoint's arguments.
+	MaxEnvTotal = 1 << 20
+)
+
+// FormatBytes is n as people read it: 512 B, 128 KiB, 5.0 MiB.
+func FormatBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		if n%(1<<10) == 0 {
+			return fmt.Sprintf("%d KiB", n>>10)
+		}
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
 // DefaultBind is where a box's Executor is published unless boxes.yaml says otherwise.
 const DefaultBind = "127.0.0.1"
 
 var (
-	boxNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
-	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sizePattern    = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
+	boxNamePattern   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	fleetNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	envNamePattern   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sizePattern      = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
 )
 
 // Keys accepted at each level; the JSON Schema is built from the same lists.
 var (
-	topKeys      = []string{"version", "defaults", "boxes", "hosts", "archive"}
+	topKeys      = []string{"version", "fleet", "defaults", "boxes", "hosts", "archive"}
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env"}
 	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
@@ -45,6 +76,34 @@ func Load(path string) (*Config, error) {
 type parser struct {
 	file string
 	errs Errors
+	// ports are the executor port: values, by box ("" for defaults), so a
+	// clash points at the value.
+	ports map[string]*yaml.Node
+}
+
+// badUTF8 reports the first byte that is not UTF-8 at its line and column
+// (in characters, as editors count them): YAML would only say "invalid
+// UTF-8" without a position.
+func (p *parser) badUTF8(data []byte) bool {
+	if utf8.Valid(data) {
+		return false
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			col := utf8.RuneCount(data[start:i]) + 1
+			p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col,
+				Msg: fmt.Sprintf("byte 0x%02x is not UTF-8", data[i]), Hint: "save the file as UTF-8"})
+			return true
+		}
+		// Lines end as YAML ends them: \n, \r\n or a lone \r.
+		if r == '\n' || (r == '\r' && (i+1 == len(data) || data[i+1] != '\n')) {
+			line, start = line+1, i+1
+		}
+		i += size
+	}
+	return false
 }
 
 func (p *parser) errorf(n *yaml.Node, hint, format string, args ...any) {
@@ -60,6 +119,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	p := &parser{file: path}
 	if len(bytes.TrimSpace(data)) == 0 {
 		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
+		return nil, p.errs
+	}
+	if p.badUTF8(data) {
 		return nil, p.errs
 	}
 	var doc yaml.Node
@@ -88,6 +150,18 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	} else {
 		p.errorf(root, "add version: 1 at the top", "missing version")
+	}
+
+	if f, ok := top["fleet"]; ok {
+		if v, ok := p.str(f.value); ok {
+			if fleetNamePattern.MatchString(v) {
+				cfg.Fleet = v
+			} else {
+				p.errorf(f.value, "a fleet name is letters, digits, '.', '_' and '-', up to 63 of them, starting with a letter or digit", "bad fleet name %q", v)
+			}
+		}
+	} else {
+		cfg.Fleet, cfg.FleetImplied = FleetFromDir(path), true
 	}
 
 	defaults := Settings{Executor: Executor{Bind: DefaultBind}}
@@ -145,12 +219,39 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	sort.Slice(cfg.Boxes, func(i, j int) bool { return cfg.Boxes[i].Name < cfg.Boxes[j].Name })
+	for i := range cfg.Boxes {
+		cfg.Boxes[i].Fleet = cfg.Fleet
+	}
 	p.portClashes(cfg, top)
 
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
 	}
 	return cfg, nil
+}
+
+// FleetFromDir is the fleet of a boxes.yaml without fleet: the name of its
+// directory, made into a valid fleet name.
+func FleetFromDir(path string) string {
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, filepath.Base(dir))
+	name = strings.TrimLeft(name, "._-")
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	if name == "" {
+		return "default"
+	}
+	return name
 }
 
 func displayName(path string) string {
@@ -260,6 +361,12 @@ func (p *parser) int(n *yaml.Node) (int, bool) {
 type fieldSet map[string]bool
 
 func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
+	return p.settingsOf("", n, s, known)
+}
+
+// settingsOf parses the settings of box (or of defaults: box ""), recording
+// where its executor port is written.
+func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []string) fieldSet {
 	set := fieldSet{}
 	if !p.kind(n, yaml.MappingNode, "a mapping") {
 		return set
@@ -303,6 +410,10 @@ func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
 			set["executor.bind"] = true
 		}
 		if pt, ok := ef["port"]; ok {
+			if p.ports == nil {
+				p.ports = map[string]*yaml.Node{}
+			}
+			p.ports[box] = pt.value
 			switch {
 			case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
 				s.Executor.Port = 0
@@ -333,7 +444,20 @@ func (p *parser) settings(n *yaml.Node, s *Settings, known []string) fieldSet {
 				p.errorf(e.value, "quote it to pass it as a string", "env %s must be a scalar, found %s", name, describe(e.value))
 				continue
 			}
+			if n := len(name) + 1 + len(e.value.Value) + 1; n > MaxEnvString {
+				p.errorf(e.value, "pass big data as a file in the box (boxes exec NAME -- …) rather than in env:",
+					"env %s is %s; Linux cannot start a process with a variable over %s (NAME=value, MAX_ARG_STRLEN)", name, FormatBytes(int64(n)), FormatBytes(MaxEnvString))
+				continue
+			}
 			env[name] = e.value.Value
+		}
+		total := 0
+		for k, v := range env {
+			total += len(k) + 1 + len(v) + 1 + 8 // the string and its pointer
+		}
+		if total > MaxEnvTotal {
+			p.errorf(f.key, "pass big data as a file in the box rather than in env:",
+				"env: totals %s; boxes allows %s so that the box's own variables and arguments still fit the kernel's limit", FormatBytes(int64(total)), FormatBytes(MaxEnvTotal))
 		}
 		s.Env = env
 	}
@@ -357,7 +481,7 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 	if !p.kind(e.value, yaml.MappingNode, "a mapping of box settings") {
 		return b, false
 	}
-	p.settings(e.value, &b.Settings, boxKeys)
+	p.settingsOf(name, e.value, &b.Settings, boxKeys)
 	fields := map[string]entry{}
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		k := e.value.Content[i]
@@ -401,7 +525,9 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 }
 
 // portClashes reports two boxes publishing the same fixed port on one host
-// where their bind addresses overlap (a wildcard overlaps every address of its family).
+// where their bind addresses overlap (a wildcard overlaps every address of
+// its family), at the second box's port value (or the defaults' one both
+// inherit).
 func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 	boxesNode := map[string]*yaml.Node{}
 	if b, ok := top["boxes"]; ok && b.value.Kind == yaml.MappingNode {
@@ -414,7 +540,14 @@ func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 			if a.Executor.Port == 0 || a.Executor.Port != b.Executor.Port || a.Host != b.Host || !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
 				continue
 			}
-			p.errorf(boxesNode[a.Name], "give one of them another port, or port: auto",
+			at := p.ports[a.Name]
+			if at == nil {
+				at = p.ports[""]
+			}
+			if at == nil {
+				at = boxesNode[a.Name]
+			}
+			p.errorf(at, "give one of them another port, or port: auto",
 				"box %s publishes executor port %d on %s, which box %s (line %d) already uses", a.Name, a.Executor.Port, a.Executor.Bind, b.Name, b.Line)
 		}
 	}

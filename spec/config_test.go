@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -68,8 +69,14 @@ func TestParseErrors(t *testing.T) {
 		{"port type", "version: 1\nboxes:\n  a: {executor: {port: high}}\n", 3, 24, "port must be a number or auto", ""},
 		{"bind", "version: 1\nboxes:\n  a: {executor: {bind: localhost}}\n", 3, 24, "bind must be an IP address", ""},
 		{"recipient", "version: 1\narchive:\n  recipients: [age1nope]\n", 3, 16, `"age1nope" is not an age recipient (age1…)`, "age-keygen -y"},
-		{"port clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800}}\n", 4, 3, "already uses", "another port"},
-		{"wildcard clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800, bind: 0.0.0.0}}\n", 4, 3, "already uses", ""},
+		{"port clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800}}\n", 4, 24, "already uses", "another port"},
+		{"port clash in blocks", "version: 1\nboxes:\n  a:\n    executor:\n      port: 4800\n  b:\n    memory: 1GiB\n    executor:\n      port: 4800\n", 9, 13, "box b publishes executor port 4800 on 127.0.0.1, which box a (line 3) already uses", ""},
+		{"port clash from defaults", "version: 1\ndefaults:\n  executor: {port: 4800}\nboxes:\n  a: {}\n  b: {}\n", 3, 20, "box b publishes executor port 4800", ""},
+		{"non-UTF-8", "version: 1\nboxes:\n  a: {env: {X: \"h\u00e9\xffllo\"}}\n", 3, 19, "byte 0xff is not UTF-8", "UTF-8"},
+		{"non-UTF-8 first line", "\xfe", 1, 1, "byte 0xfe is not UTF-8", ""},
+		{"env value too long", "version: 1\nboxes:\n  a:\n    env:\n      TZ: UTC\n      BIG: " + strings.Repeat("x", 128<<10) + "\n", 6, 12, "env BIG is 128.0 KiB; Linux cannot start a process with a variable over 128 KiB", "file"},
+		{"env total too big", "version: 1\nboxes:\n  a:\n    env:\n" + bigEnv(9, 120<<10) + "", 4, 5, "env: totals", ""},
+		{"wildcard clash", "version: 1\nboxes:\n  a: {executor: {port: 4800}}\n  b: {executor: {port: 4800, bind: 0.0.0.0}}\n", 4, 24, "already uses", ""},
 		{"undefined host", "version: 1\nboxes:\n  a: {host: nexus}\n", 3, 13, `host "nexus" is not defined`, "hosts:"},
 		{"env not scalar", "version: 1\nboxes:\n  a: {env: {X: [1]}}\n", 3, 16, "env X must be a scalar", ""},
 		{"env name", "version: 1\nboxes:\n  a: {env: {1X: y}}\n", 3, 13, "bad environment variable name", ""},
@@ -122,19 +129,23 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
-	f.Add([]byte("version: 1\nboxes:\n  alpha: {}\n"))
-	f.Add([]byte("version: 1\ndefaults: {memory: 4GiB, executor: {port: auto}}\nboxes: {a: {env: {X: 1}}}\n"))
-	f.Add([]byte("a: &x [*x]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := Parse("boxes.yaml", data)
-		var errs Errors
-		if err != nil && errors.As(err, &errs) {
-			for _, e := range errs {
-				if e.Line < 1 {
-					t.Fatalf("error without a line: %v", e)
-				}
-			}
-		}
-	})
+// bigEnv is n env lines of size bytes each, under a box's env: key.
+func bigEnv(n, size int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "      V%d: %s\n", i, strings.Repeat("x", size))
+	}
+	return b.String()
+}
+
+func TestHintsDoNotRepeatPositions(t *testing.T) {
+	_, err := Parse("boxes.yaml", []byte("version: 1\nboxes:\n  a: {memory: lots}\n  b: {memory: more}\n"))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatal(err)
+	}
+	hints := errs.HintLines()
+	if len(hints) != 1 || strings.Contains(hints[0], "boxes.yaml") || strings.Contains(hints[0], ":3:") {
+		t.Errorf("hints = %q, want one hint without a position", hints)
+	}
 }

@@ -29,12 +29,15 @@ func (es Errors) ErrorLines() []string {
 	return out
 }
 
-// HintLines are the hints of the errors that have one, as "file:line:col: hint".
+// HintLines are the hints of the errors that have one, each once. The error
+// line already says where; the hint says only what to do.
 func (es Errors) HintLines() []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, e := range es {
-		if e.Hint != "" {
-			out = append(out, fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Hint))
+		if e.Hint != "" && !seen[e.Hint] {
+			seen[e.Hint] = true
+			out = append(out, e.Hint)
 		}
 	}
 	return out

@@ -64,6 +64,9 @@ func LoadLock(path string) (*Lock, error) {
 // ParseLock validates boxes.lock content.
 func ParseLock(path string, data []byte) (*Lock, error) {
 	p := &parser{file: path}
+	if p.badUTF8(data) {
+		return nil, p.errs
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p.syntaxError(err)
@@ -77,8 +80,13 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	// mapping() reports duplicate and unknown keys with their positions before decoding.
 	// pin → its entry, and its fields' entries, for positions.
 	pinNodes := map[string]pinNode{}
+	// at is where a top-level or image field's value is written, for errors.
+	at := map[string]*yaml.Node{"": root}
 	if root.Kind == yaml.MappingNode {
 		top := p.mapping(root, []string{"version", "pins", "image"})
+		if v, ok := top["version"]; ok {
+			at["version"] = v.value
+		}
 		if pins, ok := top["pins"]; ok {
 			for name, e := range p.mapping(pins.value, PinNames) {
 				fields := []string{"package", "version", "integrity"}
@@ -89,7 +97,9 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 			}
 		}
 		if img, ok := top["image"]; ok {
-			p.mapping(img.value, []string{"id", "ref", "inputs", "built", "tools"})
+			for k, e := range p.mapping(img.value, []string{"id", "ref", "inputs", "built", "tools"}) {
+				at["image."+k] = e.value
+			}
 		}
 	}
 	var lf lockFile
@@ -102,7 +112,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		return nil, p.errs.sorted()
 	}
 	if lf.Version != 1 {
-		p.errorf(root, "this boxes understands version: 1", "unsupported lock version %d", lf.Version)
+		p.errorf(nodeOr(at["version"], root), "this boxes understands version: 1", "unsupported lock version %d", lf.Version)
 		return nil, p.errs
 	}
 	l := &Lock{Path: path, Version: lf.Version}
@@ -121,12 +131,12 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	if img := lf.Image; img != nil {
 		l.Image = &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
 		if !imageIDPattern.MatchString(img.ID) {
-			p.errorf(root, "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
+			p.errorf(nodeOr(at["image.id"], root), "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
 		}
 		if img.Built != "" {
 			t, err := time.Parse(time.RFC3339, img.Built)
 			if err != nil {
-				p.errorf(root, "", "image.built %q is not an RFC 3339 time", img.Built)
+				p.errorf(nodeOr(at["image.built"], root), "", "image.built %q is not an RFC 3339 time", img.Built)
 			}
 			l.Image.Built = t.UTC()
 		}
@@ -142,6 +152,13 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		return nil, p.errs.sorted()
 	}
 	return l, nil
+}
+
+func nodeOr(n, fallback *yaml.Node) *yaml.Node {
+	if n != nil {
+		return n
+	}
+	return fallback
 }
 
 // Marshal renders the lock with a header and a stable key order, so that

@@ -78,9 +78,10 @@ func TestLockErrors(t *testing.T) {
 		"npm sha1":              {"integrity: " + sri, "integrity: sha1-abc=", `boxes.lock:12:16: pins.claude.integrity "sha1-abc=" is not npm's sha512-<base64> integrity`},
 		"npm package":           {`package: "@anthropic-ai/claude-code"`, `package: "Claude Code"`, `boxes.lock:10:14: pins.claude.package "Claude Code" is not an npm package name`},
 		"hermes ref":            {"version: 4f2c9e1a7b3d5c8e0f1a2b3c4d5e6f708192a3b4", `version: "-rf"`, `boxes.lock:15:14: pins.hermes.version "-rf" is not a git commit, tag or branch`},
-		"image id":              {"  id: sha256:" + hex64, "  id: abc", `image.id "abc" is not sha256:<64 hex digits>`},
-		"built time":            {`built: "2026-12-02T10:15:00Z"`, "built: yesterday", `image.built "yesterday" is not an RFC 3339 time`},
-		"version":               {"version: 1\npins", "version: 2\npins", "unsupported lock version 2"},
+		"image id":              {"  id: sha256:" + hex64, "  id: abc", `boxes.lock:17:7: image.id "abc" is not sha256:<64 hex digits>`},
+		"built time":            {`built: "2026-12-02T10:15:00Z"`, "built: yesterday", `boxes.lock:20:10: image.built "yesterday" is not an RFC 3339 time`},
+		"version":               {"version: 1\npins", "version: 2\npins", "boxes.lock:1:10: unsupported lock version 2"},
+		"non-UTF-8":             {"version: 22.21.1", "version: 22.\xff", "boxes.lock:7:17: byte 0xff is not UTF-8"},
 		"duplicate key":         {"  hermes:\n", "  node:\n    version: 1.0.0\n  hermes:\n", `duplicate key "node"`},
 	} {
 		data := strings.Replace(goodLock(), tc.from, tc.to, 1)

@@ -2,11 +2,15 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 const scaffold = `# boxes.yaml: the boxes you want, reviewed in pull requests.
 # boxes plan shows what would change; boxes apply makes it so.
 version: 1
+# One boxes.yaml is one fleet: several fleets can share a Docker engine, and
+# a plan only ever touches its own fleet's boxes.
+fleet: %s
 
 defaults:
   cpus: 2
@@ -22,8 +26,8 @@ boxes:
   #   executor: {port: 4800}    # a fixed host port instead of auto
 `
 
-// Scaffold is the starter boxes.yaml that boxes init writes.
-func Scaffold() []byte { return []byte(scaffold) }
+// Scaffold is the starter boxes.yaml that boxes init writes for fleet.
+func Scaffold(fleet string) []byte { return fmt.Appendf(nil, scaffold, fleet) }
 
 // Schema is a JSON Schema of boxes.yaml, built from the parser's own key lists.
 func Schema() []byte {
@@ -62,6 +66,7 @@ func Schema() []byte {
 		"required":             []any{"version"},
 		"properties": map[string]any{
 			"version":  map[string]any{"const": 1},
+			"fleet":    map[string]any{"type": "string", "pattern": fleetNamePattern.String()},
 			"defaults": map[string]any{"type": "object", "additionalProperties": false, "properties": settings},
 			"boxes": map[string]any{
 				"type":                 []any{"object", "null"},

@@ -3,11 +3,12 @@ package spec
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 )
 
 func TestScaffoldParses(t *testing.T) {
-	cfg, err := Parse("boxes.yaml", Scaffold())
+	cfg, err := Parse("boxes.yaml", Scaffold("team-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,4 +66,40 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestScaffoldNamesFleet(t *testing.T) {
+	cfg, err := Parse("boxes.yaml", Scaffold("team-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Fleet != "team-a" || cfg.FleetImplied {
+		t.Errorf("Fleet = %q (implied %v), want team-a", cfg.Fleet, cfg.FleetImplied)
+	}
+	if cfg.Boxes[0].Fleet != "team-a" {
+		t.Errorf("box fleet = %q", cfg.Boxes[0].Fleet)
+	}
+}
+
+func TestFleetFromDir(t *testing.T) {
+	for path, want := range map[string]string{
+		"/srv/team-a/boxes.yaml":    "team-a",
+		"/srv/My Boxes!/boxes.yaml": "My-Boxes-",
+		"/srv/.hidden/boxes.yaml":   "hidden",
+		"/boxes.yaml":               "default",
+	} {
+		if got := FleetFromDir(path); got != want {
+			t.Errorf("FleetFromDir(%q) = %q, want %q", path, got, want)
+		}
+	}
+	cfg, err := Parse("/srv/team-b/boxes.yaml", []byte("version: 1\nboxes: {a: {}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Fleet != "team-b" || !cfg.FleetImplied {
+		t.Errorf("Fleet = %q (implied %v), want team-b implied", cfg.Fleet, cfg.FleetImplied)
+	}
+	if _, err := Parse("boxes.yaml", []byte("version: 1\nfleet: -bad\n")); err == nil || !strings.Contains(err.Error(), "boxes.yaml:2:8: bad fleet name") {
+		t.Errorf("bad fleet: err = %v", err)
+	}
 }

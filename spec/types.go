@@ -13,9 +13,14 @@ const (
 // Config is a parsed, validated boxes.yaml with defaults applied to every box.
 type Config struct {
 	// Path is the file the config was read from; the lock and .boxes/ live beside it.
-	Path     string
-	Version  int
-	Defaults Settings
+	Path    string
+	Version int
+	// Fleet names this file's boxes on every engine (label boxes.fleet).
+	Fleet string
+	// FleetImplied is true when boxes.yaml has no fleet: and Fleet is the
+	// directory's name; commands warn about it.
+	FleetImplied bool
+	Defaults     Settings
 	// Boxes are sorted by name.
 	Boxes []Box
 	// Hosts maps a host name to the engine that serves it. The implicit host
@@ -43,6 +48,7 @@ type Executor struct {
 // Box is one declared box, fully resolved (defaults applied).
 type Box struct {
 	Name  string
+	Fleet string // the fleet of the file that declares it
 	Host  string // "" is the local engine
 	State State
 	Settings

@@ -24,7 +24,7 @@ func Init(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(file, spec.Scaffold(), 0o644); err != nil {
+	if err := os.WriteFile(file, spec.Scaffold(spec.FleetFromDir(file)), 0o644); err != nil {
 		return nil, err
 	}
 	wrote := []string{file}

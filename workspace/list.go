@@ -1,13 +1,18 @@
 package workspace
 
 import (
+	"sort"
+	"strings"
+
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Row is one box in boxes ls.
 type Row struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Fleet is the box's boxes.fleet label; "" for one made before fleets.
+	Fleet      string `json:"fleet"`
 	Host       string `json:"host"`
 	Declared   bool   `json:"declared"`
 	State      string `json:"state"`
@@ -18,15 +23,24 @@ type Row struct {
 
 // List is every box as last observed, for boxes ls: the declared boxes by
 // name, then the undeclared ones host by host in Hosts order.
-func (w *Workspace) List() []Row {
+// With all, every box on the engines, whichever fleet (or none) holds it.
+func (w *Workspace) List(all bool) []Row {
 	backups := w.Backups()
 	var rows []Row
 	seen := map[string]bool{}
 	add := func(name, host string, declared bool) {
 		seen[name] = true
 		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
+		if declared {
+			row.Fleet = w.Config.Fleet
+		}
 		if o := w.Observed[host]; o != nil {
 			r := o.Of(name)
+			if f := r.Fleets(); len(f) > 0 {
+				row.Fleet = strings.Join(f, ",")
+			} else if !r.Empty() {
+				row.Fleet = ""
+			}
 			if a, ok := r.Container(compose.AgentService); ok {
 				row.State = a.State
 				row.Image = "stale"
@@ -40,7 +54,11 @@ func (w *Workspace) List() []Row {
 				}
 			}
 		}
-		if !declared {
+		switch {
+		case declared:
+		case row.Fleet == "":
+			row.State += " (no fleet)" // made before fleets; only boxes rm removes it
+		case row.Fleet == w.Config.Fleet:
 			row.State += " (undeclared)"
 		}
 		rows = append(rows, row)
@@ -54,10 +72,20 @@ func (w *Workspace) List() []Row {
 			continue
 		}
 		for _, name := range o.Boxes() {
-			if !seen[name] {
+			if !seen[name] && (all || o.Of(name).Owned(w.Config.Fleet)) {
 				add(name, host, false)
 			}
 		}
 	}
+	// Declared first, then by fleet and name; stable keeps host order.
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Declared != rows[j].Declared {
+			return rows[i].Declared
+		}
+		if rows[i].Declared {
+			return false
+		}
+		return rows[i].Fleet < rows[j].Fleet
+	})
 	return rows
 }

@@ -21,14 +21,13 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		return nil, err
 	}
 	in := reconcile.Input{
-		Config:      w.Config,
-		Image:       w.Image(),
-		Observed:    w.Observed,
-		Tokens:      map[string]string{},
-		Replace:     map[string]bool{},
-		Target:      map[string]bool{},
-		VolumeSizes: map[string]map[string]int64{},
-		Backups:     w.Backups(),
+		Config:   w.Config,
+		Image:    w.Image(),
+		Observed: w.Observed,
+		Tokens:   map[string]string{},
+		Replace:  map[string]bool{},
+		Target:   map[string]bool{},
+		Backups:  w.Backups(),
 	}
 	for _, n := range opts.Replace {
 		in.Replace[n] = true
@@ -36,15 +35,14 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
-	declared := map[string]bool{}
 	for _, b := range w.Config.Boxes {
-		declared[b.Name] = true
 		o := w.Observed[b.Host]
 		if o == nil {
 			continue
 		}
 		r := o.Of(b.Name)
-		if r.Empty() {
+		// Another fleet's box is never read: its token is not ours to keep.
+		if r.Empty() || r.HeldBy(w.Config.Fleet) != "" {
 			continue
 		}
 		token, ok, err := w.Tokens.Get(b.Name)
@@ -58,33 +56,25 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 			in.Tokens[b.Name] = token
 		}
 	}
+	engines := map[string]reconcile.VolumeSizer{}
 	for _, host := range w.Hosts() {
-		o := w.Observed[host]
-		if o == nil {
+		if w.Observed[host] == nil {
 			continue
 		}
-		for _, name := range o.Boxes() {
-			// Sizes are for the plan's deletes: an undeclared box outside
-			// --target is not one of them.
-			if declared[name] || (len(in.Target) > 0 && !in.Target[name]) {
-				continue
-			}
-			if _, done := in.VolumeSizes[host]; done {
-				continue
-			}
-			e, err := w.Engine(ctx, host)
-			if err != nil {
-				return nil, err
-			}
-			sizes, err := e.VolumeSizes(ctx)
-			if err != nil {
-				w.opts.Warn("%v", err)
-				sizes = map[string]int64{}
-			}
-			in.VolumeSizes[host] = sizes
+		e, err := w.Engine(ctx, host)
+		if err != nil {
+			return nil, err
 		}
+		engines[host] = e
 	}
-	return reconcile.NewPlan(in)
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		sizes()
+		return nil, err
+	}
+	p.SetVolumeSizes(sizes())
+	return p, nil
 }
 
 func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Resources) (string, bool) {

@@ -25,7 +25,7 @@ import (
 type Engine interface {
 	reconcile.Engine
 	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
-	VolumeSizes(ctx context.Context) (map[string]int64, error)
+	reconcile.VolumeSizer
 	ContainerEnv(ctx context.Context, id string) ([]string, error)
 	Close() error
 }
@@ -95,6 +95,9 @@ func Open(path string, opts Options) (*Workspace, error) {
 	}
 	// Messages name the file as the user sees it; everything else wants the absolute path.
 	w.Config.Path = abs
+	if w.Config.FleetImplied {
+		opts.Warn("%s has no fleet: key; its boxes are fleet %q, the directory's name (add fleet: %s to keep it if the directory moves)", opts.Shown(abs), w.Config.Fleet, w.Config.Fleet)
+	}
 	lockPath := w.LockPath()
 	data, err = os.ReadFile(lockPath)
 	switch {
@@ -314,5 +317,5 @@ func (w *Workspace) Backups() map[string]string {
 // Fingerprint digests what plan p was made from: the bytes of both files,
 // what was observed, and the plan's own actions.
 func (w *Workspace) Fingerprint(p *reconcile.Plan) string {
-	return reconcile.Fingerprint(w.Files, w.Observed, p)
+	return reconcile.Fingerprint(w.Files, w.Config.Fleet, w.Observed, p)
 }

@@ -73,7 +73,7 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		if err != nil {
 			return err
 		}
-		if err := saved.Fresh(shown(planPath), ws.Files, ws.Observed, now); err != nil {
+		if err := saved.Fresh(shown(planPath), ws.Files, ws.Config.Fleet, ws.Observed, now); err != nil {
 			return err
 		}
 		p = saved.Plan

@@ -16,7 +16,7 @@ func composeDir(t *testing.T, lock string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"boxes.yaml":               "version: 1\ndefaults:\n  cpus: 2\n  memory: 4GiB\nboxes:\n  alpha: {}\n  beta:\n    env: {TZ: Europe/Berlin}\n    executor: {bind: 0.0.0.0, port: 4800}\n",
+		"boxes.yaml":               "version: 1\nfleet: team-a\ndefaults:\n  cpus: 2\n  memory: 4GiB\nboxes:\n  alpha: {}\n  beta:\n    env: {TZ: Europe/Berlin}\n    executor: {bind: 0.0.0.0, port: 4800}\n",
 		".boxes/secrets/alpha.env": "EXECUTOR_TOKEN=do-not-print-me\n",
 	}
 	if lock != "" {

@@ -20,8 +20,19 @@ func TestInitWritesAndNeverOverwrites(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, ".gitignore")); got != "/bin/\n.boxes/\nbackups/\n" {
 		t.Errorf(".gitignore %q", got)
 	}
-	if r := boxes(t, dir, "validate"); r.code != 0 {
-		t.Errorf("the scaffold does not validate: %+v", r)
+	if r := boxes(t, dir, "validate"); r.code != 0 || strings.Contains(r.stderr, "fleet") {
+		t.Errorf("the scaffold does not validate cleanly: %+v", r)
+	}
+	if got := readFile(t, filepath.Join(dir, "boxes.yaml")); !strings.Contains(got, "\nfleet: "+filepath.Base(dir)+"\n") {
+		t.Errorf("the scaffold does not name the fleet after its directory:\n%s", got)
+	}
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes: {}\n")
+	if r := boxes(t, dir, "validate"); r.code != 0 || !strings.Contains(r.stderr, "has no fleet: key; its boxes are fleet \""+filepath.Base(dir)+"\"") {
+		t.Errorf("validate without fleet: does not warn: %+v", r)
+	}
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  a:\n    env:\n      BIG: "+strings.Repeat("x", 200<<10)+"\n")
+	if r := boxes(t, dir, "validate"); r.code != 1 || !strings.Contains(r.stderr, "boxes.yaml:5:12: env BIG is 200.0 KiB") {
+		t.Errorf("validate of a 200 KiB env value: %+v", r)
 	}
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\n# mine\n")
 	r = boxes(t, dir, "init", dir)

@@ -135,7 +135,7 @@ func newRmCommand(env *Env) *cobra.Command {
 }
 
 func newLsCommand(env *Env) *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -147,15 +147,21 @@ func newLsCommand(env *Env) *cobra.Command {
 			if err := ws.Observe(cmd.Context()); err != nil {
 				return err
 			}
-			rows := ws.List()
+			rows := ws.List(all)
 			if asJSON {
 				enc := json.NewEncoder(env.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
+			if all {
+				fmt.Fprint(tw, "FLEET\t")
+			}
 			fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
 			for _, r := range rows {
+				if all {
+					fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
+				}
 				host := r.Host
 				if host == "" {
 					host = "local"
@@ -166,6 +172,7 @@ func newLsCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list the boxes of every fleet on the engines, and those of no fleet")
 	return cmd
 }
 

@@ -45,10 +45,11 @@ func fakeWorkspace(t *testing.T, yaml string, snapshots map[string]*reconcile.Ob
 }
 
 func agentOf(box, image string) *reconcile.Observed {
-	return &reconcile.Observed{Containers: []reconcile.Container{{ID: box + "-a", Name: "hbl-" + box + "-agent-1", Box: box, Service: "agent", State: "exited", Image: image}}}
+	return &reconcile.Observed{Containers: []reconcile.Container{{ID: box + "-a", Name: "hbl-" + box + "-agent-1", Box: box, Fleet: "f", Service: "agent", State: "exited", Image: image}}}
 }
 
 const twoHosts = `version: 1
+fleet: f
 boxes:
   beta: {}
   alpha:
@@ -71,7 +72,7 @@ func TestLsRowsOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var names []string
-		for _, r := range ws.List() {
+		for _, r := range ws.List(false) {
 			names = append(names, r.Name+"@"+r.Host)
 		}
 		want := []string{"alpha@nexus", "beta@", "stray-local@", "stray-nexus@nexus", "stray-zulu@zulu"}

@@ -1,0 +1,37 @@
+package docker
+
+import (
+	"testing"
+	"time"
+)
+
+func TestExitCode(t *testing.T) {
+	for status, want := range map[string]int{
+		"Restarting (127) 3 seconds ago":        127,
+		"Exited (0) 2 minutes ago":              0,
+		"Exited (137) About an hour ago":        137,
+		"Up 5 minutes (healthy)":                0,
+		"Up 2 seconds (Paused)":                 0,
+		"Created":                               0,
+		"Exited (-1) Less than a second ago":    -1,
+		"Restarting (1) Less than a second ago": 1,
+	} {
+		if got := exitCode(status); got != want {
+			t.Errorf("exitCode(%q) = %d, want %d", status, got, want)
+		}
+	}
+}
+
+func TestUpSeconds(t *testing.T) {
+	for status, want := range map[string]time.Duration{
+		"Up Less than a second":                   0,
+		"Up 1 second":                             time.Second,
+		"Up 9 seconds (health: starting)":         9 * time.Second,
+		"Up 2 minutes (healthy)":                  time.Hour,
+		"Restarting (127) Less than a second ago": time.Hour,
+	} {
+		if got := upSeconds(status); got != want {
+			t.Errorf("upSeconds(%q) = %v, want %v", status, got, want)
+		}
+	}
+}

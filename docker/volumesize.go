@@ -1,0 +1,89 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// sizeTimeout bounds how long a plan waits for the sizes of the volumes it
+// deletes: the plan says "size not read" rather than hang on a huge volume.
+const sizeTimeout = 5 * time.Second
+
+// VolumeSizes measures each volume with du, run as root in a running
+// container of the snapshot that mounts it. The engine's disk-usage call
+// would size every image layer and container on the engine (seconds to
+// minutes), and API 1.41 engines ignore its per-type filter; this costs one
+// exec per volume, in parallel. A volume no running container mounts (a
+// stopped box) is reported unread, with the reason.
+func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
+	defer cancel()
+	type where struct{ id, dir string }
+	mounted := map[string]where{}
+	stopped := map[string]bool{}
+	for _, c := range o.Containers {
+		for _, m := range c.Mounts {
+			if c.State == "running" {
+				mounted[m.Volume] = where{c.ID, m.Destination}
+			} else {
+				stopped[m.Volume] = true
+			}
+		}
+	}
+	out := make(map[string]reconcile.VolumeSize, len(volumes))
+	results := make([]reconcile.VolumeSize, len(volumes))
+	g := errgroup.Group{}
+	g.SetLimit(8)
+	for i, v := range volumes {
+		at, ok := mounted[v]
+		switch {
+		case ok:
+			g.Go(func() error {
+				results[i] = e.du(ctx, at.id, at.dir)
+				return nil
+			})
+		case stopped[v]:
+			results[i] = reconcile.VolumeSize{Unread: "the box is not running"}
+		default:
+			results[i] = reconcile.VolumeSize{Unread: "no container mounts it"}
+		}
+	}
+	_ = g.Wait() // each result carries its own failure
+	for i, v := range volumes {
+		out[v] = results[i]
+	}
+	return out
+}
+
+// du is the disk usage of dir in container id, in bytes.
+func (e *Engine) du(ctx context.Context, id, dir string) reconcile.VolumeSize {
+	var stdout, stderr bytes.Buffer
+	// -x stays on the volume; -k is the one unit every du prints.
+	code, err := e.Exec(ctx, id, ExecOptions{Cmd: []string{"du", "-sxk", dir}, User: "0", Stdout: &stdout, Stderr: &stderr})
+	if ctx.Err() != nil {
+		return reconcile.VolumeSize{Unread: fmt.Sprintf("du took longer than %s", sizeTimeout)}
+	}
+	if err != nil {
+		return reconcile.VolumeSize{Unread: err.Error()}
+	}
+	// du exits 1 when it cannot read a file, and still prints the total.
+	fields := strings.Fields(stdout.String())
+	if len(fields) > 0 {
+		if kib, perr := strconv.ParseInt(fields[0], 10, 64); perr == nil {
+			return reconcile.VolumeSize{Bytes: kib * 1024}
+		}
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" {
+		msg = fmt.Sprintf("du exited %d", code)
+	}
+	return reconcile.VolumeSize{Unread: msg}
+}
