@@ -106,7 +106,7 @@ func prepareDir(dir string) (created bool, err error) {
 // extractor writes checked entries under its root.
 type extractor struct {
 	root *os.Root
-	room *room // nil: no reserve to keep
+	room *room         // nil: no reserve to keep
 	dirs []*tar.Header // made so far, to be given their modes and mtimes last
 }
 
