@@ -184,12 +184,12 @@ func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, erro
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	f, err := os.Open(path)
+	r, done, err := openFile(path, "extracting", opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	defer f.Close()
-	_, sum, err := ExtractWith(f, dir, opts)
+	defer done()
+	_, sum, err := ExtractWith(r, dir, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}

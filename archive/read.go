@@ -27,6 +27,28 @@ type Options struct {
 	// past it, before its content is read. The manifest's own Size bounds
 	// it too. Use it for archives that declare no size (the legacy ones).
 	MaxBytes int64
+	// Progress, when set, watches the reading of an archive file by the
+	// functions that take a path (VerifyFileWith, ExtractFile): it is given
+	// what is being done ("verifying", "extracting"), the file's reader and
+	// size, and returns the reader to use and a function called at the end.
+	Progress func(what string, r io.Reader, size int64) (io.Reader, func())
+}
+
+// openFile opens the archive at path for what, watched by opts.Progress.
+func openFile(path, what string, opts Options) (io.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Progress == nil {
+		return f, func() { f.Close() }, nil
+	}
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	r, done := opts.Progress(what, f, size)
+	return r, func() { done(); f.Close() }, nil
 }
 
 // Magic numbers of what this package reads.
@@ -230,12 +252,12 @@ func VerifyFile(path string, identities ...age.Identity) (Manifest, Summary, err
 
 // VerifyFileWith is VerifyFile with options.
 func VerifyFileWith(path string, opts Options) (Manifest, Summary, error) {
-	f, err := os.Open(path)
+	r, done, err := openFile(path, "verifying", opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	defer f.Close()
-	m, sum, err := VerifyWith(f, opts)
+	defer done()
+	m, sum, err := VerifyWith(r, opts)
 	if err == nil && m.Box == "" {
 		m.Box = BoxFromName(path)
 	}

@@ -177,7 +177,7 @@ func newExtractCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir := strings.TrimSuffix(filepath.Base(file), archive.Ext)
+			dir := archive.TrimExt(filepath.Base(file))
 			if len(args) == 2 {
 				dir = args[1]
 			}
@@ -189,12 +189,8 @@ func newExtractCommand(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			m, sum, err := archive.Extract(f, dir, id...)
+			m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{
+				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: extractReserve})
 			if err != nil {
 				return err
 			}
@@ -211,10 +207,11 @@ func openIdentity(env *Env, file string) ([]age.Identity, error) {
 	if _, err := os.Stat(file); err != nil {
 		return nil, err
 	}
-	if !strings.HasSuffix(file, archive.Ext) {
-		return nil, withHint(fmt.Errorf("%s is not a boxes archive (*%s)", shown(file), archive.Ext), "archives of the older smolvm tool (.tar.gz.gpg) are not read by this version")
+	if !archive.IsArchiveName(file) {
+		return nil, withHint(fmt.Errorf("%s is not an archive boxes reads", shown(file)), "boxes reads *%s, *%s and the smolvm tool's *%s", archive.Ext, archive.ExtGzip, archive.ExtLegacy)
 	}
-	if path := os.Getenv(envIdentity); path != "" {
+	// The smolvm tool's archives open with a passphrase only.
+	if path := os.Getenv(envIdentity); path != "" && !strings.HasSuffix(file, archive.ExtLegacy) {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", envIdentity, err)
@@ -315,11 +312,14 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err != nil {
 		return err
 	}
-	m, sum, err := archive.VerifyFile(file, id...)
+	m, sum, err := archive.VerifyFileWith(file, archive.Options{Identities: id, Progress: watch(env)})
 	if err != nil {
 		return fmt.Errorf("%s: %w; nothing was created", shown(file), err)
 	}
 	fmt.Fprintf(env.Err, "loading %s: archive of box %s from %s, %d files, checked\n", name, m.Box, m.Created.Format(time.RFC3339), sum.Files)
+	if m.Legacy() {
+		fmt.Fprintf(env.Err, "loading %s: an archive of the smolvm tool; %s\n", name, runtimeVersions(m))
+	}
 	if m.Image != "" && m.Image != image {
 		env.Warnf("the archive was saved from image %s; the box gets boxes.lock's %s", short(m.Image), short(image))
 	}
@@ -485,8 +485,8 @@ func markerTar() io.Reader {
 // passphrase is $BOXES_PASSPHRASE, else asked on the terminal (twice when
 // confirm) without echo.
 func passphrase(env *Env, what string, confirm bool) (string, error) {
-	if p := os.Getenv(envPassphrase); p != "" {
-		return p, nil
+	if p, err := envPassphraseValue(); p != "" || err != nil {
+		return p, err
 	}
 	in, ok := env.In.(*os.File)
 	if !ok || !term.IsTerminal(in.Fd()) {

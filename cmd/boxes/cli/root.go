@@ -196,6 +196,7 @@ var commands = []func(*Env) *cobra.Command{
 	newStopCommand,
 	newStartCommand,
 	newRmCommand,
+	newVerifyCommand,
 	newBuildCommand,
 	newEnterCommand,
 	newExecCommand,
