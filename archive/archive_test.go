@@ -21,7 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	archive.ScryptWorkFactor = 10 // fast; age's default takes about a second
-	os.Exit(m.Run())
+	code := m.Run()
+	stopGPG()
+	os.Exit(code)
 }
 
 const passphrase = "correct horse battery staple"

@@ -202,8 +202,12 @@ func (b *pgpBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if err != nil && err != io.EOF {
 		var sigErr pgperrors.SignatureError
-		if errors.As(err, &sigErr) || errors.Is(err, pgperrors.ErrMDCHashMismatch) || errors.Is(err, pgperrors.ErrMDCMissing) {
+		var sessionErr pgperrors.DecryptWithSessionKeyError
+		switch {
+		case errors.As(err, &sigErr):
 			err = fmt.Errorf("integrity check failed (%v)", err)
+		case errors.As(err, &sessionErr), errors.Is(err, io.ErrUnexpectedEOF):
+			err = fmt.Errorf("the encrypted content is cut short or damaged (%v)", err)
 		}
 	}
 	return n, err

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"filippo.io/age"
@@ -26,12 +27,37 @@ func needTools(t *testing.T, names ...string) {
 	}
 }
 
+// gpgHome is one GNUPGHOME for the whole test binary, so gpg starts its
+// agent once; TestMain stops it.
+var gpgHome struct {
+	sync.Once
+	dir string
+	err error
+}
+
+func sharedGPGHome(t *testing.T) string {
+	t.Helper()
+	gpgHome.Do(func() { gpgHome.dir, gpgHome.err = os.MkdirTemp("", "boxes-gpg-") })
+	if gpgHome.err != nil {
+		t.Fatal(gpgHome.err)
+	}
+	return gpgHome.dir
+}
+
+// stopGPG stops the agent of the shared GNUPGHOME and removes it.
+func stopGPG() {
+	if gpgHome.dir != "" {
+		exec.Command("gpgconf", "--homedir", gpgHome.dir, "--kill", "gpg-agent").Run()
+		os.RemoveAll(gpgHome.dir)
+	}
+}
+
 // gpgSymmetric encrypts plain exactly as the smolvm tool did: gpg --symmetric
 // with AES256, the passphrase on fd 3.
 func gpgSymmetric(t *testing.T, plain []byte, pass string) []byte {
 	t.Helper()
 	needTools(t, "gpg")
-	home := t.TempDir()
+	home := sharedGPGHome(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +221,13 @@ func ids(t *testing.T, p string) []ageIdentity { return []ageIdentity{identity(t
 func refuseLegacy(t *testing.T, ar []byte, pass, want string) {
 	t.Helper()
 	refuseAll(t, ar, identity(t, pass), want)
+	refuseLegacyFile(t, ar, pass, want)
+}
+
+// refuseLegacyFile checks that ExtractFile refuses ar with an error
+// containing want, and writes nothing.
+func refuseLegacyFile(t *testing.T, ar []byte, pass, want string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "a-20260625-120000"+archive.ExtLegacy)
 	if err := os.WriteFile(file, ar, 0o600); err != nil {
 		t.Fatal(err)
@@ -250,7 +283,9 @@ func TestLegacyRefusals(t *testing.T) {
 		{"no home", []entry{dir("./", 0o755), file("./x", 0o644, "x")}, "not a box's data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			refuseLegacy(t, legacyOf(t, tc.entries), passphrase, tc.want)
+			t.Parallel()
+			// The walker is the one of Data and Extract too (TestEntryRefusals).
+			refuseLegacyFile(t, legacyOf(t, tc.entries), passphrase, tc.want)
 		})
 	}
 }
