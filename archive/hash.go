@@ -113,7 +113,10 @@ func checkTrailer(r io.Reader, computed []fileHash, sum Summary) error {
 			return bad("bad name in line %.80q", line)
 		}
 		var want [sha256.Size]byte
-		if n, err := hex.Decode(want[:], []byte(f[1])); err != nil || n != sha256.Size || len(f[1]) != 2*sha256.Size {
+		if len(f[1]) != 2*sha256.Size {
+			return bad("bad hash in line %.80q", line)
+		}
+		if _, err := hex.Decode(want[:], []byte(f[1])); err != nil {
 			return bad("bad hash in line %.80q", line)
 		}
 		if i >= len(computed) {
