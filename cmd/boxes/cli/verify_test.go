@@ -114,7 +114,7 @@ func smolvmArchive(t *testing.T, pass string) string {
 	}
 	data := t.TempDir()
 	for name, body := range map[string]string{
-		"home/agent/.bashrc": "# mine\n",
+		"home/agent/.bashrc":                             "# mine\n",
 		"home/agent/.config/hermes-box/runtime-manifest": "created_at=2026-06-25T12:00:00Z\nclaude=1.0.30 (Claude Code)\nnode=v22.11.0\n",
 		"home/agent/.config/hermes-box/quiesced":         "x\n",
 		"home/agent/workspace/app/main.go":               "package main\n",
@@ -133,7 +133,9 @@ func smolvmArchive(t *testing.T, pass string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("making the archive: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", cmd.Env[len(cmd.Env)-1][len("GNUPGHOME="):], "--kill", "gpg-agent").Run() })
+	t.Cleanup(func() {
+		exec.Command("gpgconf", "--homedir", cmd.Env[len(cmd.Env)-1][len("GNUPGHOME="):], "--kill", "gpg-agent").Run()
+	})
 	return file
 }
 
