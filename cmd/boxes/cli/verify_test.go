@@ -178,3 +178,21 @@ func TestVerifyAndExtractSmolvmArchive(t *testing.T) {
 		t.Error("extract with a wrong passphrase wrote its directory")
 	}
 }
+
+func TestNewestBackupsSeesEveryFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"alpha-20260101-000000.tar.gz.gpg", "beta-20260101-000000.tar.gz.age", "gamma-20261202-101500.tar.zst.age", "delta-x.tar.zst.age", "eps-20261202-101500.zip"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := newestBackups(dir)
+	for _, box := range []string{"alpha", "beta", "gamma"} {
+		if got[box] == "" {
+			t.Errorf("no backup found for %s in %v", box, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("found %v, want alpha, beta and gamma only", got)
+	}
+}

@@ -240,10 +240,11 @@ func (w *workspace) fingerprint(p *reconcile.Plan) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// archiveName is how save names archives: NAME-YYYYMMDD-HHMMSS.tar.gz.age (.gpg from the older tool).
-var archiveName = regexp.MustCompile(`^([a-z][a-z0-9-]*)-[0-9]{8}-[0-9]{6}\.tar\.gz\.(age|gpg)$`)
+// archiveName is how save names archives: NAME-YYYYMMDD-HHMMSS.tar.zst.age
+// (.tar.gz.age before format 2, .tar.gz.gpg from the older tool).
+var archiveName = regexp.MustCompile(`^([a-z][a-z0-9-]*)-[0-9]{8}-[0-9]{6}\.tar\.(zst\.age|gz\.age|gz\.gpg)$`)
 
-// newestBackups maps a box name to its newest archive in dir (NAME-*.tar.gz.age or .gpg).
+// newestBackups maps a box name to its newest archive in dir (any of archiveName's forms).
 func newestBackups(dir string) map[string]string {
 	out := map[string]string{}
 	entries, err := os.ReadDir(dir)
