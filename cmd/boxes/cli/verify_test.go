@@ -123,6 +123,10 @@ func smolvmArchive(t *testing.T, pass string) string {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(body), 0o644)
 	}
+	// The old tool's agent was uid 1000, as the box's is.
+	if os.Getuid() == 0 {
+		filepath.Walk(filepath.Join(data, "home/agent"), func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 1000, 1000) })
+	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "alpha-20260625-120000"+archive.ExtLegacy)
 	passFile := filepath.Join(dir, "pass")
