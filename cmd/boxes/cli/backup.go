@@ -208,7 +208,7 @@ func openIdentity(env *Env, file string) ([]age.Identity, error) {
 		return nil, err
 	}
 	if !archive.IsArchiveName(file) {
-		return nil, withHint(fmt.Errorf("%s is not an archive boxes reads", shown(file)), "boxes reads *%s, *%s and the smolvm tool's *%s", archive.Ext, archive.ExtGzip, archive.ExtLegacy)
+		return nil, withHint(fmt.Errorf("%s is not a boxes archive", shown(file)), "boxes reads *%s, *%s and the smolvm tool's *%s", archive.Ext, archive.ExtGzip, archive.ExtLegacy)
 	}
 	// The smolvm tool's archives open with a passphrase only.
 	if path := os.Getenv(envIdentity); path != "" && !strings.HasSuffix(file, archive.ExtLegacy) {
