@@ -21,7 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	archive.ScryptWorkFactor = 10 // fast; age's default takes about a second
-	os.Exit(m.Run())
+	code := m.Run()
+	stopGPG()
+	os.Exit(code)
 }
 
 const passphrase = "correct horse battery staple"
@@ -247,7 +249,7 @@ func TestRoundTripData(t *testing.T) {
 	if m.Created.IsZero() || m.Created.Location() != time.UTC {
 		t.Errorf("created %v, want a UTC time", m.Created)
 	}
-	want := archive.Summary{Files: 5, Dirs: 5, Links: 3, Bytes: int64(28 + 18 + len(bigBody) + 3)}
+	want := archive.Summary{Files: 5, Dirs: 5, Links: 3, Bytes: int64(28 + 18 + len(bigBody) + 3), Hashed: 5}
 	if sum != want {
 		t.Errorf("summary %+v, want %+v", sum, want)
 	}
@@ -264,6 +266,7 @@ func TestRoundTripData(t *testing.T) {
 		t.Fatalf("Data has %d entries, want %d", len(got), len(in))
 	}
 	for i := range in {
+		in[i].mode &^= 0o6000 // setuid and setgid are dropped
 		if got[i] != in[i] {
 			t.Errorf("entry %d: got %+.60v, want %+.60v", i, got[i], in[i])
 		}
@@ -486,7 +489,8 @@ func TestManifestRefusals(t *testing.T) {
 		{"missing", data, `first entry is "data/", not manifest.json`},
 		{"not first", makeTar(t, append(append([]entry{}, layout...), manifestEntry(t, 1, "dev"))),
 			`first entry is "data/", not manifest.json`},
-		{"format 2", makeTar(t, append([]entry{manifestEntry(t, 2, "dev")}, layout...)), "written by a newer boxes"},
+		{"format 3", makeTar(t, append([]entry{manifestEntry(t, 3, "dev")}, layout...)), "written by a newer boxes"},
+		{"format 2 without hashes", makeTar(t, append([]entry{manifestEntry(t, 2, "dev")}, layout...)), "no content.sha256 entry"},
 		{"format 0", makeTar(t, append([]entry{manifestEntry(t, 0, "dev")}, layout...)), "bad format 0"},
 		{"no box", makeTar(t, append([]entry{manifestEntry(t, 1, "")}, layout...)), "no box name"},
 		{"not json", makeTar(t, append([]entry{file("manifest.json", 0o644, "{")}, layout...)), "manifest.json:"},

@@ -26,6 +26,21 @@ import (
 //
 // On error it removes what it wrote (and dir, if it created it).
 func Extract(r io.Reader, dir string, identities ...age.Identity) (m Manifest, sum Summary, err error) {
+	return ExtractWith(r, dir, ExtractOptions{Options: Options{Identities: identities}})
+}
+
+// ExtractOptions are the options of ExtractWith.
+type ExtractOptions struct {
+	Options
+	// Reserve, when not zero, is the free space in bytes to leave on dir's
+	// file system: before it starts, Extract refuses an archive whose
+	// declared size does not fit above it, and it stops (removing what it
+	// wrote) before a file would take the free space below it.
+	Reserve int64
+}
+
+// ExtractWith is Extract with options.
+func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
 	created, err := prepareDir(dir)
 	if err != nil {
 		return Manifest{}, Summary{}, err
@@ -43,11 +58,18 @@ func Extract(r io.Reader, dir string, identities ...age.Identity) (m Manifest, s
 			}
 		}
 	}()
-	rd, err := open(r, identities)
+	rd, err := open(r, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
 	x := &extractor{root: root}
+	if opts.Reserve > 0 {
+		x.room = &room{dir: dir, reserve: opts.Reserve}
+		if err := x.room.need(rd.manifest.Size); err != nil {
+			rd.close()
+			return Manifest{}, Summary{}, err
+		}
+	}
 	if sum, err = rd.walk(x.entry); err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -84,6 +106,7 @@ func prepareDir(dir string) (created bool, err error) {
 // extractor writes checked entries under its root.
 type extractor struct {
 	root *os.Root
+	room *room         // nil: no reserve to keep
 	dirs []*tar.Header // made so far, to be given their modes and mtimes last
 }
 
@@ -110,6 +133,11 @@ func (x *extractor) entry(h *tar.Header, body io.Reader) error {
 
 // file writes a regular file.
 func (x *extractor) file(name string, h *tar.Header, body io.Reader) error {
+	if x.room != nil {
+		if err := x.room.need(h.Size); err != nil {
+			return err
+		}
+	}
 	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -146,4 +174,55 @@ func (x *extractor) finish() error {
 // perm returns an entry's permission bits, without setuid, setgid or sticky.
 func perm(h *tar.Header) fs.FileMode {
 	return fs.FileMode(h.Mode).Perm()
+}
+
+// ExtractFile extracts the archive at path into dir (see ExtractWith), after
+// reading it whole once with VerifyWith, so that a damaged archive or a bad
+// entry is refused before anything is written.
+func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
+	m, _, err := VerifyFileWith(path, opts.Options)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	r, done, err := openFile(path, "extracting", opts.Options)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	defer done()
+	_, sum, err := ExtractWith(r, dir, opts)
+	if err != nil {
+		return Manifest{}, Summary{}, err
+	}
+	return m, sum, nil
+}
+
+// ErrNoRoom is wrapped by the error returned when an extraction would take
+// the free space of its target below the reserve.
+var ErrNoRoom = errors.New("not enough free space")
+
+// room keeps track of the free space left on dir's file system.
+type room struct {
+	dir     string
+	reserve int64
+	free    int64 // as last measured, less what was written since
+	known   bool
+}
+
+// need checks that n more bytes can be written and keep the reserve free.
+// It measures the file system again when its estimate falls short.
+func (r *room) need(n int64) error {
+	if r.known && r.free-n >= r.reserve {
+		r.free -= n
+		return nil
+	}
+	free, err := FreeSpace(r.dir)
+	if err != nil {
+		return fmt.Errorf("archive: measuring the free space of %s: %w", r.dir, err)
+	}
+	r.free, r.known = free, true
+	if free-n < r.reserve {
+		return fmt.Errorf("archive: %w in %s: %d bytes more would leave %d free, under the reserve of %d", ErrNoRoom, r.dir, n, free-n, r.reserve)
+	}
+	r.free -= n
+	return nil
 }

@@ -23,11 +23,31 @@ func PassphraseRecipient(p string) (age.Recipient, error) {
 	return r, nil
 }
 
-// PassphraseIdentity returns an age identity that decrypts with passphrase p.
+// PassphraseIdentity returns an age identity that decrypts with passphrase p;
+// readers in this package also open the smolvm tool's archives with it.
 func PassphraseIdentity(p string) (age.Identity, error) {
 	id, err := age.NewScryptIdentity(p)
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return id, nil
+	return &passphraseIdentity{ScryptIdentity: id, passphrase: p}, nil
+}
+
+// passphraseIdentity is age's scrypt identity that also remembers its
+// passphrase, so that the same identity opens the smolvm tool's OpenPGP
+// archives.
+type passphraseIdentity struct {
+	*age.ScryptIdentity
+	passphrase string
+}
+
+// passphraseOf returns the passphrase of the first PassphraseIdentity in
+// ids, or nil if there is none.
+func passphraseOf(ids []age.Identity) []byte {
+	for _, id := range ids {
+		if p, ok := id.(*passphraseIdentity); ok {
+			return []byte(p.passphrase)
+		}
+	}
+	return nil
 }

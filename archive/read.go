@@ -2,6 +2,8 @@ package archive
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -9,34 +11,148 @@ import (
 	"os"
 
 	"filippo.io/age"
+	"github.com/klauspost/compress/zstd"
 )
 
 // damaged is what a read error in an archive means.
 const damaged = "damaged or truncated"
 
+// Options are what a reader needs besides the archive itself.
+type Options struct {
+	// Identities decrypt box archives. A PassphraseIdentity also opens the
+	// smolvm tool's .tar.gz.gpg archives.
+	Identities []age.Identity
+	// MaxBytes, when not zero, bounds the total size of the data's regular
+	// files: a larger archive is refused at the header of the first file
+	// past it, before its content is read. The manifest's own Size bounds
+	// it too. Use it for archives that declare no size (the legacy ones).
+	MaxBytes int64
+	// Progress, when set, watches the reading of an archive file by the
+	// functions that take a path (VerifyFileWith, ExtractFile): it is given
+	// what is being done ("verifying", "extracting"), the file's reader and
+	// size, and returns the reader to use and a function called at the end.
+	Progress func(what string, r io.Reader, size int64) (io.Reader, func())
+}
+
+// openFile opens the archive at path for what, watched by opts.Progress.
+func openFile(path, what string, opts Options) (io.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Progress == nil {
+		return f, func() { f.Close() }, nil
+	}
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	r, done := opts.Progress(what, f, size)
+	return r, func() { done(); f.Close() }, nil
+}
+
+// Magic numbers of what this package reads.
+var (
+	ageMagic  = []byte("age-encryption.org/")
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
 // reader is an archive opened for reading: decrypted, with its manifest read
-// and checked, positioned at its first data entry.
+// and checked (for a box archive), positioned at its first data entry.
 type reader struct {
-	gz *gzip.Reader
+	plain io.Reader // the decompressed tar stream
+	close func()    // frees the decompressor
 	entries
 	manifest Manifest
 }
 
-// open decrypts r with identities and reads the archive's manifest.
-func open(r io.Reader, identities []age.Identity) (*reader, error) {
-	plain, err := age.Decrypt(r, identities...)
+// open decrypts r and, for a box archive, reads its manifest. It tells the
+// formats apart by their first bytes: age's header or an OpenPGP packet, then
+// gzip or zstd.
+func open(r io.Reader, opts Options) (*reader, error) {
+	br := bufio.NewReader(r)
+	head, _ := br.Peek(len(ageMagic))
+	if bytes.Equal(head, ageMagic) {
+		return openBox(br, opts)
+	}
+	if len(head) > 0 && head[0]&0x80 != 0 {
+		return openLegacy(br, opts)
+	}
+	return nil, errors.New("archive: not an archive: neither age-encrypted (a boxes archive) nor OpenPGP-encrypted (a smolvm archive)")
+}
+
+// openBox opens an age-encrypted box archive.
+func openBox(r io.Reader, opts Options) (*reader, error) {
+	plain, err := age.Decrypt(r, opts.Identities...)
 	if err != nil {
 		return nil, decryptError(err)
 	}
-	gz, err := gzip.NewReader(plain)
+	rd, err := decompress(plain)
 	if err != nil {
-		return nil, fmt.Errorf("archive: %s: %w", damaged, err)
-	}
-	rd := &reader{gz: gz, entries: entries{tr: tar.NewReader(gz), bad: damaged}}
-	if rd.manifest, err = rd.readManifest(); err != nil {
 		return nil, err
 	}
+	rd.entries = entries{tr: tar.NewReader(rd.plain), bad: damaged}
+	if rd.manifest, err = rd.readManifest(); err != nil {
+		rd.close()
+		return nil, err
+	}
+	if rd.manifest.Format >= 2 {
+		rd.hash = &hasher{}
+		rd.trailer = true
+	}
+	rd.chk.setLimit(rd.manifest.Size, "the size its manifest declares")
+	rd.chk.setLimit(opts.MaxBytes, "the bound set for it")
 	return rd, nil
+}
+
+// openLegacy opens a smolvm tool's archive.
+func openLegacy(r io.Reader, opts Options) (*reader, error) {
+	plain, err := decryptLegacy(r, passphraseOf(opts.Identities))
+	if err != nil {
+		return nil, err
+	}
+	rd, err := decompress(plain)
+	if err != nil {
+		return nil, err
+	}
+	rd.entries = entries{tr: tar.NewReader(rd.plain), bad: damaged, legacy: &legacy{}}
+	rd.chk.setLimit(opts.MaxBytes, "the bound set for it")
+	return rd, nil
+}
+
+// decompress starts decompressing plain, gzip or zstd by its magic number.
+func decompress(plain io.Reader) (*reader, error) {
+	br := bufio.NewReaderSize(plain, 64<<10)
+	head, err := br.Peek(4)
+	if err != nil && len(head) < 2 {
+		return nil, fmt.Errorf("archive: %s: %w", damaged, noEOF(err))
+	}
+	switch {
+	case bytes.HasPrefix(head, zstdMagic):
+		// A bounded window, so memory stays small whatever the archive
+		// claims; two decoder goroutines (one is five times slower).
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(2), zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("archive: %s: %w", damaged, err)
+		}
+		return &reader{plain: zr, close: zr.Close}, nil
+	case bytes.HasPrefix(head, gzipMagic):
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("archive: %s: %w", damaged, err)
+		}
+		return &reader{plain: gz, close: func() {}}, nil
+	}
+	return nil, fmt.Errorf("archive: %s: the decrypted content is neither zstd nor gzip", damaged)
+}
+
+// noEOF turns a premature end into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // decryptError explains an error from age.Decrypt.
@@ -71,36 +187,50 @@ func (rd *reader) readManifest() (Manifest, error) {
 }
 
 // walk walks the data entries (see entries.walk), then reads the rest of the
-// stream, so that gzip's checksum and age's authentication of the end of the
-// file are checked too.
+// stream, so that the compression's checksum and the encryption's
+// authentication of the end of the file are checked too.
 func (rd *reader) walk(fn visit) (Summary, error) {
+	defer rd.close()
 	sum, err := rd.entries.walk(fn)
 	if err != nil {
 		return Summary{}, err
 	}
-	if _, err := io.Copy(io.Discard, rd.gz); err != nil {
+	if _, err := io.Copy(io.Discard, rd.plain); err != nil {
 		return Summary{}, fmt.Errorf("archive: %s: after the last entry: %w", damaged, err)
+	}
+	if rd.legacy != nil {
+		rd.manifest = rd.legacy.manifest()
 	}
 	return sum, nil
 }
 
 // Verify decrypts r with identities and reads the whole archive, checking it:
-// that it decrypts (else the error wraps ErrWrongPassphrase); that gzip and tar
-// are intact to the end; that manifest.json is the first entry and has format
-// Format (a newer one was "written by a newer boxes") and a box name; and that
-// every other entry
+// that it decrypts (else the error wraps ErrWrongPassphrase); that the
+// compression and tar are intact to the end; that manifest.json is the first
+// entry and has a format up to Format (a newer one was "written by a newer
+// boxes") and a box name; and that every other entry
 //   - is named "data" or under "data/" once cleaned, and is neither absolute
 //     nor contains "..";
+//   - has no path component over 255 bytes and no path over 4095;
 //   - is not a duplicate;
 //   - is a directory, regular file, symlink (to anywhere), or hard link to an
 //     earlier regular file under data/;
 //   - is in a directory that is an earlier entry, so no entry goes through a
 //     symlink (or file) made earlier in the archive;
+//   - has no extended attributes;
+//   - does not take the data past the size the manifest declares;
 //
-// and that data/, data/home/ and data/home/agent/ are directories. Errors name
-// the entry at fault.
+// that data/, data/home/ and data/home/agent/ are directories; and, from
+// format 2 on, that every regular file has the content hash recorded for it.
+// A legacy archive is checked by the same rules once its names are mapped to
+// data/. Errors name the entry at fault.
 func Verify(r io.Reader, identities ...age.Identity) (Manifest, Summary, error) {
-	rd, err := open(r, identities)
+	return VerifyWith(r, Options{Identities: identities})
+}
+
+// VerifyWith is Verify with options.
+func VerifyWith(r io.Reader, opts Options) (Manifest, Summary, error) {
+	rd, err := open(r, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -114,14 +244,24 @@ func Verify(r io.Reader, identities ...age.Identity) (Manifest, Summary, error) 
 	return rd.manifest, sum, nil
 }
 
-// VerifyFile is Verify of the archive at path.
+// VerifyFile is Verify of the archive at path. For a legacy archive whose
+// runtime manifest names no box, the box is the one in the file name.
 func VerifyFile(path string, identities ...age.Identity) (Manifest, Summary, error) {
-	f, err := os.Open(path)
+	return VerifyFileWith(path, Options{Identities: identities})
+}
+
+// VerifyFileWith is VerifyFile with options.
+func VerifyFileWith(path string, opts Options) (Manifest, Summary, error) {
+	r, done, err := openFile(path, "verifying", opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	defer f.Close()
-	return Verify(f, identities...)
+	defer done()
+	m, sum, err := VerifyWith(r, opts)
+	if err == nil && m.Box == "" {
+		m.Box = BoxFromName(path)
+	}
+	return m, sum, err
 }
 
 // Data decrypts r with identities and returns a reader of a plain tar stream
@@ -134,7 +274,12 @@ func VerifyFile(path string, identities ...age.Identity) (Manifest, Summary, err
 // error from Read as a failed restore. Close stops reading r; it returns once
 // nothing reads r any more.
 func Data(r io.Reader, identities ...age.Identity) (io.ReadCloser, error) {
-	rd, err := open(r, identities)
+	return DataWith(r, Options{Identities: identities})
+}
+
+// DataWith is Data with options.
+func DataWith(r io.Reader, opts Options) (io.ReadCloser, error) {
+	rd, err := open(r, opts)
 	if err != nil {
 		return nil, err
 	}

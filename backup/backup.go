@@ -36,7 +36,7 @@ type Engine interface {
 var ErrExists = errors.New("the archive exists; save never overwrites an archive")
 
 // ErrNotArchive is a file that is not a boxes archive by its name.
-var ErrNotArchive = errors.New("not a boxes archive (*" + archive.Ext + ")")
+var ErrNotArchive = errors.New("not a boxes archive (*" + archive.Ext + ", *" + archive.ExtGzip + " or the smolvm tool's *" + archive.ExtLegacy + ")")
 
 // Save is one save of a box.
 type Save struct {
@@ -188,10 +188,11 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 	if _, err := os.Stat(file); err != nil {
 		return nil, err
 	}
-	if !strings.HasSuffix(file, archive.Ext) {
+	if !archive.IsArchiveName(file) {
 		return nil, fmt.Errorf("%s: %w", file, ErrNotArchive)
 	}
-	if identityFile != "" {
+	// The smolvm tool's archives open with a passphrase only.
+	if identityFile != "" && !strings.HasSuffix(file, archive.ExtLegacy) {
 		f, err := os.Open(identityFile)
 		if err != nil {
 			return nil, err

@@ -434,7 +434,8 @@ func TestIntegrationBox(t *testing.T) {
 	t.Run("layout", func(t *testing.T) {
 		got := b.sh(t, `stat -c '%n %U:%G %a' /data /data/home /data/home/agent \
 			/data/home/agent/.claude /data/home/agent/.codex /data/home/agent/.hermes \
-			/data/home/agent/.config /data/home/agent/.local/share /data/home/agent/.local/state /data/home/agent/.cache`)
+			/data/home/agent/.config /data/home/agent/.local/share /data/home/agent/.local/state /data/home/agent/.cache \
+			/data/home/agent/workspace`)
 		want := strings.Join([]string{
 			"/data root:root 711",
 			"/data/home root:root 711",
@@ -446,6 +447,7 @@ func TestIntegrationBox(t *testing.T) {
 			"/data/home/agent/.local/share agent:agent 700",
 			"/data/home/agent/.local/state agent:agent 700",
 			"/data/home/agent/.cache agent:agent 700",
+			"/data/home/agent/workspace agent:agent 700",
 		}, "\n")
 		if got != want {
 			t.Errorf("layout:\n%s\nwant:\n%s", got, want)

@@ -10,7 +10,8 @@
 #                                `boxes build --offline`, before the stand-in
 #
 # Needs docker and go; no registry. The base image hermes-box-lite-base:bookworm
-# is reused when present, else made with debootstrap from deb.debian.org.
+# is reused when present and made with INCLUDE's packages, else made with
+# debootstrap from deb.debian.org.
 set -eu
 set -o pipefail
 
@@ -18,7 +19,9 @@ readonly BASE=hermes-box-lite-base:bookworm
 readonly RECIPE_TAG=hermes-box-lite:test-recipe
 readonly TEST_TAG=hermes-box-lite:test
 readonly TEST2_TAG=hermes-box-lite:test2
-readonly INCLUDE=sudo,tmux,jq,curl,git,ca-certificates,procps,less,xz-utils
+readonly INCLUDE=sudo,tmux,jq,curl,git,ca-certificates,procps,less,xz-utils,sqlite3
+# The base records INCLUDE in this label; a base made with another list is made again.
+readonly INCLUDE_LABEL=org.hermes-box.include
 readonly MIRROR=http://deb.debian.org/debian
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,9 +46,13 @@ timed() {
 }
 
 base_image() {
-	if docker image inspect "$BASE" >/dev/null 2>&1; then
-		echo "test-image: reusing $BASE"
-		return 0
+	local have
+	if have=$(docker image inspect -f "{{index .Config.Labels \"$INCLUDE_LABEL\"}}" "$BASE" 2>/dev/null); then
+		if [ "$have" = "$INCLUDE" ]; then
+			echo "test-image: reusing $BASE"
+			return 0
+		fi
+		echo "test-image: $BASE has packages ${have:-(unrecorded)}, not $INCLUDE: making it again"
 	fi
 	local sudo=''
 	[ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -55,7 +62,7 @@ base_image() {
 	}
 	local rootfs=$work/rootfs
 	$sudo debootstrap --variant=minbase --include="$INCLUDE" bookworm "$rootfs" "$MIRROR"
-	$sudo tar -C "$rootfs" -c . | docker import - "$BASE"
+	$sudo tar -C "$rootfs" -c . | docker import --change "LABEL $INCLUDE_LABEL=$INCLUDE" - "$BASE"
 	$sudo rm -rf "$rootfs"
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // archiveName is how save names archives: NAME-YYYYMMDD-HHMMSS.tar.gz.age (.gpg from the older tool).
-var archiveName = regexp.MustCompile(`^([a-z][a-z0-9-]*)-[0-9]{8}-[0-9]{6}\.tar\.gz\.(age|gpg)$`)
+var archiveName = regexp.MustCompile(`^([a-z][a-z0-9-]*)-[0-9]{8}-[0-9]{6}\.tar\.(zst\.age|gz\.age|gz\.gpg)$`)
 
 // NewestBackups maps a box name to its newest archive in dir (NAME-*.tar.gz.age
 // or .gpg), as a path relative to dir's parent ("backups/…").

@@ -108,7 +108,7 @@ func newExtractCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir := strings.TrimSuffix(filepath.Base(file), archive.Ext)
+			dir := archive.TrimExt(filepath.Base(file))
 			if len(args) == 2 {
 				dir = args[1]
 			}
@@ -120,12 +120,8 @@ func newExtractCommand(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			m, sum, err := archive.Extract(f, dir, id...)
+			m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{
+				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: extractReserve})
 			if err != nil {
 				return err
 			}
@@ -242,6 +238,9 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 	}
 	for _, c := range checked {
 		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), c.Summary.Files)
+		if c.Manifest.Legacy() {
+			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), runtimeVersions(c.Manifest))
+		}
 		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
 			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
@@ -264,8 +263,8 @@ var errNoPassphrase = errors.New("no passphrase: " + envPassphrase + " is not se
 // confirm) without echo. A cancelled ctx (Ctrl-C) ends the prompt with the
 // terminal's echo restored.
 func passphrase(ctx context.Context, env *Env, what string, confirm bool) (string, error) {
-	if p := os.Getenv(envPassphrase); p != "" {
-		return p, nil
+	if p, err := envPassphraseValue(); p != "" || err != nil {
+		return p, err
 	}
 	in, ok := env.In.(*os.File)
 	if !ok || !term.IsTerminal(in.Fd()) {

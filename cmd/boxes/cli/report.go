@@ -25,7 +25,7 @@ var sentinelHints = []struct {
 	{reconcile.ErrImageMissing, "boxes build makes it on this engine (or boxes lock image REF pins one it has)"},
 	{reconcile.ErrUnmanagedConflict, "boxes never touches resources it did not label; rename or remove them yourself, or rename the box"},
 	{backup.ErrExists, "name another file with -o"},
-	{backup.ErrNotArchive, "archives of the older smolvm tool (.tar.gz.gpg) are not read by this version"},
+	{backup.ErrNotArchive, "boxes save writes NAME-YYYYMMDD-HHMMSS" + archive.Ext + "; rename an archive only back to the name it was given"},
 	{errNoPassphrase, "set " + envPassphrase},
 }
 

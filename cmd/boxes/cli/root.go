@@ -177,6 +177,7 @@ var commands = []func(*Env) *cobra.Command{
 	newStopCommand,
 	newStartCommand,
 	newRmCommand,
+	newVerifyCommand,
 	newBuildCommand,
 	newEnterCommand,
 	newExecCommand,
