@@ -208,7 +208,7 @@ func (e *Engine) start(driver string, opts Options) error {
 		"--config-file", cfgFile,
 	}
 	if opts.TLS {
-		server, clientDir, err := writeTLS(e.dir, e.Addr)
+		server, clientDir, err := WriteTLS(e.dir, e.Addr)
 		if err != nil {
 			return err
 		}

@@ -14,10 +14,10 @@ import (
 	"time"
 )
 
-// writeTLS makes a CA, a server certificate for addr and a client
+// WriteTLS makes a CA, a server certificate for addr and a client
 // certificate, and writes them as dockerd and the docker client expect:
 // dir/server-tls and dir/client-tls, each with ca.pem, cert.pem, key.pem.
-func writeTLS(dir, addr string) (serverDir, clientDir string, err error) {
+func WriteTLS(dir, addr string) (serverDir, clientDir string, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", err
