@@ -316,3 +316,16 @@ func TestConnectBounded(t *testing.T) {
 		})
 	}
 }
+
+func TestDistinctEngines(t *testing.T) {
+	a := &Engine{Host: "", id: "ONE"}
+	b := &Engine{Host: "nexus", id: "TWO", Endpoint: Endpoint{URL: "ssh://me@nexus"}}
+	c := &Engine{Host: "alias", id: "ONE", Endpoint: Endpoint{URL: "unix:///var/run/docker.sock"}}
+	if err := DistinctEngines([]*Engine{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	err := DistinctEngines([]*Engine{a, b, c})
+	if !errors.Is(err, ErrSameEngine) || !strings.Contains(err.Error(), "host alias and the local host reach the same Docker engine (ID ONE)") {
+		t.Errorf("err = %v", err)
+	}
+}
