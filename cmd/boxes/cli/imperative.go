@@ -200,6 +200,9 @@ func lsRows(ws *workspace) []lsRow {
 			if x, ok := r.Container(compose.ExecutorService); ok {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
 					row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
+					if e := ws.engines[host]; e != nil {
+						row.URL = e.ExecutorURL(p.HostIP, p.HostPort)
+					}
 				}
 			}
 		}

@@ -73,6 +73,14 @@ func openWorkspace(ctx context.Context, env *Env, opts docker.Options) (*workspa
 		}
 		w.engines[h.Name] = e
 	}
+	all := make([]*docker.Engine, 0, len(w.engines))
+	for _, h := range hosts {
+		all = append(all, w.engines[h.Name])
+	}
+	if err := docker.DistinctEngines(all); err != nil {
+		w.close()
+		return nil, err
+	}
 	return w, nil
 }
 
