@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
@@ -108,9 +109,10 @@ func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, e
 func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
+	began := time.Now()
 	ping, err := c.Ping(ctx)
 	if err != nil {
-		return e.Endpoint.explain(ctx, err)
+		return e.Endpoint.explain(ctx, time.Since(began), err)
 	}
 	if ping.APIVersion != "" && versions.LessThan(ping.APIVersion, MinAPIVersion) {
 		return &HostError{Host: e.Host, URL: e.Endpoint.URL,
@@ -120,7 +122,7 @@ func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 	c.NegotiateAPIVersionPing(ping)
 	info, err := c.Info(ctx)
 	if err != nil {
-		return e.Endpoint.explain(ctx, err)
+		return e.Endpoint.explain(ctx, time.Since(began), err)
 	}
 	e.id, e.name = info.ID, info.Name
 	return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ type Endpoint struct {
 	// opts build the API client; ssh is the command ssh runs for an ssh:// URL.
 	opts []client.Opt
 	ssh  []string
+	// dialErr keeps the last failure to open a TCP connection, which the
+	// API client reduces to "Cannot connect to the Docker daemon".
+	dialErr *atomic.Pointer[error]
 }
 
 // sshFlags are given to every ssh that reaches an engine: batch mode, so it
@@ -150,7 +154,8 @@ func resolveURL(name, raw, tlsDir string) (Endpoint, error) {
 		if err != nil {
 			return fail("tls: names a directory with ca.pem (the engine's CA), cert.pem and key.pem (your client certificate), as DOCKER_CERT_PATH does", "TLS material: %v", err)
 		}
-		ep.opts = []client.Opt{client.WithHost(raw), client.WithHTTPClient(tlsHTTPClient(cfg))}
+		ep.dialErr = new(atomic.Pointer[error])
+		ep.opts = []client.Opt{client.WithHost(raw), client.WithHTTPClient(tlsHTTPClient(cfg, ep.dialErr))}
 		return ep, nil
 	}
 	return fail("use ssh://, tcp:// or unix://", "boxes cannot reach an engine over %s://", u.Scheme)
@@ -172,12 +177,19 @@ func loadTLS(dir string) (*tls.Config, error) {
 	return tlsconfig.Client(tlsconfig.Options{CAFile: files["ca.pem"], CertFile: files["cert.pem"], KeyFile: files["key.pem"]})
 }
 
-func tlsHTTPClient(cfg *tls.Config) *http.Client {
+func tlsHTTPClient(cfg *tls.Config, dialErr *atomic.Pointer[error]) *http.Client {
+	dialer := &net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}
 	return &http.Client{
 		Transport: &http.Transport{
 			TLSClientConfig:     cfg,
 			TLSHandshakeTimeout: ConnectTimeout,
-			DialContext:         (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dialer.DialContext(ctx, network, addr)
+				if err != nil {
+					dialErr.Store(&err)
+				}
+				return c, err
+			},
 		},
 		CheckRedirect: client.CheckRedirect,
 	}
@@ -240,7 +252,12 @@ func resolveContext(host, name string) (Endpoint, error) {
 
 // explain turns a failure to reach an engine into a HostError with a hint
 // for the causes people meet: nothing listening, no answer, ssh refusing.
-func (ep Endpoint) explain(ctx context.Context, err error) error {
+func (ep Endpoint) explain(ctx context.Context, took time.Duration, err error) error {
+	if ep.dialErr != nil {
+		if d := ep.dialErr.Load(); d != nil {
+			err = *d
+		}
+	}
 	msg := err.Error()
 	// The ssh helper's errors carry ssh's own words after "stderr=".
 	if i := strings.LastIndex(msg, "stderr="); i >= 0 && strings.TrimSpace(msg[i+len("stderr="):]) != "" {
@@ -248,7 +265,7 @@ func (ep Endpoint) explain(ctx context.Context, err error) error {
 	}
 	hint := ""
 	switch {
-	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "timed out") || strings.Contains(msg, "Timeout"):
+	case ctx.Err() != nil || took >= ConnectTimeout*9/10 || errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "timed out") || strings.Contains(msg, "Timeout"):
 		msg = fmt.Sprintf("no answer within %s", ConnectTimeout)
 		hint = "check that the machine is up and that the address and port in boxes.yaml are its engine's (or sshd's)"
 	case strings.Contains(msg, "Host key verification failed"):

@@ -329,3 +329,23 @@ func TestDistinctEngines(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestConnectRefused: a closed port gives the cause, not only "cannot connect".
+func TestConnectRefused(t *testing.T) {
+	useConfigDir(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	tlsDir := t.TempDir()
+	if _, _, err := testhost.WriteTLS(tlsDir, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(context.Background(), spec.Host{Name: "far", Docker: fmt.Sprintf("tcp://127.0.0.1:%d", port), TLS: filepath.Join(tlsDir, "client-tls")}, Options{})
+	he := hostError(t, err)
+	if !strings.Contains(he.Error(), "connection refused") || !strings.Contains(he.Hint, "nothing listens there") {
+		t.Errorf("got %q hint %q", he.Error(), he.Hint)
+	}
+}
