@@ -205,7 +205,9 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 	}
 	ep.ssh = flags
 	ep.opts = []client.Opt{
-		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer}}),
+		// Every new connection is a new ssh session: keep enough idle ones
+		// for compose's parallel calls to reuse.
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer, MaxIdleConnsPerHost: 16}}),
 		client.WithHost(helper.Host),
 		client.WithDialContext(helper.Dialer),
 	}

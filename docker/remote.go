@@ -65,11 +65,17 @@ func (e *Engine) remoteProbe(ctx context.Context, c container.Summary, bind stri
 func (e *Engine) initializeInside(ctx context.Context, id, token string) error {
 	const tokenVar = "BOXES_PROBE_TOKEN"
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boxes","version":"1"}}}`
-	script := `exec curl -sS -m 3 -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' ` +
-		`-H "Authorization: Bearer $` + tokenVar + `" -d "$1" -w '\n%{http_code}' "$2"`
+	// One exec polls from inside every 100 ms until the executor gives any
+	// HTTP answer (an exec over ssh costs a session of its own), for up to
+	// the seconds in $3.
+	script := `end=$(($(date +%s) + $3)); while :; do ` +
+		`out=$(curl -s -m 3 -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' ` +
+		`-H "Authorization: Bearer $` + tokenVar + `" -d "$1" -w '\n%{http_code}' "$2"); ` +
+		`case "$out" in *000) [ "$(date +%s)" -lt "$end" ] && { sleep 0.1; continue; } ;; esac; ` +
+		`printf '%s\n' "$out"; exit 0; done`
 	var out, errOut bytes.Buffer
 	code, err := e.Exec(ctx, id, ExecOptions{
-		Cmd:    []string{"sh", "-c", script, "probe", body, "http://127.0.0.1:" + strconv.Itoa(compose.ExecutorPort) + "/mcp"},
+		Cmd:    []string{"sh", "-c", script, "probe", body, "http://127.0.0.1:" + strconv.Itoa(compose.ExecutorPort) + "/mcp", "20"},
 		Env:    []string{tokenVar + "=" + token},
 		Stdout: &out,
 		Stderr: &errOut,
