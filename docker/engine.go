@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	cerrdefs "github.com/containerd/errdefs"
@@ -19,6 +20,7 @@ import (
 	composesvc "github.com/docker/compose/v2/pkg/compose"
 	"github.com/docker/compose/v2/pkg/progress"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 
 	"github.com/hermes-box/boxes/spec"
@@ -27,10 +29,14 @@ import (
 // Engine is one Docker engine: a box host.
 type Engine struct {
 	// Host is the boxes.yaml host name; "" is the local engine.
-	Host    string
-	api     client.APIClient
-	compose api.Compose
-	calls   *atomic.Int64
+	Host string
+	// Endpoint is how the engine was reached.
+	Endpoint Endpoint
+	id       string
+	name     string
+	api      client.APIClient
+	compose  api.Compose
+	calls    *atomic.Int64
 }
 
 // Options tune how an engine is reached.
@@ -39,56 +45,99 @@ type Options struct {
 	CountCalls bool
 }
 
-// Connect reaches the engine of host: its docker: address, its docker context,
-// or for the local host ("") the environment's DOCKER_HOST / default socket.
-func Connect(ctx context.Context, host spec.Host, opts Options) (*Engine, error) {
-	// Compose's own progress output would interleave with ours.
-	progress.Mode = progress.ModeQuiet
+// MinAPIVersion is the oldest engine API boxes works with (Docker Engine 20.10).
+const MinAPIVersion = "1.41"
 
-	cli, err := command.NewDockerCli(command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
+// Connect reaches the engine of host: its docker: address, its docker context,
+// or for the local host ("") the environment's DOCKER_HOST / DOCKER_CONTEXT /
+// default socket. The address is resolved and checked first (see Resolve), then
+// the engine must answer within ConnectTimeout; every error names the host.
+func Connect(ctx context.Context, host spec.Host, opts Options) (*Engine, error) {
+	ep, err := Resolve(host)
 	if err != nil {
 		return nil, err
 	}
-	clientOpts := cliflags.NewClientOptions()
-	if host.Docker != "" {
-		clientOpts.Hosts = []string{host.Docker}
-	}
-	clientOpts.Context = host.Context
+	return ConnectEndpoint(ctx, ep, opts)
+}
 
-	e := &Engine{Host: host.Name, calls: new(atomic.Int64)}
-	var initOpts []command.CLIOption
-	if host.Docker == "" && host.Context == "" && opts.CountCalls {
-		apiClient, err := localClient(e.calls, opts.CountCalls)
-		if err != nil {
-			return nil, fmt.Errorf("connecting to the local Docker engine: %w", err)
-		}
-		initOpts = append(initOpts, command.WithAPIClient(apiClient))
+// ConnectEndpoint reaches a resolved endpoint and checks that an engine
+// boxes can work with answers there.
+func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, error) {
+	// Compose's own progress output would interleave with ours.
+	progress.Mode = progress.ModeQuiet
+
+	e := &Engine{Host: ep.Host, Endpoint: ep, calls: new(atomic.Int64)}
+	c, err := client.NewClientWithOpts(append(ep.opts, client.WithAPIVersionNegotiation())...)
+	if err == nil && opts.CountCalls {
+		// HTTPClient returns a copy already dialling the right address; wrap
+		// its transport and build the client again on it.
+		hc := c.HTTPClient()
+		hc.Transport = countingTransport{next: hc.Transport, calls: e.calls}
+		c, err = client.NewClientWithOpts(append(ep.opts, client.WithHTTPClient(hc), client.WithAPIVersionNegotiation())...)
 	}
-	if err := cli.Initialize(clientOpts, initOpts...); err != nil {
-		return nil, fmt.Errorf("connecting to host %q: %w", host.Name, err)
+	if err != nil {
+		return nil, &HostError{Host: ep.Host, URL: ep.URL, Err: err}
 	}
-	e.api = cli.Client()
-	e.api.NegotiateAPIVersion(ctx)
+	if err := e.verify(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	e.api = c
+	// Connecting is not part of the work the calls count.
+	e.calls.Store(0)
+
+	cli, err := command.NewDockerCli(command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	// The CLI gets our client, already verified, and the plain address:
+	// given a context it would resolve it again itself, and its lazy
+	// initialisation exits the process on any error.
+	clientOpts := cliflags.NewClientOptions()
+	clientOpts.Hosts = []string{ep.URL}
+	if err := cli.Initialize(clientOpts, command.WithAPIClient(composeClient{APIClient: c})); err != nil {
+		c.Close()
+		return nil, &HostError{Host: ep.Host, URL: ep.URL, Err: err}
+	}
 	e.compose = composesvc.NewComposeService(cli, composesvc.WithPrompt(decline))
 	return e, nil
 }
+
+// verify pings the engine, negotiates the API version and reads its
+// identity, all within ConnectTimeout.
+func (e *Engine) verify(ctx context.Context, c *client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	began := time.Now()
+	ping, err := c.Ping(ctx)
+	if err != nil {
+		return e.Endpoint.explain(ctx, time.Since(began), err)
+	}
+	if ping.APIVersion != "" && versions.LessThan(ping.APIVersion, MinAPIVersion) {
+		return &HostError{Host: e.Host, URL: e.Endpoint.URL,
+			Err:  fmt.Errorf("the engine speaks API %s; boxes needs %s (Docker Engine 20.10) or newer", ping.APIVersion, MinAPIVersion),
+			Hint: "upgrade Docker Engine on that machine"}
+	}
+	c.NegotiateAPIVersionPing(ping)
+	info, err := c.Info(ctx)
+	if err != nil {
+		return e.Endpoint.explain(ctx, time.Since(began), err)
+	}
+	e.id, e.name = info.ID, info.Name
+	return nil
+}
+
+// ID is the engine's own ID (docker info): two hosts with one ID are one engine.
+func (e *Engine) ID() string { return e.id }
+
+// Name is the engine's machine name (docker info), for messages.
+func (e *Engine) Name() string { return e.name }
 
 // decline answers every compose prompt with no. Its one prompt on our path is
 // "volume config diverged, recreate it?", and yes would lose the box's data;
 // our own plan reports such divergence instead.
 func decline(string, bool) (bool, error) { return false, nil }
-
-func localClient(calls *atomic.Int64, count bool) (*client.Client, error) {
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil || !count {
-		return c, err
-	}
-	// HTTPClient returns a copy already dialling the right socket; wrap its
-	// transport and build the client again on it.
-	hc := c.HTTPClient()
-	hc.Transport = countingTransport{next: hc.Transport, calls: calls}
-	return client.NewClientWithOpts(client.FromEnv, client.WithHTTPClient(hc), client.WithAPIVersionNegotiation())
-}
 
 type countingTransport struct {
 	next  http.RoundTripper

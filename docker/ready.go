@@ -21,9 +21,9 @@ import (
 var ReadyTimeout = 90 * time.Second
 
 // WaitReady returns once box's Executor answers an authenticated MCP
-// initialize on its published port. On a remote host, whose published
-// address this machine may not reach, it waits for the container's
-// healthcheck instead.
+// initialize on its published port. On a remote host it asks at the host's
+// address, or from inside the box where this machine cannot reach the port
+// (see remoteProbe).
 func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
@@ -70,17 +70,10 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 	if port == 0 {
 		return "", fmt.Errorf("executor publishes no port")
 	}
-	url := reconcile.ExecutorURL(hostIP, int(port))
 	if e.Host != "" {
-		inspect, err := e.api.ContainerInspect(ctx, c.ID)
-		if err != nil {
-			return "", err
-		}
-		if inspect.State == nil || inspect.State.Health == nil || inspect.State.Health.Status != "healthy" {
-			return "", fmt.Errorf("executor is not healthy yet")
-		}
-		return url, nil
+		return e.remoteProbe(ctx, c, hostIP, int(port), token)
 	}
+	url := reconcile.ExecutorURL(hostIP, int(port))
 	return url, mcp.Initialize(ctx, url+"/mcp", token)
 }
 

@@ -15,7 +15,7 @@ import (
 // Initialize sends one MCP initialize over Streamable HTTP to url with the
 // bearer token and checks the JSON-RPC answer carries a protocol version.
 func Initialize(ctx context.Context, url, token string) error {
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boxes","version":"1"}}}`
+	body := Request
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
@@ -39,14 +39,23 @@ func Initialize(ctx context.Context, url, token string) error {
 	if resp.StatusCode != http.StatusOK {
 		return &StatusError{Code: resp.StatusCode}
 	}
-	data = sseData(data)
+	return CheckAnswer(data)
+}
+
+// Request is the initialize request Initialize sends, for callers that send
+// it another way (from inside a box's network).
+const Request = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boxes","version":"1"}}}`
+
+// CheckAnswer checks a 200 answer's body (JSON or an event stream) to
+// initialize: JSON-RPC 2.0 with a protocol version.
+func CheckAnswer(body []byte) error {
 	var answer struct {
 		JSONRPC string `json:"jsonrpc"`
 		Result  struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(data, &answer); err != nil {
+	if err := json.Unmarshal(sseData(body), &answer); err != nil {
 		return fmt.Errorf("initialize answer is not JSON-RPC: %w", err)
 	}
 	if answer.JSONRPC != "2.0" || answer.Result.ProtocolVersion == "" {

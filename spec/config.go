@@ -60,7 +60,7 @@ var (
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env"}
 	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
-	hostKeys     = []string{"docker", "context"}
+	hostKeys     = []string{"docker", "context", "tls"}
 	archiveKeys  = []string{"recipients"}
 )
 
@@ -187,8 +187,20 @@ func Parse(path string, data []byte) (*Config, error) {
 			if f, ok := fields["context"]; ok {
 				host.Context, _ = p.str(f.value)
 			}
+			if f, ok := fields["tls"]; ok {
+				if host.TLS, _ = p.str(f.value); host.TLS != "" && !filepath.IsAbs(host.TLS) {
+					host.TLS = filepath.Join(filepath.Dir(path), host.TLS)
+				}
+			}
 			if (host.Docker == "") == (host.Context == "") {
 				p.errorf(e.key, "e.g. {docker: ssh://me@nexus} or {context: nexus}", "host %s needs exactly one of docker: or context:", name)
+			} else if f, ok := fields["docker"]; ok && host.Docker != "" {
+				if hint, err := checkDockerURL(host.Docker, host.TLS != ""); err != nil {
+					p.errorf(f.value, hint, "host %s: %v", name, err)
+				}
+			}
+			if f, ok := fields["tls"]; ok && host.TLS != "" && !strings.HasPrefix(host.Docker, "tcp://") {
+				p.errorf(f.value, "tls: names the directory with ca.pem, cert.pem and key.pem for a tcp:// engine", "host %s: tls: goes with docker: tcp://…", name)
 			}
 			cfg.Hosts[name] = host
 		}

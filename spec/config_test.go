@@ -43,6 +43,31 @@ hosts:
 	}
 }
 
+func TestParseHostForms(t *testing.T) {
+	src := `version: 1
+hosts:
+  a: {docker: ssh://me@nexus}
+  b: {docker: ssh://me@nexus:2222/run/user/1000/docker.sock}
+  c: {docker: "tcp://10.0.0.5:2376", tls: certs/c}
+  d: {docker: "unix:///run/other.sock"}
+  e: {context: nexus}
+  f: {docker: "tcp://10.0.0.5:2376", tls: /etc/boxes/f}
+`
+	cfg, err := Parse("conf/boxes.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Hosts["c"].TLS; got != "conf/certs/c" {
+		t.Errorf("relative tls: = %q, want it beside boxes.yaml", got)
+	}
+	if got := cfg.Hosts["f"].TLS; got != "/etc/boxes/f" {
+		t.Errorf("absolute tls: = %q", got)
+	}
+	if cfg.Hosts["e"].Context != "nexus" || len(cfg.Hosts) != 6 {
+		t.Errorf("hosts = %+v", cfg.Hosts)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
 		name, src string
@@ -82,6 +107,15 @@ func TestParseErrors(t *testing.T) {
 		{"env name", "version: 1\nboxes:\n  a: {env: {1X: y}}\n", 3, 13, "bad environment variable name", ""},
 		{"wrong type", "version: 1\nboxes: [a]\n", 2, 8, "expected a mapping of box names", ""},
 		{"host without engine", "version: 1\nhosts:\n  nexus: {}\n", 3, 3, "exactly one of docker: or context:", ""},
+		{"docker no scheme", "version: 1\nhosts:\n  nexus: {docker: nexus:2376}\n", 3, 19, "not an engine address", "ssh://user@host"},
+		{"docker http", "version: 1\nhosts:\n  nexus: {docker: http://nexus}\n", 3, 19, "cannot reach an engine over http://", ""},
+		{"ssh no host", "version: 1\nhosts:\n  nexus: {docker: ssh:///run/d.sock}\n", 3, 19, "names no host", ""},
+		{"ssh password", "version: 1\nhosts:\n  nexus: {docker: ssh://me:pw@nexus}\n", 3, 19, "holds a password", "ssh key"},
+		{"tcp without tls", "version: 1\nhosts:\n  nexus: {docker: tcp://nexus:2376}\n", 3, 19, "needs tls:", "ca.pem"},
+		{"tcp path", "version: 1\nhosts:\n  nexus: {docker: tcp://nexus:2376/x, tls: certs}\n", 3, 19, "has a path", ""},
+		{"unix relative", "version: 1\nhosts:\n  nexus: {docker: unix://run/d.sock}\n", 3, 19, "not an absolute socket path", "three slashes"},
+		{"tls without tcp", "version: 1\nhosts:\n  nexus: {docker: ssh://me@nexus, tls: certs}\n", 3, 40, "tls: goes with docker: tcp://", ""},
+		{"tls with context", "version: 1\nhosts:\n  nexus: {context: nexus, tls: certs}\n", 3, 32, "tls: goes with docker: tcp://", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func Schema() []byte {
 				"type": "object",
 				"additionalProperties": map[string]any{
 					"type": "object", "additionalProperties": false,
-					"properties": map[string]any{"docker": map[string]any{"type": "string"}, "context": map[string]any{"type": "string"}},
+					"properties": map[string]any{"docker": map[string]any{"type": "string", "pattern": "^(ssh|tcp|unix)://"}, "context": map[string]any{"type": "string"}, "tls": map[string]any{"type": "string"}},
 					"oneOf":      []any{map[string]any{"required": []any{"docker"}}, map[string]any{"required": []any{"context"}}},
 				},
 			},

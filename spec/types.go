@@ -63,6 +63,9 @@ type Host struct {
 	Name    string
 	Docker  string // any DOCKER_HOST form
 	Context string // a docker context name
+	// TLS is the directory with ca.pem, cert.pem and key.pem for a tcp://
+	// engine, absolute or made relative to boxes.yaml's directory.
+	TLS string
 }
 
 // Box returns the declared box with that name.

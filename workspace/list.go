@@ -51,6 +51,10 @@ func (w *Workspace) List(all bool) []Row {
 			if x, ok := r.Container(compose.ExecutorService); ok {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
 					row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
+					// A remote engine knows the address a person here reaches it on.
+					if e, ok := w.engines[host].(interface{ ExecutorURL(string, int) string }); ok {
+						row.URL = e.ExecutorURL(p.HostIP, p.HostPort)
+					}
 				}
 			}
 		}

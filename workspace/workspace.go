@@ -46,6 +46,9 @@ type Options struct {
 	Shown func(path string) string
 	// Warn receives warnings (a recovered token, an unreadable volume size).
 	Warn func(format string, args ...any)
+	// Distinct, when set, fails when two of the engines (in Hosts order) are
+	// one engine; it runs whenever every host is observed.
+	Distinct func(engines []Engine) error
 }
 
 // Workspace is one boxes.yaml, its lock, and its engines.
@@ -244,7 +247,21 @@ func (w *Workspace) Observe(ctx context.Context, hosts ...string) error {
 			w.Observed[host] = got[i]
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if w.opts.Distinct != nil && len(hosts) > 1 {
+		engines := make([]Engine, 0, len(hosts))
+		for _, host := range hosts {
+			e, err := w.Engine(ctx, host)
+			if err != nil {
+				return err
+			}
+			engines = append(engines, e)
+		}
+		return w.opts.Distinct(engines)
+	}
+	return nil
 }
 
 // HostOf is the host box name lives on: its declared host, else (for a box

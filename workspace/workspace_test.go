@@ -23,8 +23,8 @@ boxes:
   gamma:
     host: nexus
 hosts:
-  nexus: {docker: "tcp://nexus:2376"}
-  zulu: {docker: "tcp://zulu:2376"}
+  nexus: {docker: "ssh://me@nexus"}
+  zulu: {docker: "ssh://me@zulu"}
 `
 
 // fakeEngine serves a fixed snapshot and notes whether it was observed.

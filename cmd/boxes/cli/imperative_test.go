@@ -55,8 +55,8 @@ boxes:
   alpha:
     host: nexus
 hosts:
-  nexus: {docker: "tcp://nexus:2376"}
-  zulu: {docker: "tcp://zulu:2376"}
+  nexus: {docker: "ssh://me@nexus"}
+  zulu: {docker: "ssh://me@zulu"}
 `
 
 // ls lists declared boxes by name, then undeclared ones host by host

@@ -19,6 +19,15 @@ func openWorkspace(env *Env, opts docker.Options) (*workspace.Workspace, error) 
 		},
 		Shown: shown,
 		Warn:  env.Warnf,
+		Distinct: func(engines []workspace.Engine) error {
+			all := make([]*docker.Engine, 0, len(engines))
+			for _, e := range engines {
+				if d, ok := e.(*docker.Engine); ok {
+					all = append(all, d)
+				}
+			}
+			return docker.DistinctEngines(all)
+		},
 	})
 }
 
