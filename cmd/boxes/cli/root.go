@@ -190,6 +190,7 @@ var commands = []func(*Env) *cobra.Command{
 	newSchemaCommand,
 	newComposeCommand,
 	newPlanCommand,
+	newDiffCommand,
 	newApplyCommand,
 	newLockCommand,
 	newLsCommand,
