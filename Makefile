@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up test test-short test-image lint bench clean
+.PHONY: all build up test test-short test-image lint bench clean render-markdown
 
 all: build
 
@@ -40,6 +40,12 @@ lint:
 
 bench: test-image
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./...
+
+# A sample plan's --markdown rendered as a pull-request comment and
+# photographed: bin/markdown/plan.png. Needs headless Chromium (Debian:
+# apt-get install chromium); no engine.
+render-markdown:
+	bash scripts/render-markdown.sh
 
 clean:
 	rm -rf bin

@@ -40,15 +40,16 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 			for _, vol := range b.Delete.Volumes {
 				vols = append(vols, fmt.Sprintf("`%s` (%s)", vol.Name, HumanSize(vol.Size)))
 			}
-			backup := b.Delete.backupText()
+			backup := "backup: " + b.Delete.backupText()
 			if v.NoEngine && b.Delete.Backup == "" {
-				backup = "not looked for (no engine)"
+				backup = "backups not looked for (no engine)"
 			}
-			fmt.Fprintf(w, "\n> **DATA LOSS: box `%s` is deleted with its volumes%s.** Backup: %s. Apply asks for the box's name (or `--confirm-delete %s`).\n",
-				b.Name, onHost(b.Host), backup, b.Name)
+			// A GitHub alert: a red box with "Caution" on the code host.
+			fmt.Fprintf(w, "\n> [!CAUTION]\n> **Box `%s` is deleted with its data%s.**", b.Name, onHost(b.Host))
 			if len(vols) > 0 {
-				fmt.Fprintf(w, "> Volumes: %s.\n", strings.Join(vols, ", "))
+				fmt.Fprintf(w, " Volumes %s go;", strings.Join(vols, ", "))
 			}
+			fmt.Fprintf(w, " %s. Applying asks for the box's name (or `--confirm-delete %s`).\n", backup, b.Name)
 		}
 		fmt.Fprint(w, "\n| | box | action | why |\n| --- | --- | --- | --- |\n")
 		for _, b := range p.Boxes {
@@ -70,7 +71,13 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 			if b.Action == NoOp {
 				continue
 			}
-			fmt.Fprintf(w, "%s %s %s%s\n", symbols[b.Action], b.Action, b.Name, onHost(b.Host))
+			// A line starting with "-" is red in a diff fence: keep red for deletes,
+			// and mark a recreate (volumes kept) with "!" instead of "-/+".
+			symbol := symbols[b.Action]
+			if b.Action == Recreate {
+				symbol = "!"
+			}
+			fmt.Fprintf(w, "%s %s %s%s\n", symbol, b.Action, b.Name, onHost(b.Host))
 			for _, r := range b.Reasons {
 				fmt.Fprintf(w, "#     %s\n", r.String())
 			}

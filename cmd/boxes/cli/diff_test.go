@@ -41,7 +41,7 @@ func TestDiffExitCodes(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stdout, "Plan: 0 to create, 0 to recreate, 0 to start, 1 to stop, 1 to delete.") {
 		t.Errorf("diff main: %+v", r)
 	}
-	if r := boxes(t, dir, "diff", "--markdown"); r.code != 2 || !strings.Contains(r.stdout, "**DATA LOSS: box `old` is deleted with its volumes.**") {
+	if r := boxes(t, dir, "diff", "--markdown"); r.code != 2 || !strings.Contains(r.stdout, "> **Box `old` is deleted with its data.**") {
 		t.Errorf("diff --markdown: %+v", r)
 	}
 	if r := boxes(t, dir, "diff", "--json", "--detailed-exitcode"); r.code != 2 || !strings.Contains(r.stdout, `"ref": "HEAD"`) || !strings.Contains(r.stdout, `"delete": 1`) {

@@ -168,6 +168,7 @@ func Run(s Streams, args []string) error {
 	for _, newCommand := range commands {
 		root.AddCommand(newCommand(env))
 	}
+	addCompletions(root, env)
 	return root.Execute()
 }
 
@@ -191,6 +192,7 @@ var commands = []func(*Env) *cobra.Command{
 	newComposeCommand,
 	newPlanCommand,
 	newDiffCommand,
+	newCompletionCommand,
 	newApplyCommand,
 	newLockCommand,
 	newLsCommand,
