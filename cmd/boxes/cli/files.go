@@ -61,44 +61,11 @@ func loadLock(env *Env) (*spec.Lock, error) {
 	return l, nil
 }
 
-func newValidateCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate",
-		Short: "Check boxes.yaml and boxes.lock, offline",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(env)
-			if err != nil {
-				return err
-			}
-			lock, err := loadLock(env)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Out, "%s: %d boxes OK\n", filepath.Base(env.File), len(cfg.Boxes))
-			switch {
-			case lock == nil:
-				env.Warnf("boxes.lock not found; plan will need it")
-				fmt.Fprintln(env.Err, "boxes: hint: boxes lock update, then boxes build (or boxes lock image REF for an image the engine has)")
-			case lock.Image == nil:
-				env.Warnf("boxes.lock has pins but no image; plan will need one")
-				fmt.Fprintln(env.Err, "boxes: hint: boxes build makes it (or boxes lock image REF pins one the engine has)")
-			default:
-				fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", lock.Image.ID)
-				if inputs, ok := currentInputs(lock); ok && lock.Image.Inputs != "" && lock.Image.Inputs != inputs {
-					env.Warnf("boxes.lock: image.inputs is not the digest of this recipe and these pins: the image was built from other inputs")
-					fmt.Fprintln(env.Err, "boxes: hint: boxes build makes the image of the current pins")
-				}
-			}
-			return nil
-		},
-	}
-}
-
 func newSchemaCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of boxes.yaml",
+		Long:  schemaHelp,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := env.Out.Write(spec.Schema())
@@ -130,10 +97,9 @@ func initDir(env *Env, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(file, spec.Scaffold(), 0o644); err != nil {
+	if err := writeSchemaAndScaffold(env, dir, file); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Out, "wrote %s\n", file)
 	ignore := filepath.Join(dir, ".gitignore")
 	have, err := os.ReadFile(ignore)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
