@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up test test-short test-image lint bench fuzz clean
+.PHONY: all build up try test test-short test-image lint bench fuzz clean render-markdown
 
 all: build
 
@@ -44,7 +44,7 @@ bench: test-image
 # Each fuzz target for FUZZTIME (seed corpora in each package's testdata/fuzz);
 # a finding is written there as a new failing seed.
 FUZZTIME ?= 1m
-FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzParseLock ./reconcile:FuzzRender
+FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzParseLock ./reconcile:FuzzRender ./archive:FuzzWalk ./archive:FuzzRead ./archive:FuzzTrailer
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -52,6 +52,12 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$pkg; \
 	done
+
+# A sample plan's --markdown rendered as a pull-request comment and
+# photographed: bin/markdown/plan.png. Needs headless Chromium (Debian:
+# apt-get install chromium); no engine.
+render-markdown:
+	bash scripts/render-markdown.sh
 
 clean:
 	rm -rf bin

@@ -561,7 +561,10 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		if haveNetwork && !contains(c.Networks, network) {
 			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
 		}
-		if service == compose.ExecutorService && c.State == "running" {
+		// Published elsewhere with the configuration unchanged is drift; with
+		// it changed, the recreate's own reason says why.
+		sameConfig := c.ConfigHash == hashes[service] || (autoHashes != nil && c.ConfigHash == autoHashes[service])
+		if service == compose.ExecutorService && c.State == "running" && (!haveToken || sameConfig) {
 			if got, want, ok := publishedDrift(b, c); ok {
 				reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
 			}

@@ -14,8 +14,17 @@ import (
 // ErrExists is a boxes.yaml that init would overwrite.
 var ErrExists = errors.New("already exists; not overwriting it")
 
-// Init writes a starter boxes.yaml in dir, and adds .boxes/ and backups/ to
-// its .gitignore (keeping what is there). It returns the files it wrote.
+// SchemaFile is where Init puts the JSON Schema of boxes.yaml, beside it, for
+// the editors that read the scaffold's first line.
+const SchemaFile = "boxes.schema.json"
+
+// SchemaLine is the first line Init writes: editors with yaml-language-server
+// (VS Code's YAML extension, Neovim's yamlls, …) read the schema it names.
+const SchemaLine = "# yaml-language-server: $schema=./" + SchemaFile + "\n"
+
+// Init writes a starter boxes.yaml in dir naming its schema, the schema
+// beside it, and adds .boxes/ and backups/ to its .gitignore (keeping what is
+// there). It returns the files it wrote.
 func Init(dir string) ([]string, error) {
 	file := filepath.Join(dir, "boxes.yaml")
 	if _, err := os.Stat(file); err == nil {
@@ -24,10 +33,15 @@ func Init(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(file, spec.Scaffold(spec.FleetFromDir(file)), 0o644); err != nil {
+	if err := os.WriteFile(file, append([]byte(SchemaLine), spec.Scaffold(spec.FleetFromDir(file))...), 0o644); err != nil {
 		return nil, err
 	}
 	wrote := []string{file}
+	schema := filepath.Join(dir, SchemaFile)
+	if err := os.WriteFile(schema, spec.Schema(), 0o644); err != nil {
+		return wrote, err
+	}
+	wrote = append(wrote, schema)
 	ignore := filepath.Join(dir, ".gitignore")
 	have, err := os.ReadFile(ignore)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -72,7 +72,7 @@ func TestValidate(t *testing.T) {
 		out  []string // in stdout
 		err  []string // in stderr
 	}{
-		"no lock": {yaml: "version: 1\nboxes: {a: {}}\n", code: 0, out: []string{"boxes.yaml: 1 boxes OK"},
+		"no lock": {yaml: "version: 1\nboxes: {a: {}}\n", code: 0, out: []string{"boxes.yaml: 1 box OK"},
 			err: []string{"boxes: warning: boxes.lock not found", "boxes: hint: boxes lock update, then boxes build"}},
 		"lock without image": {yaml: "version: 1\nboxes: {}\n", lock: &spec.Lock{Version: 1, Pins: full}, code: 0,
 			err: []string{"boxes.lock has pins but no image", "boxes: hint: boxes build makes it"}},

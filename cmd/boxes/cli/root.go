@@ -149,6 +149,7 @@ func Run(ctx context.Context, s Streams, args []string) error {
 	for _, newCommand := range commands {
 		root.AddCommand(newCommand(env))
 	}
+	addCompletions(root, env)
 	return root.ExecuteContext(ctx)
 }
 
@@ -171,6 +172,8 @@ var commands = []func(*Env) *cobra.Command{
 	newSchemaCommand,
 	newComposeCommand,
 	newPlanCommand,
+	newDiffCommand,
+	newCompletionCommand,
 	newApplyCommand,
 	newLockCommand,
 	newLsCommand,

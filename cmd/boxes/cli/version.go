@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -11,25 +12,47 @@ import (
 // Version is set at link time (-ldflags "-X …cli.Version=v1.2.3"); otherwise the module version.
 var Version = ""
 
+// versionInfo is what version prints; --json prints it as is.
+type versionInfo struct {
+	Version string            `json:"version"`
+	Go      string            `json:"go"`
+	OS      string            `json:"os"`
+	Arch    string            `json:"arch"`
+	VCS     map[string]string `json:"vcs"`
+}
+
 func newVersionCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and build information",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, ok := debug.ReadBuildInfo()
-			fmt.Fprintf(env.Out, "boxes %s\n", versionString())
-			fmt.Fprintf(env.Out, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			if ok {
+			v := versionInfo{Version: versionString(), Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, VCS: map[string]string{}}
+			var vcs []string
+			if info, ok := debug.ReadBuildInfo(); ok {
 				for _, s := range info.Settings {
 					if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {
-						fmt.Fprintf(env.Out, "%s: %s\n", s.Key, s.Value)
+						v.VCS[s.Key[len("vcs."):]] = s.Value
+						vcs = append(vcs, fmt.Sprintf("%s: %s", s.Key, s.Value))
 					}
 				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(env.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(v)
+			}
+			fmt.Fprintf(env.Out, "boxes %s\n", v.Version)
+			fmt.Fprintf(env.Out, "go: %s %s/%s\n", v.Go, v.OS, v.Arch)
+			for _, line := range vcs {
+				fmt.Fprintln(env.Out, line)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version and build information as JSON")
+	return cmd
 }
 
 // versionString is boxes's version: set at link time, else the module's, else "(devel)".

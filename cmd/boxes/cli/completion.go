@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+func newCompletionCommand(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish",
+		Short: "Print a shell completion script (box and host names come from boxes.yaml)",
+		Long: `Print the completion script of a shell. Box and host names are completed
+from the boxes.yaml in the current directory (or the one -f names). Load it:
+
+  bash:  source <(boxes completion bash)        # or write it to /etc/bash_completion.d/boxes
+  zsh:   boxes completion zsh > "${fpath[1]}/_boxes"
+  fish:  boxes completion fish > ~/.config/fish/completions/boxes.fish`,
+		ValidArgs: []string{"bash", "zsh", "fish"},
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("completion needs one shell: bash, zsh or fish")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(env.Out, true)
+			case "zsh":
+				return root.GenZshCompletion(env.Out)
+			case "fish":
+				return root.GenFishCompletion(env.Out, true)
+			}
+			return fmt.Errorf("completion: unknown shell %q; boxes completes bash, zsh and fish", args[0])
+		},
+	}
+}
+
+// addCompletions makes every command complete its arguments from its Use line:
+// NAME is a box of boxes.yaml, HOST a host of it, a|b|c one of those words,
+// FILE and DIR paths; and flags that take a box or a host complete those.
+func addCompletions(root *cobra.Command, env *Env) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.ValidArgsFunction == nil && len(c.ValidArgs) == 0 && c.Runnable() {
+			c.ValidArgsFunction = completeArgs(env, argWords(c.Use))
+		}
+		for _, name := range []string{"target", "replace", "confirm-delete", "confirm"} {
+			if c.Flags().Lookup(name) != nil {
+				_ = c.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+					return namesIn(env.File).boxes, cobra.ShellCompDirectiveNoFileComp
+				})
+			}
+		}
+		if c.Flags().Lookup("host") != nil {
+			_ = c.RegisterFlagCompletionFunc("host", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+				return namesIn(env.File).hosts, cobra.ShellCompDirectiveNoFileComp
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// argWords are the argument placeholders of a Use line, e.g. "logs NAME
+// [agent|executor]" → NAME, agent|executor.
+func argWords(use string) []string {
+	fields := strings.Fields(use)
+	var out []string
+	for _, f := range fields[1:] {
+		if f == "--" {
+			break
+		}
+		out = append(out, strings.Trim(f, "[]…."))
+	}
+	return out
+}
+
+func completeArgs(env *Env, words []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) >= len(words) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		switch w := words[len(args)]; {
+		case w == "NAME":
+			return namesIn(env.File).boxes, cobra.ShellCompDirectiveNoFileComp
+		case w == "HOST":
+			return namesIn(env.File).hosts, cobra.ShellCompDirectiveNoFileComp
+		case w == "FILE" || w == "PLANFILE":
+			return nil, cobra.ShellCompDirectiveDefault
+		case w == "DIR":
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		case strings.Contains(w, "|"):
+			return strings.Split(w, "|"), cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+type declaredNames struct{ boxes, hosts []string }
+
+// namesIn reads the box and host names of a boxes.yaml leniently: a file being
+// edited still completes, whatever else is wrong with it.
+func namesIn(file string) declaredNames {
+	var out declaredNames
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return out
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	top := doc.Content[0].Content
+	for i := 0; i+1 < len(top); i += 2 {
+		var into *[]string
+		switch top[i].Value {
+		case "boxes":
+			into = &out.boxes
+		case "hosts":
+			into = &out.hosts
+		default:
+			continue
+		}
+		if m := top[i+1]; m.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				*into = append(*into, m.Content[j].Value)
+			}
+		}
+	}
+	sort.Strings(out.boxes)
+	sort.Strings(out.hosts)
+	return out
+}

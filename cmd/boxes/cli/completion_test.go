@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompletion: box and host names come from boxes.yaml, even one that does
+// not validate, and each argument completes what its command takes.
+func TestCompletion(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  beta: {host: nexus}\n  alpha: {memory: lots}\nhosts:\n  nexus: {docker: ssh://me@nexus}\n")
+	for args, want := range map[string]string{
+		"stop ":                   "alpha beta",
+		"enter a":                 "alpha beta", // the shell filters by prefix
+		"logs alpha ":             "agent executor",
+		"logs alpha x ":           "",
+		"plan --target ":          "alpha beta",
+		"apply --confirm-delete ": "alpha beta",
+		"load f.tar.age ":         "alpha beta",
+		"completion ":             "bash zsh fish",
+	} {
+		words := strings.Split(args, " ")
+		r := boxes(t, dir, append([]string{"__complete"}, words...)...)
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if line != "" && !strings.HasPrefix(line, ":") {
+				got = append(got, line)
+			}
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("completing %q: %q, want %q (%+v)", args, strings.Join(got, " "), want, r)
+		}
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		if r := boxes(t, dir, "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "boxes") {
+			t.Errorf("completion %s: %+v", shell, r)
+		}
+	}
+	if r := boxes(t, dir, "completion", "tcsh"); r.code != 1 || !strings.Contains(r.stderr, "bash, zsh and fish") {
+		t.Errorf("completion tcsh: %+v", r)
+	}
+}

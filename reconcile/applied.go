@@ -1,0 +1,121 @@
+package reconcile
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Applied is the snapshot the engines would give right after cfg had been
+// applied with image, every box's token being token: per host, the containers
+// compose makes for each declared box (with its labels and config hash, running
+// or exited as declared), its two volumes and its network. Sizes are unknown
+// and no port is published, as for a stopped box. It is what `boxes diff`
+// plans against in place of engines it cannot see.
+//
+// The config hashes are those of cfg's boxes built at path, so that a plan of
+// another config at the same path and with the same token differs from them
+// exactly where compose would recreate. A nil cfg is an empty fleet.
+func Applied(cfg *spec.Config, image, token, path string) (map[string]*Observed, error) {
+	out := map[string]*Observed{"": {Host: "", Images: map[string]bool{}}}
+	if cfg == nil {
+		return out, nil
+	}
+	for name := range cfg.Hosts {
+		out[name] = &Observed{Host: name, Images: map[string]bool{}}
+	}
+	for _, b := range cfg.Boxes {
+		o := out[b.Host]
+		if o == nil {
+			o = &Observed{Host: b.Host, Images: map[string]bool{}}
+			out[b.Host] = o
+		}
+		if err := appliedBox(o, cfg.Fleet, b, image, token, path); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range out {
+		o.Sort()
+	}
+	return out, nil
+}
+
+func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string) error {
+	project, err := compose.Project(compose.Input{
+		Box:        b,
+		Image:      image,
+		Token:      token,
+		WorkDir:    filepath.Dir(path),
+		ConfigFile: path,
+	})
+	if err != nil {
+		return err
+	}
+	hashes, err := compose.ServiceHashes(project)
+	if err != nil {
+		return err
+	}
+	state := "running"
+	if b.State == spec.Stopped {
+		state = "exited"
+	}
+	services := make([]string, 0, len(project.Services))
+	for s := range project.Services {
+		services = append(services, s)
+	}
+	sort.Strings(services)
+	for _, s := range services {
+		svc := project.Services[s]
+		labels := map[string]string{}
+		for k, v := range svc.Labels {
+			labels[k] = v
+		}
+		for k, v := range svc.CustomLabels {
+			labels[k] = v
+		}
+		labels["com.docker.compose.config-hash"] = hashes[s]
+		name := compose.ContainerName(b.Name, s)
+		var ports []Port
+		if s == compose.ExecutorService && state == "running" {
+			// A port: auto is whatever Docker chose: 0 stands for it, as the
+			// hashes above were made with it.
+			ports = []Port{{HostIP: b.Executor.Bind, HostPort: b.Executor.Port, ContainerPort: compose.ExecutorPort}}
+		}
+		o.Containers = append(o.Containers, Container{
+			Fleet:      fleet,
+			Networks:   []string{compose.NetworkName(b.Name)},
+			Ports:      ports,
+			ID:         "", // unknown without the engine
+			Name:       name,
+			Box:        b.Name,
+			Service:    s,
+			Image:      image,
+			State:      state,
+			Healthy:    state == "running",
+			ConfigHash: hashes[s],
+			Labels:     labels,
+		})
+	}
+	for key, v := range project.Volumes {
+		o.Volumes = append(o.Volumes, Volume{Fleet: fleet, Name: compose.VolumeName(b.Name, key), Box: b.Name, Labels: copyLabels(v.Labels), Size: -1})
+	}
+	for key, n := range project.Networks {
+		if key != compose.Network {
+			return fmt.Errorf("box %s: unexpected network %s in its project", b.Name, key)
+		}
+		name := compose.NetworkName(b.Name)
+		o.Networks = append(o.Networks, Network{Fleet: fleet, Name: name, Box: b.Name, Labels: copyLabels(n.Labels)})
+	}
+	return nil
+}
+
+func copyLabels(l map[string]string) map[string]string {
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
