@@ -168,6 +168,8 @@ func Run(s Streams, args []string) error {
 	for _, newCommand := range commands {
 		root.AddCommand(newCommand(env))
 	}
+	// Outside the table: mcp runs boxes itself, in-process, for each tool call.
+	root.AddCommand(newMCPCommand(env))
 	return root.Execute()
 }
 
