@@ -17,10 +17,17 @@ build:
 # no-op when the lock's image is current), then plans and applies boxes.yaml.
 up: build
 	./$(BIN) validate
-	./$(BIN) lock update --missing
+	@./$(BIN) lock update --missing || { \
+		echo "make up: pinning failed; the real image needs the internet (npm, nodejs.org, GitHub, a registry). Offline, make try brings up an example fleet on the test image."; \
+		exit 1; }
 	./$(BIN) build
 	./$(BIN) plan
 	./$(BIN) apply
+
+# Offline: the test image (stand-in Executor, no network installs) and an
+# example fleet in try/ brought up on it.
+try: build
+	bash scripts/try.sh
 
 test-image:
 	bash scripts/test-image.sh

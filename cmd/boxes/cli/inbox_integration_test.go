@@ -115,10 +115,12 @@ func TestIntegrationInBox(t *testing.T) {
 	})
 
 	t.Run("open", func(t *testing.T) {
-		// The browser is a script that fetches the page it is given.
-		got := filepath.Join(t.TempDir(), "url")
-		browser := filepath.Join(t.TempDir(), "browser")
-		writeFile(t, browser, "#!/bin/sh\nprintf '%s' \"$1\" > "+got+"\n")
+		// The browser is a script that records the address it is given and
+		// fetches it, as a browser would, keeping where it was redirected.
+		tmp := t.TempDir()
+		got, redirect := filepath.Join(tmp, "url"), filepath.Join(tmp, "redirect")
+		browser := filepath.Join(tmp, "browser")
+		writeFile(t, browser, "#!/bin/sh\nprintf '%s' \"$1\" > "+got+"\ncurl -s -o /dev/null -w '%{redirect_url}' \"$1\" > "+redirect+"\n")
 		if err := os.Chmod(browser, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -128,9 +130,12 @@ func TestIntegrationInBox(t *testing.T) {
 		if r.code != 0 || strings.Contains(r.stdout+r.stderr, token) || !strings.Contains(r.stdout, "opened the dashboard of "+box) {
 			t.Fatalf("open: %+v", r)
 		}
-		u := readFile(t, got)
+		if u := readFile(t, got); !strings.HasPrefix(u, "http://127.0.0.1:") || strings.Contains(u, token) {
+			t.Fatalf("the browser's command line was %q: it must not hold the token", u)
+		}
+		u := readFile(t, redirect)
 		if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/?token="+token) {
-			t.Fatalf("browser was given %q", u)
+			t.Fatalf("the one-time address redirected to %q", u)
 		}
 		resp, err := http.Get(u)
 		if err != nil {

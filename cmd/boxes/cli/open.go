@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -48,16 +50,29 @@ URL is its last argument), else xdg-open, or open on macOS.`,
 			if err != nil {
 				return err
 			}
-			run := exec.Command(browser[0], append(browser[1:], base+"/?token="+url.QueryEscape(token))...)
+			// The browser is given a one-time loopback address, never the
+			// token: a command line is readable by every user of the machine.
+			h, err := handoff.New(base + "/?token=" + url.QueryEscape(token))
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			run := exec.Command(browser[0], append(browser[1:], h.URL)...)
 			run.Stdin, run.Stdout, run.Stderr = nil, env.Err, env.Err
 			if err := run.Run(); err != nil {
 				return fmt.Errorf("%s: %w", browser[0], err)
 			}
-			fmt.Fprintf(env.Out, "opened the dashboard of %s (%s/) with %s; the token is in the URL it was given, not printed\n", name, base, browser[0])
+			if err := h.Wait(cmd.Context(), openTimeout); err != nil {
+				return fmt.Errorf("box %s: %w within %s", name, err, openTimeout)
+			}
+			fmt.Fprintf(env.Out, "opened the dashboard of %s (%s/) with %s, signed in through a one-time local address; the token was not printed\n", name, base, browser[0])
 			return nil
 		},
 	}
 }
+
+// openTimeout is how long open waits for the browser to fetch its one-time address.
+const openTimeout = 2 * time.Minute
 
 // browserCommand is $BOXES_BROWSER split into words, else the platform's opener.
 func browserCommand() ([]string, error) {

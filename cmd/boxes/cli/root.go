@@ -90,6 +90,11 @@ func withHint(err error, format string, args ...any) error {
 func Main(s Streams, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return MainContext(ctx, s, args)
+}
+
+// MainContext runs boxes with args until ctx ends and returns the exit code.
+func MainContext(ctx context.Context, s Streams, args []string) int {
 	err := Run(ctx, s, args)
 	if err == nil {
 		return 0
@@ -150,6 +155,8 @@ func Run(ctx context.Context, s Streams, args []string) error {
 		root.AddCommand(newCommand(env))
 	}
 	addCompletions(root, env)
+	// Outside the table: mcp runs boxes itself, in-process, for each tool call.
+	root.AddCommand(newMCPCommand(env))
 	return root.ExecuteContext(ctx)
 }
 

@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// killTrials is how many random kills TestIntegrationRandomKills makes:
+// BOXES_KILL_TRIALS, else 10 (make test-long asks for more).
+func killTrials(t *testing.T) int {
+	if v := os.Getenv("BOXES_KILL_TRIALS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("BOXES_KILL_TRIALS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 10
+}
+
+// faultScenario sets the engine and boxes.yaml up for one kind of apply and
+// names what the apply must end with.
+type faultScenario struct {
+	name string
+	// setup brings the boxes to the state before the apply and writes the
+	// boxes.yaml and lock the apply will converge to.
+	setup func(t *testing.T, dir string)
+	// declared are the boxes the apply ends with; each keeps its marker if
+	// setup wrote one. deleted are the boxes it removes.
+	declared, deleted []string
+	// marked are the declared boxes that hold a marker before the apply.
+	marked []string
+}
+
+// TestIntegrationRandomKills SIGKILLs apply at a random moment of creates,
+// recreates, deletes and mixed plans, then checks that the next plan shows
+// what is left, the next apply converges, the plan after it is empty, the
+// data in /data is intact, and nothing of a deleted box or a duplicate
+// container remains.
+func TestIntegrationRandomKills(t *testing.T) {
+	image, image2 := startIntegration(t)
+	bin := buildBoxes(t)
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("BOXES_KILL_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("BOXES_KILL_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	yaml := func(names ...string) string {
+		s := "version: 1\nboxes:\n"
+		for _, n := range names {
+			s += "  " + n + ": {}\n"
+		}
+		return s
+	}
+	lock := func(t *testing.T, dir, img string) {
+		if r := boxes(t, dir, "lock", "image", img); r.code != 0 {
+			t.Fatalf("lock image: %+v", r)
+		}
+	}
+	// up makes boxes with image img and a marker in each one's /data.
+	up := func(t *testing.T, dir, img string, names ...string) {
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml(names...))
+		lock(t, dir, img)
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("setup apply: %+v", r)
+		}
+		for _, n := range names {
+			dockerOut(t, "exec", "hbl-"+n+"-agent-1", "sh", "-c", "echo kept-"+n+" > /data/marker")
+		}
+	}
+	scenarios := []faultScenario{
+		{
+			name: "create",
+			setup: func(t *testing.T, dir string) {
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha", "it-beta", "it-gamma"))
+				lock(t, dir, image)
+			},
+			declared: []string{"it-alpha", "it-beta", "it-gamma"},
+		},
+		{
+			name: "recreate",
+			setup: func(t *testing.T, dir string) {
+				up(t, dir, image, "it-alpha", "it-beta")
+				lock(t, dir, image2)
+			},
+			declared: []string{"it-alpha", "it-beta"},
+			marked:   []string{"it-alpha", "it-beta"},
+		},
+		{
+			name: "delete",
+			setup: func(t *testing.T, dir string) {
+				up(t, dir, image, "it-alpha", "it-beta", "it-gamma")
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha"))
+			},
+			declared: []string{"it-alpha"},
+			marked:   []string{"it-alpha"},
+			deleted:  []string{"it-beta", "it-gamma"},
+		},
+		{
+			name: "mixed",
+			setup: func(t *testing.T, dir string) {
+				up(t, dir, image, "it-alpha", "it-beta")
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha", "it-gamma"))
+				lock(t, dir, image2)
+			},
+			declared: []string{"it-alpha", "it-gamma"},
+			marked:   []string{"it-alpha"},
+			deleted:  []string{"it-beta"},
+		},
+	}
+
+	apply := func(dir string, sc faultScenario) *exec.Cmd {
+		args := []string{"-f", filepath.Join(dir, "boxes.yaml"), "apply", "--auto-approve"}
+		for _, d := range sc.deleted {
+			args = append(args, "--confirm-delete", d)
+		}
+		return exec.Command(bin, args...)
+	}
+	// A first apply of each scenario, not killed, measures how long it
+	// takes: the kill time is drawn over all of it.
+	took := map[string]time.Duration{}
+	var converged, lost, orphans int
+	trials := killTrials(t)
+	for i := 0; i < trials; i++ {
+		sc := scenarios[i%len(scenarios)]
+		t.Run(fmt.Sprintf("%02d-%s", i, sc.name), func(t *testing.T) {
+			removeTestBoxes()
+			dir := t.TempDir()
+			if _, ok := took[sc.name]; !ok {
+				sc.setup(t, dir)
+				start := time.Now()
+				if out, err := apply(dir, sc).CombinedOutput(); err != nil {
+					t.Fatalf("uninterrupted apply: %v\n%s", err, out)
+				}
+				took[sc.name] = time.Since(start)
+				t.Logf("%s apply takes %s", sc.name, took[sc.name].Round(time.Millisecond))
+				removeTestBoxes()
+				dir = t.TempDir()
+			}
+			sc.setup(t, dir)
+			delay := time.Duration(rng.Int64N(int64(took[sc.name]) * 11 / 10))
+			cmd := apply(dir, sc)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			timer := time.AfterFunc(delay, func() { _ = cmd.Process.Kill() })
+			err := cmd.Wait()
+			timer.Stop()
+			t.Logf("killed after %s (%v)", delay.Round(time.Millisecond), err)
+
+			r := boxes(t, dir, "plan", "--detailed-exitcode")
+			if r.code != 0 && r.code != 2 {
+				t.Fatalf("plan after the kill: %+v", r)
+			}
+			if i := strings.LastIndex(r.stdout, "Plan:"); i >= 0 {
+				t.Logf("left: %s", strings.TrimSpace(r.stdout[i:]))
+			}
+			again := append([]string{"apply", "--auto-approve"}, confirmArgs(sc.deleted)...)
+			if r := boxes(t, dir, again...); r.code != 0 {
+				t.Fatalf("apply after the kill: %+v", r)
+			}
+			if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 || !strings.Contains(r.stdout, "No changes.") {
+				t.Fatalf("plan after converging: %+v", r)
+			}
+			converged++
+			for _, b := range sc.marked {
+				if got := dockerOut(t, "exec", "hbl-"+b+"-agent-1", "cat", "/data/marker"); got != "kept-"+b {
+					lost++
+					t.Errorf("%s lost its data: %q", b, got)
+				}
+			}
+			for _, b := range sc.declared {
+				if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 2 {
+					orphans++
+					t.Errorf("%s has %d containers, want 2", b, n)
+				}
+			}
+			for _, b := range sc.deleted {
+				for _, kind := range []string{"container", "volume", "network"} {
+					ls := []string{kind, "ls", "-q", "--filter", "label=boxes.box=" + b}
+					if kind == "container" {
+						ls = []string{"ps", "-aq", "--filter", "label=boxes.box=" + b}
+					}
+					if left := dockerOut(t, ls...); left != "" {
+						orphans++
+						t.Errorf("deleted box %s still has a %s: %s", b, kind, left)
+					}
+				}
+			}
+		})
+	}
+	t.Logf("random kills: %d trials, %d converged, %d markers lost, %d orphans", trials, converged, lost, orphans)
+}
+
+func confirmArgs(names []string) []string {
+	var args []string
+	for _, n := range names {
+		args = append(args, "--confirm-delete", n)
+	}
+	return args
+}
