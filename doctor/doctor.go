@@ -43,6 +43,8 @@ type Box struct {
 	// Token is the stored token; TokenErr why it could not be read.
 	Token    string
 	TokenErr error
+	// Exposed are secret files or directories readable by others.
+	Exposed []reconcile.Exposure
 }
 
 // Probes are doctor's ways into the box; nil fields take the real ones.
@@ -59,6 +61,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		p.Initialize = mcp.Initialize
 	}
 	rep := &Report{Box: b.Name}
+	for _, e := range b.Exposed {
+		rep.add("host", "secrets", "error", "%s (boxes apply restores it)", e)
+	}
 	agent, haveAgent := b.Resources.Container(compose.AgentService)
 	executor, haveExecutor := b.Resources.Container(compose.ExecutorService)
 	for _, c := range []struct {

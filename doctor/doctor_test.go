@@ -85,3 +85,13 @@ func TestCheckFindsAPublishingAgentAndAnOpenExecutor(t *testing.T) {
 		t.Errorf("a stopped agent is not probed inside, and the report fails:\n%s", got)
 	}
 }
+
+func TestCheckReportsExposedSecrets(t *testing.T) {
+	b := box("running")
+	b.Image = "sha256:2222222222222222"
+	b.Exposed = []reconcile.Exposure{{Path: ".boxes/secrets/alpha.env", Mode: 0o644, Want: 0o600}}
+	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
+	if !strings.Contains(lines(rep), "error host secrets: .boxes/secrets/alpha.env is 0644, want 0600 (boxes apply restores it)") || rep.OK {
+		t.Errorf("exposed token not an error:\n%s", lines(rep))
+	}
+}

@@ -20,6 +20,11 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	if err := w.Observe(ctx); err != nil {
 		return nil, err
 	}
+	if exposed, err := w.Tokens.Exposed(); err == nil {
+		for _, e := range exposed {
+			w.opts.Warn("secret %s is readable by others (%04o, want %04o); boxes apply restores it", e.Path, e.Mode.Perm(), e.Want)
+		}
+	}
 	in := reconcile.Input{
 		Config:   w.Config,
 		Image:    w.Image(),

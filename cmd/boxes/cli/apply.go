@@ -131,6 +131,14 @@ func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspa
 			}
 		}
 	}
+	// Secrets made readable by others get their modes back before anything else.
+	fixed, err := ws.Tokens.Restrict()
+	if err != nil {
+		return err
+	}
+	for _, e := range fixed {
+		env.Warnf("%s was readable by others; made it %04o", e.Path, e.Want)
+	}
 	applier := &reconcile.Applier{Config: ws.Config, Engines: ws.Engines(), Tokens: ws.Tokens, Parallelism: parallelism, Progress: progress, Held: held}
 	if seeder != nil {
 		applier.Seeder = seeder

@@ -66,6 +66,7 @@ func doctorBox(ctx context.Context, ws *workspace.Workspace, name string) (*doct
 		b.Bind = decl.Executor.Bind
 	}
 	b.Token, _, b.TokenErr = ws.Tokens.Get(name)
+	b.Exposed, _ = ws.Tokens.Exposed()
 	return doctor.Check(ctx, b, doctor.Probes{Runner: e}), nil
 }
 
