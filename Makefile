@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up try test test-short test-image lint bench fuzz clean render-markdown
+.PHONY: all build up try test test-long test-short test-image lint bench fuzz clean render-markdown
 
 all: build
 
@@ -35,6 +35,10 @@ test-image:
 test: test-image
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
+
+# The longer trials: 50 random kills of apply.
+test-long: test-image
+	BOXES_KILL_TRIALS=50 $(GO) test -count=1 -timeout 120m -run TestIntegrationRandomKills -v ./cmd/boxes/cli/
 
 test-short:
 	$(GO) test -short ./...
