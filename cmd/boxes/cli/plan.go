@@ -57,7 +57,8 @@ func runPlan(ctx context.Context, env *Env, f planFlags) error {
 			return err
 		}
 	case f.markdown:
-		p.RenderMarkdown(env.Out)
+		// The view reviewers read at a glance once rendered (reconcile/markdown.go).
+		p.RenderMarkdownView(env.Out, reconcile.MarkdownView{Title: "boxes plan"})
 	default:
 		p.RenderText(env.Out, colour(env))
 	}
