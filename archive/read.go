@@ -114,7 +114,9 @@ func openLegacy(r io.Reader, opts Options) (*reader, error) {
 	}
 	rd, err := decompress(plain)
 	if err != nil {
-		return nil, err
+		// OpenPGP does not check a passphrase before decrypting (on
+		// purpose): a wrong one gives garbage, seen first here.
+		return nil, fmt.Errorf("archive: %w (or the archive is damaged: %v)", ErrWrongPassphrase, err)
 	}
 	rd.entries = entries{tr: tar.NewReader(rd.plain), bad: damaged, legacy: &legacy{}}
 	rd.chk.setLimit(opts.MaxBytes, "the bound set for it")

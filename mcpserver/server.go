@@ -149,7 +149,7 @@ func (t *tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) 
 	res, out, err := t.invoke(ctx, args, true)
 	// boxes itself failed (no such box, box not running): a tool error, so
 	// that it is not read as the command's own exit code.
-	if err == nil && out.ExitCode != 0 && strings.HasPrefix(out.Stderr, "boxes: error: ") {
+	if err == nil && out.ExitCode != 0 && (strings.HasPrefix(out.Stderr, "boxes: error: ") || strings.Contains(out.Stderr, "\nboxes: error: ")) {
 		res.IsError = true
 	}
 	return res, out, err

@@ -58,9 +58,10 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 	if err != nil {
 		return err
 	}
+	// apply creates a box declared stopped without starting it.
 	state := "running"
 	if b.State == spec.Stopped {
-		state = "exited"
+		state = "created"
 	}
 	services := make([]string, 0, len(project.Services))
 	for s := range project.Services {

@@ -170,6 +170,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			return err
 		}
 	case Recreate:
+		for _, c := range bp.Strays {
+			a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted recreate)")
+			if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+				return fmt.Errorf("removing container %s: %w", c.Name, err)
+			}
+		}
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
 		if err := engine.Create(ctx, project, true); err != nil {
 			return err

@@ -153,6 +153,10 @@ type BoxPlan struct {
 	Restore string `json:"restore,omitempty"`
 	// Delete lists what a delete removes; nil otherwise.
 	Delete *Deletion `json:"delete,omitempty"`
+	// Strays are containers of a recreated box that do not have their
+	// service's name (left by an interrupted recreate): apply removes them
+	// first, so that compose finds one container per service.
+	Strays []NamedID `json:"strays,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.
@@ -410,6 +414,13 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if len(reasons) > 0 {
 		bp.Action = Recreate
 		bp.Reasons = reasons
+		if hasKind(reasons, "duplicate") {
+			for _, c := range r.Containers {
+				if c.Name != compose.ContainerName(b.Name, c.Service) {
+					bp.Strays = append(bp.Strays, NamedID{Name: c.Name, ID: c.ID})
+				}
+			}
+		}
 		return bp, nil
 	}
 

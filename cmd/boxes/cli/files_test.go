@@ -26,7 +26,10 @@ func TestInitWritesAndNeverOverwrites(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "boxes.yaml")); !strings.Contains(got, "\nfleet: "+filepath.Base(dir)+"\n") {
 		t.Errorf("the scaffold does not name the fleet after its directory:\n%s", got)
 	}
-	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes: {}\n")
+	// Not writeFile: it names the tests' fleet.
+	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte("version: 1\nboxes: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if r := boxes(t, dir, "validate"); r.code != 0 || !strings.Contains(r.stderr, "has no fleet: key; its boxes are fleet \""+filepath.Base(dir)+"\"") {
 		t.Errorf("validate without fleet: does not warn: %+v", r)
 	}

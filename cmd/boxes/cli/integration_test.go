@@ -79,8 +79,15 @@ func boxes(t *testing.T, dir string, args ...string) run {
 	return run{code, out.String(), errb.String()}
 }
 
+// writeFile writes a test file. A boxes.yaml without a fleet: key gets
+// fleet: it, the tests' fleet, at its end, so that commands do not warn about it.
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
+	// Appended, so that positions in messages stay where the test wrote them.
+	if filepath.Base(path) == "boxes.yaml" && strings.HasPrefix(content, "version: 1\n") && strings.Contains(content, "\nboxes:") &&
+		!strings.Contains(content, "\nfleet:") && strings.HasSuffix(content, "\n") {
+		content += "fleet: it\n"
+	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
