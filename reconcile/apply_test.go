@@ -293,3 +293,20 @@ func TestApplierLoadPlanLeavesTheBoxRunning(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+func TestApplierRemovesStraysBeforeRecreating(t *testing.T) {
+	a, j, _ := newApplier(t, testBox("alpha"))
+	if err := a.Tokens.Put("alpha", testToken); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "alpha", Action: reconcile.Recreate, Strays: []reconcile.NamedID{{Name: "0123abcd_hbl-alpha-agent-1", ID: "alpha/stray"}}},
+	}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rm container alpha/stray", "create --force", "start " + testImage, "ready", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+}

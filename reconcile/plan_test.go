@@ -619,3 +619,22 @@ func TestNewPlanFleets(t *testing.T) {
 		}
 	})
 }
+
+// An interrupted recreate leaves the new container under compose's
+// temporary name beside the old one: the plan lists it, to be removed first.
+func TestRecreateListsStrays(t *testing.T) {
+	b := testBox("alpha")
+	o := emptyObserved()
+	observeBox(t, o, b, testImage, "running", 0)
+	stray := o.Containers[0]
+	stray.ID, stray.Name, stray.State = "id-stray", "0123abcd_"+stray.Name, "created"
+	o.Containers = append(o.Containers, stray)
+	p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(b), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"alpha": testToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := p.Boxes[0]
+	if bp.Action != reconcile.Recreate || len(bp.Strays) != 1 || bp.Strays[0] != (reconcile.NamedID{Name: stray.Name, ID: "id-stray"}) {
+		t.Fatalf("plan %+v", bp)
+	}
+}
