@@ -90,10 +90,14 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Labels:     c.Labels,
 		}
 		if c.NetworkSettings != nil {
-			for n := range c.NetworkSettings.Networks {
+			for n, ep := range c.NetworkSettings.Networks {
 				oc.Networks = append(oc.Networks, n)
+				if ep != nil && ep.NetworkID != "" {
+					oc.NetworkIDs = append(oc.NetworkIDs, ep.NetworkID)
+				}
 			}
 			sort.Strings(oc.Networks)
+			sort.Strings(oc.NetworkIDs)
 		}
 		for _, m := range c.Mounts {
 			if m.Type == mount.TypeVolume && m.Name != "" {

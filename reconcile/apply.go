@@ -171,9 +171,15 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		}
 	case Recreate:
 		for _, c := range bp.Strays {
-			a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted recreate)")
+			a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
 			if err := engine.RemoveContainer(ctx, c.ID); err != nil {
 				return fmt.Errorf("removing container %s: %w", c.Name, err)
+			}
+		}
+		for _, n := range bp.StrayNetworks {
+			a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
+			if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+				return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
 			}
 		}
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")

@@ -54,6 +54,9 @@ type Container struct {
 	Error     string `json:",omitempty"`
 	// Networks are the names of the networks the container is connected to.
 	Networks []string `json:",omitempty"`
+	// NetworkIDs are the IDs of those networks, sorted: two networks can
+	// share a name, and only the ID tells which one the container is on.
+	NetworkIDs []string `json:",omitempty"`
 	// Mounts are the named volumes the container mounts.
 	Mounts []Mount `json:",omitempty"`
 	// Healthy is true when the container's healthcheck passed last time. It

@@ -34,8 +34,8 @@ var (
 
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
 // created, paused, image, config, missing, nocontainers, dead, restarting,
-// exited, network, disconnected, published, volume, duplicate, replace,
-// token, undeclared.
+// exited, network, disconnected, published, volume, duplicate, networks,
+// replace, token, undeclared.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
@@ -89,6 +89,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("container %s is %s", r.Service, r.Old)
 	case "duplicate":
 		return fmt.Sprintf("%s containers of %s (an interrupted recreate)", r.Old, r.Service)
+	case "networks":
+		return fmt.Sprintf("%s networks named %s (an interrupted create): the box keeps one, the others are removed", r.New, r.Old)
 	case "replace":
 		return "asked for with --replace"
 	case "token":
@@ -157,6 +159,11 @@ type BoxPlan struct {
 	// service's name (left by an interrupted recreate): apply removes them
 	// first, so that compose finds one container per service.
 	Strays []NamedID `json:"strays,omitempty"`
+	// StrayNetworks are the box's networks beyond the one it keeps when
+	// several of its labelled networks share its network's name (a create
+	// that raced one still in flight in the engine): apply removes them after
+	// the strays, before compose looks the network up by name.
+	StrayNetworks []NamedID `json:"stray_networks,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.
@@ -411,14 +418,17 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if err != nil {
 		return bp, err
 	}
+	strayNets, onStray := strayNetworks(b.Name, r)
+	if len(strayNets) > 0 {
+		reasons = append(reasons, Reason{Kind: "networks", Old: compose.NetworkName(b.Name), New: strconv.Itoa(len(strayNets) + 1)})
+	}
 	if len(reasons) > 0 {
 		bp.Action = Recreate
 		bp.Reasons = reasons
-		if hasKind(reasons, "duplicate") {
-			for _, c := range r.Containers {
-				if c.Name != compose.ContainerName(b.Name, c.Service) {
-					bp.Strays = append(bp.Strays, NamedID{Name: c.Name, ID: c.ID})
-				}
+		bp.StrayNetworks = strayNets
+		for _, c := range r.Containers {
+			if (hasKind(reasons, "duplicate") && c.Name != compose.ContainerName(b.Name, c.Service)) || onStray[c.ID] {
+				bp.Strays = append(bp.Strays, NamedID{Name: c.Name, ID: c.ID})
 			}
 		}
 		return bp, nil
@@ -676,6 +686,48 @@ func hostPort(ip, port string) string {
 		return "[" + ip + "]:" + port
 	}
 	return ip + ":" + port
+}
+
+// strayNetworks are box's labelled networks that have its network's name,
+// but the one it keeps: the one most of its containers are on (the smallest
+// ID among equals, so the same snapshot always gives the same plan). An
+// engine's duplicate check does not see a create still in flight, so a
+// create that follows a killed one can make a second network of the name,
+// and then nothing can use the name. onStray are the containers on a stray
+// network: they are removed with the strays, and made again on the kept one.
+func strayNetworks(box string, r Resources) (strays []NamedID, onStray map[string]bool) {
+	name := compose.NetworkName(box)
+	var same []Network
+	for _, n := range r.Networks {
+		if n.Name == name {
+			same = append(same, n)
+		}
+	}
+	if len(same) < 2 {
+		return nil, nil
+	}
+	users := map[string]int{}
+	for _, c := range r.Containers {
+		for _, id := range c.NetworkIDs {
+			users[id]++
+		}
+	}
+	sort.Slice(same, func(i, j int) bool {
+		if users[same[i].ID] != users[same[j].ID] {
+			return users[same[i].ID] > users[same[j].ID]
+		}
+		return same[i].ID < same[j].ID
+	})
+	onStray = map[string]bool{}
+	for _, n := range same[1:] {
+		strays = append(strays, NamedID{Name: n.Name, ID: n.ID})
+		for _, c := range r.Containers {
+			if contains(c.NetworkIDs, n.ID) {
+				onStray[c.ID] = true
+			}
+		}
+	}
+	return strays, onStray
 }
 
 func hasNetwork(r Resources, name string) bool {
