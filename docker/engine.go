@@ -172,42 +172,42 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	if force {
 		recreate = api.RecreateForce
 	}
-	return e.compose.Create(ctx, p, api.CreateOptions{
+	return e.lost(e.compose.Create(ctx, p, api.CreateOptions{
 		Services:             p.ServiceNames(),
 		Recreate:             recreate,
 		RecreateDependencies: recreate,
 		Inherit:              false,
 		RemoveOrphans:        true,
 		AssumeYes:            false,
-	})
+	}))
 }
 
 // Start starts the project's created or stopped containers and unpauses paused ones.
 func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
-		return err
+		return e.lost(err)
 	}
-	return e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})
+	return e.lost(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()}))
 }
 
 // Stop stops every container of project.
 func (e *Engine) Stop(ctx context.Context, project string) error {
-	return e.compose.Stop(ctx, project, api.StopOptions{})
+	return e.lost(e.compose.Stop(ctx, project, api.StopOptions{}))
 }
 
 // RemoveContainer force-removes one container by ID (its anonymous volumes too; boxes has none).
 func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
-	return ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions()))
+	return e.lost(ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions())))
 }
 
 // RemoveNetwork removes one network by ID.
 func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
-	return ignoreNotFound(e.api.NetworkRemove(ctx, id))
+	return e.lost(ignoreNotFound(e.api.NetworkRemove(ctx, id)))
 }
 
 // RemoveVolume removes one volume by name.
 func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
-	return ignoreNotFound(e.api.VolumeRemove(ctx, name, false))
+	return e.lost(ignoreNotFound(e.api.VolumeRemove(ctx, name, false)))
 }
 
 func ignoreNotFound(err error) error {

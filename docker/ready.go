@@ -33,6 +33,10 @@ func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, erro
 		if err == nil {
 			return url, nil
 		}
+		if engineGone(err) {
+			// An engine gone does not come back within a wait.
+			return "", e.lost(err)
+		}
 		var down *downError
 		if errors.As(err, &down) {
 			return "", fmt.Errorf("executor of %s: %w", box, err)
