@@ -75,7 +75,8 @@ func (e *HostError) Error() string {
 	if e.URL != "" {
 		where += " (" + e.URL + ")"
 	}
-	return where + ": " + e.Err.Error()
+	// Over ssh the client names a placeholder address, not the engine's.
+	return where + ": " + strings.Replace(e.Err.Error(), " at http://docker.example.com", "", 1)
 }
 
 func (e *HostError) Unwrap() error { return e.Err }

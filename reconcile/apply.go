@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -68,10 +69,19 @@ type Applier struct {
 // BoxError is the failure of one box's steps.
 type BoxError struct {
 	Box string
-	Err error
+	// Host is the box's host, named in the message when it is not the
+	// local engine (and the error does not name it already).
+	Host string
+	Err  error
 }
 
-func (e *BoxError) Error() string { return fmt.Sprintf("%s: %v", e.Box, e.Err) }
+func (e *BoxError) Error() string {
+	msg := e.Err.Error()
+	if e.Host != "" && !strings.Contains(msg, HostLabel(e.Host)) {
+		return fmt.Sprintf("%s (%s): %s", e.Box, HostLabel(e.Host), msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Box, msg)
+}
 func (e *BoxError) Unwrap() error { return e.Err }
 
 // Apply runs every box's steps, boxes in parallel and each box's steps in
@@ -101,7 +111,7 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 			a.Progress.Done(bp.Name, err)
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, &BoxError{Box: bp.Name, Err: err})
+				errs = append(errs, &BoxError{Box: bp.Name, Host: bp.Host, Err: err})
 				mu.Unlock()
 			}
 		}()

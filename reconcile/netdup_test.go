@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -116,5 +117,21 @@ func TestApplierRemovesStrayNetworksBeforeRecreating(t *testing.T) {
 	want := []string{"rm container alpha/executor", "rm network alpha/net2", "create --force", "start " + testImage, "ready", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
+	}
+}
+
+// A box's failure on another host names the host, once.
+func TestBoxErrorNamesTheHost(t *testing.T) {
+	for _, tc := range []struct {
+		e    reconcile.BoxError
+		want string
+	}{
+		{reconcile.BoxError{Box: "alpha", Err: errors.New("boom")}, "alpha: boom"},
+		{reconcile.BoxError{Box: "alpha", Host: "far", Err: errors.New("boom")}, "alpha (host far): boom"},
+		{reconcile.BoxError{Box: "alpha", Host: "far", Err: errors.New("host far (ssh://me@far): the engine stopped answering")}, "alpha: host far (ssh://me@far): the engine stopped answering"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hermes-box/boxes/compose"
@@ -17,7 +18,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 			return nil, fmt.Errorf("--replace %s: %w", n, w.Undeclared(n))
 		}
 	}
-	if err := w.Observe(ctx); err != nil {
+	if err := w.observeForPlan(ctx, opts.Target); err != nil {
 		return nil, err
 	}
 	if exposed, err := w.Tokens.Exposed(); err == nil {
@@ -108,4 +109,44 @@ func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Re
 		return token, true
 	}
 	return "", false
+}
+
+// observeForPlan observes every host. One that cannot be reached fails the
+// plan, unless --target names only declared boxes and none of them is on
+// it: then the plan leaves it out, with a warning, so that an engine that
+// is down does not stop work on the others.
+func (w *Workspace) observeForPlan(ctx context.Context, target []string) error {
+	hosts := w.Hosts()
+	errs := w.observeEach(ctx, hosts)
+	if err := errors.Join(errs...); err == nil {
+		return w.distinct(ctx, hosts)
+	} else if len(target) == 0 {
+		return err
+	}
+	needed := map[string]bool{}
+	for _, n := range target {
+		b, ok := w.Config.Box(n)
+		if !ok {
+			// An undeclared box could be on any host.
+			return errors.Join(errs...)
+		}
+		needed[b.Host] = true
+	}
+	var fatal []error
+	var reached []string
+	for i, h := range hosts {
+		switch {
+		case errs[i] == nil:
+			reached = append(reached, h)
+		case needed[h]:
+			fatal = append(fatal, errs[i])
+		default:
+			delete(w.Observed, h)
+			w.opts.Warn("%s is left out of this plan, which targets no box there: %v", reconcile.HostLabel(h), errs[i])
+		}
+	}
+	if err := errors.Join(fatal...); err != nil {
+		return err
+	}
+	return w.distinct(ctx, reached)
 }

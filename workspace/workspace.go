@@ -223,6 +223,15 @@ func (w *Workspace) Observe(ctx context.Context, hosts ...string) error {
 	if len(hosts) == 0 {
 		hosts = w.Hosts()
 	}
+	if err := errors.Join(w.observeEach(ctx, hosts)...); err != nil {
+		return err
+	}
+	return w.distinct(ctx, hosts)
+}
+
+// observeEach snapshots hosts in parallel, keeping each snapshot taken; the
+// errors are by host, in hosts' order.
+func (w *Workspace) observeEach(ctx context.Context, hosts []string) []error {
 	var images []string
 	if id := w.Image(); id != "" {
 		images = append(images, id)
@@ -247,9 +256,11 @@ func (w *Workspace) Observe(ctx context.Context, hosts ...string) error {
 			w.Observed[host] = got[i]
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+	return errs
+}
+
+// distinct runs Options.Distinct over hosts' engines.
+func (w *Workspace) distinct(ctx context.Context, hosts []string) error {
 	if w.opts.Distinct != nil && len(hosts) > 1 {
 		engines := make([]Engine, 0, len(hosts))
 		for _, host := range hosts {

@@ -3,10 +3,12 @@ package workspace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -222,5 +224,49 @@ func TestMissingConfig(t *testing.T) {
 	_, err := workspace.Open(filepath.Join(t.TempDir(), "boxes.yaml"), workspace.Options{})
 	if !errors.Is(err, workspace.ErrNoConfig) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A plan whose --target leaves out every box of an unreachable host goes on
+// without it, with a warning; one that needs the host fails naming it.
+func TestPlanLeavesOutAnUnreachableHostItDoesNotTarget(t *testing.T) {
+	f := newFleet(t)
+	image := "sha256:" + strings.Repeat("a", 64)
+	lock := "version: 1\npins: {}\nimage:\n  id: " + image + "\n  tools: {node: 22.1.0}\n"
+	if err := os.WriteFile(filepath.Join(f.dir, "boxes.lock"), []byte(lock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{image: true}}
+	f.snapshots["zulu"] = &reconcile.Observed{}
+	// nexus, gamma's host, is unreachable.
+	plan := func(target ...string) (*reconcile.Plan, []string, error) {
+		var warnings []string
+		ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
+			Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+				return &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name}, nil
+			},
+			Warn: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		p, err := ws.Plan(context.Background(), reconcile.PlanOptions{Target: target})
+		return p, warnings, err
+	}
+	p, warnings, err := plan("alpha")
+	if err != nil {
+		t.Fatalf("plan --target alpha: %v", err)
+	}
+	if len(p.Boxes) != 1 || p.Boxes[0].Name != "alpha" || p.Boxes[0].Action != reconcile.Create {
+		t.Errorf("plan %+v, want alpha created", p.Boxes)
+	}
+	if want := "host nexus is left out of this plan, which targets no box there: nexus is unreachable"; warnings[len(warnings)-1] != want {
+		t.Errorf("warnings %q, want %q", warnings, want)
+	}
+	for _, target := range [][]string{nil, {"alpha", "gamma"}, {"stray"}} {
+		if _, _, err := plan(target...); err == nil || !strings.Contains(err.Error(), "nexus is unreachable") {
+			t.Errorf("plan --target %q: %v, want nexus unreachable", target, err)
+		}
 	}
 }

@@ -65,7 +65,9 @@ type Engine struct {
 	run      string // short runtime directory under /run for sockets and exec-root
 	veth     string
 	cgroup   string
-	mountNS  string // the dockerd's mount namespace, "mnt:[inode]"
+	mountNS  string   // the dockerd's mount namespace, "mnt:[inode]"
+	launch   []string // nsenter's arguments that start the dockerd
+	dockerd  *exec.Cmd
 	procs    []*exec.Cmd
 	mu       sync.Mutex
 	apiCache *client.Client
@@ -222,24 +224,44 @@ func (e *Engine) start(driver string, opts Options) error {
 	// Its own /etc/docker gives it its own key.json, so its own engine ID;
 	// the bind mount lives in a mount namespace of its own.
 	script := `mount --bind "$1" /etc/docker && shift && exec dockerd "$@"`
-	cmdArgs := append([]string{"--net=/var/run/netns/" + e.Name, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script, "sh", etc}, args...)
-	logFile, err := os.Create(filepath.Join(e.dir, "dockerd.log"))
+	e.launch = append([]string{"--net=/var/run/netns/" + e.Name, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script, "sh", etc}, args...)
+	c, err := client.NewClientWithOpts(client.WithHost(e.Socket), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	e.apiCache = c
+	if err := e.startDockerd(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	e.ID = info.ID
+	return nil
+}
+
+// startDockerd runs the engine's dockerd (again, after Stop: same data,
+// same namespace) and waits until it answers.
+func (e *Engine) startDockerd() error {
+	logFile, err := os.OpenFile(filepath.Join(e.dir, "dockerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command("nsenter", cmdArgs...)
+	cmd := exec.Command("nsenter", e.launch...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	e.track(cmd)
-	c, err := client.NewClientWithOpts(client.WithHost(e.Socket), client.WithAPIVersionNegotiation())
-	if err != nil {
-		return err
-	}
-	e.apiCache = c
+	e.mu.Lock()
+	e.dockerd = cmd
+	e.mu.Unlock()
+	c := e.apiCache
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -257,13 +279,26 @@ func (e *Engine) start(driver string, opts Options) error {
 	if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)); err == nil {
 		e.mountNS = ns
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return err
+	return nil
+}
+
+// Stop stops the engine's dockerd as its service manager would (SIGTERM,
+// SIGKILL after 30 s): its API goes away at once, its containers are
+// stopped. The namespace, the sshd and the data stay, for Restart.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	cmd := e.dockerd
+	e.mu.Unlock()
+	if cmd != nil {
+		terminate(cmd.Process.Pid, 30*time.Second)
 	}
-	e.ID = info.ID
+}
+
+// Restart starts the engine's dockerd again after Stop, on the same data.
+func (e *Engine) Restart() error {
+	if err := e.startDockerd(); err != nil {
+		return fmt.Errorf("testhost %s: restarting dockerd: %w\n%s", e.Name, err, e.logTail())
+	}
 	return nil
 }
 
