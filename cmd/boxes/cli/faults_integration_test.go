@@ -185,6 +185,10 @@ func TestIntegrationRandomKills(t *testing.T) {
 					orphans++
 					t.Errorf("%s has %d containers, want 2", b, n)
 				}
+				if n := len(strings.Fields(dockerOut(t, "network", "ls", "-q", "--filter", "label=boxes.box="+b))); n != 1 {
+					orphans++
+					t.Errorf("%s has %d networks, want 1", b, n)
+				}
 			}
 			for _, b := range sc.deleted {
 				for _, kind := range []string{"container", "volume", "network"} {
