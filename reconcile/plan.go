@@ -156,8 +156,9 @@ type BoxPlan struct {
 	// Delete lists what a delete removes; nil otherwise.
 	Delete *Deletion `json:"delete,omitempty"`
 	// Strays are containers of a recreated box that do not have their
-	// service's name (left by an interrupted recreate): apply removes them
-	// first, so that compose finds one container per service.
+	// service's name (left by an interrupted recreate), or that are on one
+	// of its StrayNetworks: apply removes them first, so that compose finds
+	// one container per service.
 	Strays []NamedID `json:"strays,omitempty"`
 	// StrayNetworks are the box's networks beyond the one it keeps when
 	// several of its labelled networks share its network's name (a create
