@@ -86,6 +86,11 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 					fmt.Fprintf(w, "-     %s\n", line)
 				}
 			}
+			if m := b.Move; m != nil {
+				for _, line := range m.lines() {
+					fmt.Fprintf(w, "#     %s\n", line)
+				}
+			}
 		}
 		fmt.Fprint(w, "```\n\n</details>\n")
 	}

@@ -96,6 +96,9 @@ func (r Reason) String() string {
 	case "undeclared":
 		return "box is no longer declared in boxes.yaml"
 	}
+	if s, ok := moveReason(r); ok {
+		return s
+	}
 	return r.Kind
 }
 
@@ -157,6 +160,8 @@ type BoxPlan struct {
 	// service's name (left by an interrupted recreate): apply removes them
 	// first, so that compose finds one container per service.
 	Strays []NamedID `json:"strays,omitempty"`
+	// Move is what a move carries; nil otherwise.
+	Move *Moving `json:"move,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.
@@ -198,6 +203,7 @@ type Summary struct {
 	Start    int `json:"start"`
 	Stop     int `json:"stop"`
 	Delete   int `json:"delete"`
+	Move     int `json:"move,omitempty"`
 	NoOp     int `json:"no_op"`
 }
 
@@ -216,6 +222,8 @@ func (p *Plan) Summary() Summary {
 			s.Stop++
 		case Delete:
 			s.Delete++
+		case Move:
+			s.Move++
 		case NoOp:
 			s.NoOp++
 		}
@@ -242,6 +250,11 @@ func (p *Plan) Stable() *Plan {
 				d.Volumes[j] = DeletedVolume{Name: v.Name}
 			}
 			b.Delete = &d
+		}
+		if b.Move != nil {
+			m := *b.Move
+			m.Size, m.Unread = 0, ""
+			b.Move = &m
 		}
 		out.Boxes[i] = b
 	}
@@ -277,6 +290,8 @@ type Input struct {
 	Target map[string]bool
 	// Backups maps a box to its newest archive path.
 	Backups map[string]string
+	// Moves are the records of moves begun on this machine, by box.
+	Moves map[string]MoveRecord
 }
 
 func (in *Input) targeted(name string) bool { return len(in.Target) == 0 || in.Target[name] }
@@ -317,7 +332,7 @@ func NewPlan(in Input) (*Plan, error) {
 			if o == nil {
 				return nil, fmt.Errorf("host %q was not observed", host)
 			}
-			if !o.Images[in.Image] {
+			if !o.Images[in.Image] && !movesTo(in, host) {
 				return nil, fmt.Errorf("%w: %s lacks %s", ErrImageMissing, HostLabel(host), ShortID(in.Image))
 			}
 		}
@@ -336,7 +351,12 @@ func NewPlan(in Input) (*Plan, error) {
 			continue
 		}
 		if other := observedElsewhere(in.Observed, fleet, b.Name, b.Host); other != "" {
-			return nil, fmt.Errorf("box %s is declared on %s but exists on %s: moving a box between hosts is not supported yet; put host: back, or save it and load it on the new host", b.Name, HostLabel(b.Host), HostLabel(other))
+			bp, err := planMove(in, b, other)
+			if err != nil {
+				return nil, err
+			}
+			p.Boxes = append(p.Boxes, bp)
+			continue
 		}
 		bp, err := planDeclared(in, b)
 		if err != nil {
