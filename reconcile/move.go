@@ -183,7 +183,7 @@ func movesTo(in Input, host string) bool {
 		if b.Host != host || !in.targeted(b.Name) {
 			continue
 		}
-		if observedElsewhere(in.Observed, in.Config.Fleet, b.Name, b.Host) == "" {
+		if _, found := observedElsewhere(in.Observed, in.Config.Fleet, b.Name, b.Host); !found {
 			return false
 		}
 		any = true
@@ -256,6 +256,9 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 	}
 	bp := BoxPlan{Name: b.Name, Host: b.Host, Action: Move, State: b.State, Move: m,
 		Reasons: []Reason{{Kind: "move", Old: old, New: b.Host}, {Kind: "move-" + string(m.Stage), Old: old, New: b.Host}}}
+	if m.Stage == MoveSave && ok && !rec.Saved && m.Unverified == nil {
+		bp.Reasons[1].Field = "again"
+	}
 	return bp, nil
 }
 
@@ -272,6 +275,9 @@ func moveReason(r Reason) (string, bool) {
 	case "move":
 		return fmt.Sprintf("host: %s → %s", hostName(r.Old), hostName(r.New)), true
 	case "move-save":
+		if r.Field == "again" {
+			return fmt.Sprintf("move in progress: the save was cut short; stop the box on %s, save /data again, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
+		}
 		return fmt.Sprintf("stop the box on %s, save /data to an archive, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
 	case "move-restore":
 		return fmt.Sprintf("move in progress: the archive is saved; create the box on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.New)), true

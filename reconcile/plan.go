@@ -350,7 +350,7 @@ func NewPlan(in Input) (*Plan, error) {
 		if !in.targeted(b.Name) {
 			continue
 		}
-		if other := observedElsewhere(in.Observed, fleet, b.Name, b.Host); other != "" {
+		if other, found := observedElsewhere(in.Observed, fleet, b.Name, b.Host); found {
 			bp, err := planMove(in, b, other)
 			if err != nil {
 				return nil, err
@@ -831,7 +831,9 @@ func heldByOtherFleets(in Input) error {
 	return &FleetConflictError{Fleet: in.Config.Fleet, Boxes: found}
 }
 
-func observedElsewhere(obs map[string]*Observed, fleet, name, host string) string {
+// observedElsewhere is the first host other than host, in name order, that
+// holds box name; the local engine's name is "", hence found.
+func observedElsewhere(obs map[string]*Observed, fleet, name, host string) (other string, found bool) {
 	hosts := make([]string, 0, len(obs))
 	for h := range obs {
 		hosts = append(hosts, h)
@@ -839,10 +841,10 @@ func observedElsewhere(obs map[string]*Observed, fleet, name, host string) strin
 	sort.Strings(hosts)
 	for _, h := range hosts {
 		if r := obs[h].Of(name); h != host && !r.Empty() && r.HeldBy(fleet) == "" {
-			return h
+			return h, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 func executorHostPort(c Container) int {
