@@ -262,6 +262,11 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 	return bp, nil
 }
 
+// moveTitle heads a move in a plan: from where to where.
+func (b BoxPlan) moveTitle() string {
+	return fmt.Sprintf("will be moved from %s to %s", hostName(b.Move.From), hostName(b.Move.To))
+}
+
 // hostName is a host as plans print it: "local" is the local engine.
 func hostName(h string) string {
 	if h == "" {
@@ -325,7 +330,7 @@ func (p *Plan) Moves() []string {
 func MeasureMoves(ctx context.Context, in Input, p *Plan, sizer func(host string) VolumeSizer) func() Sizes {
 	byHost := map[string][]string{}
 	for _, b := range p.Boxes {
-		if b.Action == Move && b.Move != nil {
+		if b.Action == Move && b.Move != nil && b.Move.Stage == MoveSave {
 			byHost[b.Move.From] = append(byHost[b.Move.From], compose.VolumeName(b.Name, compose.AgentVolume))
 		}
 	}
@@ -348,7 +353,7 @@ func MeasureMoves(ctx context.Context, in Input, p *Plan, sizer func(host string
 // SetMoveSizes writes measured sizes into the plan's moves.
 func (p *Plan) SetMoveSizes(sizes Sizes) {
 	for _, b := range p.Boxes {
-		if b.Action != Move || b.Move == nil {
+		if b.Action != Move || b.Move == nil || b.Move.Stage != MoveSave {
 			continue
 		}
 		got, ok := sizes[b.Move.From][compose.VolumeName(b.Name, compose.AgentVolume)]

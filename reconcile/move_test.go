@@ -80,7 +80,7 @@ func TestPlanMoveStages(t *testing.T) {
 			}
 			var text bytes.Buffer
 			p.RenderText(&text, false)
-			for _, want := range []string{"# alpha will be moved on host far", "host: local → far", c.text, "1 to move."} {
+			for _, want := range []string{"# alpha will be moved from local to far", "host: local → far", c.text, "1 to move."} {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("text lacks %q:\n%s", want, text.String())
 				}

@@ -96,7 +96,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		}
 		fmt.Fprintln(w)
 		title := fmt.Sprintf("  # %s %s", b.Name, headline[b.Action])
-		if b.Host != "" {
+		switch {
+		case b.Move != nil:
+			title = fmt.Sprintf("  # %s %s", b.Name, b.moveTitle())
+		case b.Host != "":
 			title += " on host " + b.Host
 		}
 		if colour {
