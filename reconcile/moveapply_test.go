@@ -89,8 +89,12 @@ func (m *fakeMover) Restore(_ context.Context, host, box, archive, key string) e
 func (m *fakeMover) Check(_ context.Context, host, box, archive, key string) (int, error) {
 	return 3, m.do(box, host, "check")
 }
-func (m *fakeMover) Finish(_ context.Context, host, box string) error { return m.do(box, host, "finish") }
-func (m *fakeMover) Doctor(_ context.Context, host, box string) error { return m.do(box, host, "doctor") }
+func (m *fakeMover) Finish(_ context.Context, host, box string) error {
+	return m.do(box, host, "finish")
+}
+func (m *fakeMover) Doctor(_ context.Context, host, box string) error {
+	return m.do(box, host, "doctor")
+}
 func (m *fakeMover) SameEngine(context.Context, string, string) (bool, error) {
 	return m.same, nil
 }
