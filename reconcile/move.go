@@ -314,6 +314,16 @@ func (m *Moving) lines() []string {
 	return out
 }
 
+// note is the move as a GitHub alert for a pull-request comment.
+func (m *Moving) note(box string) string {
+	size := HumanSize(m.Size)
+	if m.Size < 0 {
+		size = "size not measured"
+	}
+	return fmt.Sprintf("\n> [!NOTE]\n> **Box `%s` moves from %s to %s with its data** (%s). The old copy is deleted only after the new one is verified, and only with `--confirm-delete %s` or the typed name; until then it stays, stopped.\n",
+		box, hostName(m.From), hostName(m.To), size, box)
+}
+
 // Moves are the names of the boxes the plan moves.
 func (p *Plan) Moves() []string {
 	var names []string

@@ -126,3 +126,18 @@ func TestPlanMoveErrors(t *testing.T) {
 		t.Errorf("no image anywhere: %v", err)
 	}
 }
+
+func TestPlanMoveMarkdownView(t *testing.T) {
+	in, _ := moveInput(t, true, "running")
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	p.RenderMarkdownView(&md, reconcile.MarkdownView{})
+	for _, want := range []string{"1 to move.**", "> [!NOTE]", "moves from local to far", "--confirm-delete alpha", "| `>` | `alpha` on host far | move |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown view lacks %q:\n%s", want, md.String())
+		}
+	}
+}
