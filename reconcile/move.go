@@ -33,6 +33,10 @@ const (
 	// MoveDeleteOld: the new copy is verified; only the old copy's delete
 	// is left, which needs the same confirmation as any delete.
 	MoveDeleteOld MoveStage = "delete-old"
+	// MoveCancel: a move cut short before its new copy was verified was
+	// put back (host: changed back): remove that unverified copy, and
+	// start the original again if it is declared running.
+	MoveCancel MoveStage = "cancel"
 )
 
 // Moving is what a move carries beyond the box plan: where from, where to,
@@ -52,8 +56,10 @@ type Moving struct {
 	ImageFrom *string `json:"image_from,omitempty"`
 	// Old is the old copy: deleted last, and only once the new copy is verified.
 	Old *Deletion `json:"old"`
-	// Unverified is a copy on the new host left by a move cut short before
-	// it was verified: removed before the archive is restored again.
+	// Unverified is a copy that is not the box, removed before anything
+	// else: on the new host, one left by a move cut short before it was
+	// verified (or, for a move put back, the stopped original the new
+	// archive replaces); for MoveCancel, the unverified copy on From.
 	Unverified *Deletion `json:"unverified,omitempty"`
 	// OldRunning is an old copy that runs again after its save: it may hold
 	// changes the archive lacks, so it is not deleted.
@@ -224,9 +230,20 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 	}
 	m := &Moving{From: old, To: b.Host, Size: -1, Unread: "not measured", Stage: MoveSave,
 		Old: planDelete(in, old, b.Name, oldR).Delete, OldRunning: anyRunning(oldR)}
-	rec, ok := in.Moves[b.Name]
-	ok = ok && rec.From == old && rec.To == b.Host
+	rec, found := in.Moves[b.Name]
+	ok := found && rec.From == old && rec.To == b.Host
+	// A move from here to old that boxes.yaml has put back.
+	putBack := found && rec.From == b.Host && rec.To == old && !newR.Empty()
 	switch {
+	case putBack && !rec.Verified:
+		// The copy on old never ran as the box: the one here is the box.
+		m.Stage, m.Old, m.Unverified = MoveCancel, nil, planDelete(in, old, b.Name, oldR).Delete
+		m.Archive = rec.Archive
+	case putBack:
+		// The copy on old is verified and may have run since: it is the
+		// box, and goes back; the stopped one here is in the archive.
+		m.Unverified = planDelete(in, b.Host, b.Name, newR).Delete
+		m.Archive = rec.Archive
 	case !newR.Empty() && !ok:
 		return BoxPlan{}, fmt.Errorf("%w: box %s exists on %s and on %s, and no move of it is recorded in .boxes/moves; keep the copy you want and remove the other (boxes.yaml declares it on %s)",
 			ErrTwoCopies, b.Name, HostLabel(old), HostLabel(b.Host), HostLabel(b.Host))
@@ -241,11 +258,11 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 		// A saved archive still holds the old copy only while it stays stopped.
 		m.Stage = MoveRestore
 	}
-	if m.Stage != MoveSave {
+	if m.Stage == MoveRestore || m.Stage == MoveDeleteOld {
 		m.Archive = rec.Archive
 		m.Size, m.Unread = rec.Bytes, ""
 	}
-	if m.Stage != MoveDeleteOld && in.Image != "" {
+	if (m.Stage == MoveSave || m.Stage == MoveRestore) && in.Image != "" {
 		if o := in.Observed[b.Host]; o != nil && !o.Images[in.Image] {
 			src, found := imageSource(in)
 			if !found {
@@ -256,7 +273,10 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 	}
 	bp := BoxPlan{Name: b.Name, Host: b.Host, Action: Move, State: b.State, Move: m,
 		Reasons: []Reason{{Kind: "move", Old: old, New: b.Host}, {Kind: "move-" + string(m.Stage), Old: old, New: b.Host}}}
-	if m.Stage == MoveSave && ok && !rec.Saved && m.Unverified == nil {
+	switch {
+	case m.Stage == MoveSave && putBack:
+		bp.Reasons[1].Field = "putback"
+	case m.Stage == MoveSave && ok && !rec.Saved && m.Unverified == nil:
 		bp.Reasons[1].Field = "again"
 	}
 	return bp, nil
@@ -280,12 +300,17 @@ func moveReason(r Reason) (string, bool) {
 	case "move":
 		return fmt.Sprintf("host: %s → %s", hostName(r.Old), hostName(r.New)), true
 	case "move-save":
+		if r.Field == "putback" {
+			return fmt.Sprintf("the move from %s to %s was put back after its new copy was verified: that copy, which may have run since, is saved and moved back here; the stopped copy on %s is replaced (its data stays in the first move's archive)", hostName(r.New), hostName(r.Old), hostName(r.New)), true
+		}
 		if r.Field == "again" {
 			return fmt.Sprintf("move in progress: the save was cut short; stop the box on %s, save /data again, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
 		}
 		return fmt.Sprintf("stop the box on %s, save /data to an archive, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
 	case "move-restore":
 		return fmt.Sprintf("move in progress: the archive is saved; create the box on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.New)), true
+	case "move-cancel":
+		return fmt.Sprintf("the move from %s to %s was put back before its new copy was verified: remove that copy on %s; the copy here is the box", hostName(r.New), hostName(r.Old), hostName(r.Old)), true
 	case "move-delete-old":
 		return fmt.Sprintf("move in progress: the copy on %s is verified; delete the old copy on %s (needs --confirm-delete or the typed name)", hostName(r.New), hostName(r.Old)), true
 	}
@@ -305,7 +330,12 @@ func (m *Moving) lines() []string {
 	if m.ImageFrom != nil {
 		out = append(out, fmt.Sprintf("image: streamed from %s to %s first", hostName(*m.ImageFrom), hostName(m.To)))
 	}
-	if m.Unverified != nil {
+	switch {
+	case m.Unverified != nil && m.Stage == MoveCancel:
+		out = append(out, fmt.Sprintf("remove the unverified copy on %s", hostName(m.From)))
+	case m.Unverified != nil && m.Stage == MoveSave:
+		out = append(out, fmt.Sprintf("replace the stopped copy on %s", hostName(m.To)))
+	case m.Unverified != nil:
 		out = append(out, fmt.Sprintf("remove the unverified copy on %s left by the interrupted move, then restore again", hostName(m.To)))
 	}
 	if m.OldRunning && m.Stage != MoveSave {

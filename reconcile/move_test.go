@@ -115,7 +115,7 @@ func TestPlanMoveErrors(t *testing.T) {
 		t.Errorf("two copies without a record: %v", err)
 	}
 	// A record of another move does not count.
-	in.Moves = map[string]reconcile.MoveRecord{"alpha": {Box: "alpha", From: "far", To: "", Saved: true, Verified: true}}
+	in.Moves = map[string]reconcile.MoveRecord{"alpha": {Box: "alpha", From: "far", To: "elsewhere", Saved: true, Verified: true}}
 	if _, err := reconcile.NewPlan(in); !errors.Is(err, reconcile.ErrTwoCopies) {
 		t.Errorf("two copies with another move's record: %v", err)
 	}
@@ -139,5 +139,55 @@ func TestPlanMoveMarkdownView(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown view lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// TestPlanMovePutBack: host: changed back while a move from the local
+// engine to far is in progress.
+func TestPlanMovePutBack(t *testing.T) {
+	b := testBox("alpha")
+	far := b
+	far.Host = "far"
+	rec := reconcile.MoveRecord{Box: "alpha", From: "", To: "far", Archive: "backups/alpha-1.tar.zst.age", Saved: true}
+	for _, c := range []struct {
+		name     string
+		verified bool
+		stage    reconcile.MoveStage
+		text     string
+	}{
+		{"before the new copy was verified", false, reconcile.MoveCancel, "remove that copy on far; the copy here is the box"},
+		{"after the new copy was verified", true, reconcile.MoveSave, "is saved and moved back here; the stopped copy on local is replaced"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			local := emptyObserved()
+			observeBox(t, local, b, testImage, "exited", 0)
+			remote := emptyObserved()
+			observeBox(t, remote, far, testImage, "running", 0)
+			r := rec
+			r.Verified = c.verified
+			in := reconcile.Input{Config: testCfg(b), Image: testImage, Tokens: map[string]string{"alpha": testToken},
+				Observed: map[string]*reconcile.Observed{"": local, "far": remote}, Moves: map[string]reconcile.MoveRecord{"alpha": r}}
+			p, err := reconcile.NewPlan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := p.Boxes[0].Move
+			if p.Boxes[0].Action != reconcile.Move || m.From != "far" || m.To != "" || m.Stage != c.stage || m.Unverified == nil {
+				t.Fatalf("plan: %+v %+v", p.Boxes[0], m)
+			}
+			// What is removed first is never the copy that is the box.
+			wantGone := "id-alpha-agent"
+			if got := m.Unverified.Containers[0].ID; !strings.HasPrefix(got, wantGone) {
+				t.Errorf("removes %s", got)
+			}
+			if c.stage == reconcile.MoveCancel && m.Old != nil {
+				t.Errorf("a cancel deletes an old copy: %+v", m.Old)
+			}
+			var text bytes.Buffer
+			p.RenderText(&text, false)
+			if !strings.Contains(text.String(), c.text) {
+				t.Errorf("text lacks %q:\n%s", c.text, text.String())
+			}
+		})
 	}
 }

@@ -76,6 +76,12 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	if err != nil {
 		return err
 	}
+	if m.Stage == MoveCancel {
+		if !found || rec.From != m.To || rec.To != m.From || rec.Verified {
+			return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
+		}
+		return a.cancelMove(ctx, image, bp, box, moves)
+	}
 	if m.Stage != MoveSave && (!found || rec.From != m.From || rec.To != m.To) {
 		return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
 	}
@@ -134,6 +140,37 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	}
 	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", hostName(m.To), rec.Archive))
 	return nil
+}
+
+// cancelMove ends a move that boxes.yaml put back before its new copy was
+// verified: that copy goes, and the original, on the declared host, is
+// started again when it is declared running.
+func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box spec.Box, moves Moves) error {
+	m := bp.Move
+	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
+	step("removing the unverified copy on " + hostName(m.From) + " left by the move that was put back")
+	if err := removeDeletion(ctx, a.Engines[m.From], m.Unverified, step); err != nil {
+		return err
+	}
+	if err := moves.Remove(bp.Name); err != nil {
+		return err
+	}
+	if box.State != spec.Running {
+		return nil
+	}
+	token, ok, err := a.Tokens.Get(bp.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
+	}
+	project, err := compose.Project(compose.Input{Box: box, Image: image, Token: token, HostPort: bp.HostPort,
+		WorkDir: filepath.Dir(a.Config.Path), ConfigFile: a.Config.Path})
+	if err != nil {
+		return err
+	}
+	return a.start(ctx, a.Engines[m.To], bp, project, token, false, box.State)
 }
 
 // moveIn makes the box on the new host from the move's archive and proves

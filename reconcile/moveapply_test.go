@@ -238,3 +238,22 @@ func TestApplierMoveNeverDeletesUnverified(t *testing.T) {
 		t.Errorf("old copy running: did %q", got)
 	}
 }
+
+func TestApplierMoveCancel(t *testing.T) {
+	a, j := moveApplier(t, &fakeMover{})
+	// The box is declared on far again; a move from far to the local engine was cut short.
+	if err := reconcile.MovesBeside(a.Config.Path).Put(reconcile.MoveRecord{Box: "alpha", From: "far", To: "", Saved: true}); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{{Name: "alpha", Host: "far", Action: reconcile.Move, State: spec.Running,
+		Move: &reconcile.Moving{From: "", To: "far", Stage: reconcile.MoveCancel, Unverified: oldCopy()}}}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := j.of("alpha"), steps(delOld, []string{"far: start", "far: ready"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("cancel:\n got %q\nwant %q", got, want)
+	}
+	if _, found, _ := reconcile.MovesBeside(a.Config.Path).Get("alpha"); found {
+		t.Error("the record of a cancelled move is kept")
+	}
+}

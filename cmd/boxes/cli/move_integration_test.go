@@ -267,3 +267,70 @@ func TestIntegrationMoveKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationMovePutBack changes host: back while a move is in
+// progress: before the new copy is verified the original stays the box; after,
+// the new copy (which may have run) is what comes back.
+func TestIntegrationMovePutBack(t *testing.T) {
+	image := startMove(t, moveBox)
+	bin := buildBoxes(t)
+	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
+	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	moveConfig(t, dir, remote, moveBox, "")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	if r := boxes(t, dir, "exec", moveBox, "--", "sh", "-c", "echo original > /data/home/agent/marker"); r.code != 0 {
+		t.Fatalf("writing the marker: %+v", r)
+	}
+	onlyLocal := func(what string) {
+		t.Helper()
+		if local, onRemote := copies(t, remote, moveBox); local != [2]int{2, 2} || onRemote != [2]int{} {
+			t.Fatalf("%s: local %v, remote %v", what, local, onRemote)
+		}
+		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
+			t.Fatalf("plan %s: %+v", what, r)
+		}
+	}
+
+	// Cut short before the new copy is verified, then put back.
+	moveConfig(t, dir, remote, moveBox, "remote")
+	killApplyAt(t, bin, dir, "checking the restored data")
+	moveConfig(t, dir, remote, moveBox, "")
+	plan := boxes(t, dir, "plan", "--detailed-exitcode")
+	if plan.code != 2 || !strings.Contains(plan.stdout, "was put back before its new copy was verified") {
+		t.Fatalf("plan of a move put back: %+v", plan)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply of a move put back: %+v", r)
+	}
+	onlyLocal("after a move put back before it was verified")
+	if got := marker(t, dir, moveBox); got != "original" {
+		t.Fatalf("marker: %q", got)
+	}
+
+	// Verified, used on the new host, then put back: the newer copy comes back.
+	moveConfig(t, dir, remote, moveBox, "remote")
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply of the move: %+v", r)
+	}
+	if r := boxes(t, dir, "exec", moveBox, "--", "sh", "-c", "echo newer > /data/home/agent/marker"); r.code != 0 {
+		t.Fatalf("writing the marker on the remote: %+v", r)
+	}
+	moveConfig(t, dir, remote, moveBox, "")
+	plan = boxes(t, dir, "plan", "--detailed-exitcode")
+	if plan.code != 2 || !strings.Contains(plan.stdout, "was put back after its new copy was verified") {
+		t.Fatalf("plan of a verified move put back: %+v", plan)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve", "--confirm-delete", moveBox); r.code != 0 {
+		t.Fatalf("apply of a verified move put back: %+v", r)
+	}
+	onlyLocal("after a verified move put back")
+	if got := marker(t, dir, moveBox); got != "newer" {
+		t.Fatalf("marker: %q", got)
+	}
+}
