@@ -155,10 +155,14 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("plan after the move: %+v", r)
 	}
 
-	// And back, confirmed at once.
+	// And back, through a saved plan, confirmed at once.
 	moveConfig(t, dir, remote, moveBox, "")
-	if r := boxes(t, dir, "apply", "--auto-approve", "--confirm-delete", moveBox); r.code != 0 {
-		t.Fatalf("apply of the move back: %+v", r)
+	saved := filepath.Join(dir, "move.plan")
+	if r := boxes(t, dir, "plan", "-out", saved); r.code != 0 {
+		t.Fatalf("plan -out of the move back: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", saved, "--confirm-delete", moveBox); r.code != 0 {
+		t.Fatalf("apply of the saved move back: %+v", r)
 	}
 	if got := marker(t, dir, moveBox); got != "moved-by-h9" {
 		t.Fatalf("marker back on the local engine: %q", got)
