@@ -1,8 +1,11 @@
 package reconcile_test
 
 import (
+	"context"
+
 	"bytes"
 	"errors"
+	"github.com/hermes-box/boxes/compose"
 	"strings"
 	"testing"
 
@@ -190,4 +193,41 @@ func TestPlanMovePutBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMovePlanGolden renders a plan with two moves, one new (data measured,
+// image streamed) and one whose old copy's delete is all that is left, in
+// every format.
+func TestMovePlanGolden(t *testing.T) {
+	local := emptyObserved()
+	edge := &reconcile.Observed{Host: "edge", Images: map[string]bool{}}
+	alpha, beta := testBox("alpha"), testBox("beta")
+	observeBox(t, local, alpha, testImage, "running", 0)
+	observeBox(t, local, beta, testImage, "exited", 0)
+	edge.Images[testImage] = false
+	alpha.Host, beta.Host = "edge", "edge"
+	observeBox(t, edge, beta, testImage, "running", 0)
+	in := reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,
+		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
+		Tokens:   map[string]string{"alpha": testToken, "beta": testToken},
+		Moves: map[string]reconcile.MoveRecord{"beta": {Box: "beta", From: "", To: "edge", Archive: "backups/beta-20261202-101500.tar.zst.age",
+			Key: ".boxes/secrets/beta-20261202-101500.move-key", Saved: true, Verified: true, Bytes: 3 << 20}}}
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetMoveSizes(reconcile.MeasureMoves(context.Background(), in, p, func(string) reconcile.VolumeSizer {
+		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{compose.VolumeName("alpha", compose.AgentVolume): {Bytes: 200 << 20}}}
+	})())
+	var text, js, md, view bytes.Buffer
+	p.RenderText(&text, false)
+	if err := p.RenderJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	p.RenderMarkdown(&md)
+	p.RenderMarkdownView(&view, reconcile.MarkdownView{})
+	golden(t, "move.txt", text.Bytes())
+	golden(t, "move.json", js.Bytes())
+	golden(t, "move.md", md.Bytes())
+	golden(t, "move.view.md", view.Bytes())
 }
