@@ -184,7 +184,7 @@ func (m Moves) All() (map[string]MoveRecord, error) {
 // movesTo reports whether every targeted box declared on host is a move
 // there: such a host may lack the image, which the move streams to it.
 func movesTo(in Input, host string) bool {
-	any := false
+	some := false
 	for _, b := range in.Config.Boxes {
 		if b.Host != host || !in.targeted(b.Name) {
 			continue
@@ -192,9 +192,9 @@ func movesTo(in Input, host string) bool {
 		if _, found := observedElsewhere(in.Observed, in.Config.Fleet, b.Name, b.Host); !found {
 			return false
 		}
-		any = true
+		some = true
 	}
-	return any
+	return some
 }
 
 // imageSource is the first host, in name order, observed to hold the image.

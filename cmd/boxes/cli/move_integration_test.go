@@ -94,7 +94,7 @@ func TestIntegrationMove(t *testing.T) {
 	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	if r := boxes(t, dir, "exec", moveBox, "--", "sh", "-c", "echo moved-by-h9 > /data/home/agent/marker"); r.code != 0 {
+	if r := boxes(t, dir, "exec", moveBox, "--", "sh", "-c", "echo moved-with-its-data > /data/home/agent/marker"); r.code != 0 {
 		t.Fatalf("writing the marker: %+v", r)
 	}
 
@@ -122,7 +122,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("apply of the move: %+v", r)
 	}
 	t.Logf("apply:\n%s", r.stdout)
-	if got := marker(t, dir, moveBox); got != "moved-by-h9" {
+	if got := marker(t, dir, moveBox); got != "moved-with-its-data" {
 		t.Fatalf("marker on the remote: %q", got)
 	}
 	local, onRemote := copies(t, remote, moveBox)
@@ -164,7 +164,7 @@ func TestIntegrationMove(t *testing.T) {
 	if r := boxes(t, dir, "apply", saved, "--confirm-delete", moveBox); r.code != 0 {
 		t.Fatalf("apply of the saved move back: %+v", r)
 	}
-	if got := marker(t, dir, moveBox); got != "moved-by-h9" {
+	if got := marker(t, dir, moveBox); got != "moved-with-its-data" {
 		t.Fatalf("marker back on the local engine: %q", got)
 	}
 	local, onRemote = copies(t, remote, moveBox)
