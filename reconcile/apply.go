@@ -64,6 +64,11 @@ type Applier struct {
 	// Held names boxes whose lock the caller took before it observed them
 	// (the one-box commands); the applier takes every other box's.
 	Held map[string]bool
+	// Mover carries moves' data between hosts; nil refuses moves.
+	Mover Mover
+	// ConfirmedDeletes names the boxes whose delete the user confirmed: a
+	// move deletes the old copy only then.
+	ConfirmedDeletes map[string]bool
 }
 
 // BoxError is the failure of one box's steps.
@@ -143,6 +148,9 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	}
 	if bp.Action == Delete {
 		return a.delete(ctx, engine, bp)
+	}
+	if bp.Action == Move {
+		return a.move(ctx, image, bp)
 	}
 	if bp.Action == Stop {
 		a.Progress.Step(bp.Name, "stopping")

@@ -51,6 +51,11 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 			}
 			fmt.Fprintf(w, " %s. Applying asks for the box's name (or `--confirm-delete %s`).\n", backup, b.Name)
 		}
+		for _, b := range p.Boxes {
+			if b.Action == Move && b.Move != nil {
+				fmt.Fprint(w, b.Move.note(b.Name))
+			}
+		}
 		fmt.Fprint(w, "\n| | box | action | why |\n| --- | --- | --- | --- |\n")
 		for _, b := range p.Boxes {
 			if b.Action == NoOp {
@@ -84,6 +89,11 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 			if d := b.Delete; d != nil {
 				for _, line := range d.lines() {
 					fmt.Fprintf(w, "-     %s\n", line)
+				}
+			}
+			if m := b.Move; m != nil {
+				for _, line := range m.lines() {
+					fmt.Fprintf(w, "#     %s\n", line)
 				}
 			}
 		}

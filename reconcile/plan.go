@@ -98,6 +98,9 @@ func (r Reason) String() string {
 	case "undeclared":
 		return "box is no longer declared in boxes.yaml"
 	}
+	if s, ok := moveReason(r); ok {
+		return s
+	}
 	return r.Kind
 }
 
@@ -165,6 +168,8 @@ type BoxPlan struct {
 	// that raced one still in flight in the engine): apply removes them after
 	// the strays, before compose looks the network up by name.
 	StrayNetworks []NamedID `json:"stray_networks,omitempty"`
+	// Move is what a move carries; nil otherwise.
+	Move *Moving `json:"move,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.
@@ -206,6 +211,7 @@ type Summary struct {
 	Start    int `json:"start"`
 	Stop     int `json:"stop"`
 	Delete   int `json:"delete"`
+	Move     int `json:"move,omitempty"`
 	NoOp     int `json:"no_op"`
 }
 
@@ -224,6 +230,8 @@ func (p *Plan) Summary() Summary {
 			s.Stop++
 		case Delete:
 			s.Delete++
+		case Move:
+			s.Move++
 		case NoOp:
 			s.NoOp++
 		}
@@ -250,6 +258,11 @@ func (p *Plan) Stable() *Plan {
 				d.Volumes[j] = DeletedVolume{Name: v.Name}
 			}
 			b.Delete = &d
+		}
+		if b.Move != nil {
+			m := *b.Move
+			m.Size, m.Unread = 0, ""
+			b.Move = &m
 		}
 		out.Boxes[i] = b
 	}
@@ -285,6 +298,8 @@ type Input struct {
 	Target map[string]bool
 	// Backups maps a box to its newest archive path.
 	Backups map[string]string
+	// Moves are the records of moves begun on this machine, by box.
+	Moves map[string]MoveRecord
 }
 
 func (in *Input) targeted(name string) bool { return len(in.Target) == 0 || in.Target[name] }
@@ -325,7 +340,7 @@ func NewPlan(in Input) (*Plan, error) {
 			if o == nil {
 				return nil, fmt.Errorf("host %q was not observed", host)
 			}
-			if !o.Images[in.Image] {
+			if !o.Images[in.Image] && !movesTo(in, host) {
 				return nil, fmt.Errorf("%w: %s lacks %s", ErrImageMissing, HostLabel(host), ShortID(in.Image))
 			}
 		}
@@ -343,8 +358,13 @@ func NewPlan(in Input) (*Plan, error) {
 		if !in.targeted(b.Name) {
 			continue
 		}
-		if other := observedElsewhere(in.Observed, fleet, b.Name, b.Host); other != "" {
-			return nil, fmt.Errorf("box %s is declared on %s but exists on %s: moving a box between hosts is not supported yet; put host: back, or save it and load it on the new host", b.Name, HostLabel(b.Host), HostLabel(other))
+		if other, found := observedElsewhere(in.Observed, fleet, b.Name, b.Host); found {
+			bp, err := planMove(in, b, other)
+			if err != nil {
+				return nil, err
+			}
+			p.Boxes = append(p.Boxes, bp)
+			continue
 		}
 		bp, err := planDeclared(in, b)
 		if err != nil {
@@ -864,7 +884,9 @@ func heldByOtherFleets(in Input) error {
 	return &FleetConflictError{Fleet: in.Config.Fleet, Boxes: found}
 }
 
-func observedElsewhere(obs map[string]*Observed, fleet, name, host string) string {
+// observedElsewhere is the first host other than host, in name order, that
+// holds box name; the local engine's name is "", hence found.
+func observedElsewhere(obs map[string]*Observed, fleet, name, host string) (other string, found bool) {
 	hosts := make([]string, 0, len(obs))
 	for h := range obs {
 		hosts = append(hosts, h)
@@ -872,10 +894,10 @@ func observedElsewhere(obs map[string]*Observed, fleet, name, host string) strin
 	sort.Strings(hosts)
 	for _, h := range hosts {
 		if r := obs[h].Of(name); h != host && !r.Empty() && r.HeldBy(fleet) == "" {
-			return h
+			return h, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 func executorHostPort(c Container) int {

@@ -19,6 +19,7 @@ var symbols = map[Action]string{
 	Start:    "~",
 	Stop:     "~",
 	Delete:   "-",
+	Move:     ">",
 }
 
 var legendText = map[Action]string{
@@ -27,6 +28,7 @@ var legendText = map[Action]string{
 	Start:    "start or stop",
 	Stop:     "start or stop",
 	Delete:   "delete (containers, network and volumes)",
+	Move:     "move to another host (data carried over; the old copy deleted once confirmed)",
 }
 
 var headline = map[Action]string{
@@ -35,6 +37,7 @@ var headline = map[Action]string{
 	Start:    "will be started",
 	Stop:     "will be stopped",
 	Delete:   "will be deleted, with its data",
+	Move:     "will be moved",
 }
 
 const (
@@ -45,7 +48,7 @@ const (
 	reset  = "\x1b[0m"
 )
 
-var colours = map[Action]string{Create: green, Recreate: yellow, Start: yellow, Stop: yellow, Delete: red}
+var colours = map[Action]string{Create: green, Recreate: yellow, Start: yellow, Stop: yellow, Delete: red, Move: yellow}
 
 // SummaryLine is "Plan: 1 to create, 1 to recreate, 0 to start, 0 to stop, 1 to delete."
 func (p *Plan) SummaryLine() string {
@@ -53,8 +56,12 @@ func (p *Plan) SummaryLine() string {
 		return "No changes."
 	}
 	s := p.Summary()
-	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete.",
-		s.Create, s.Recreate, s.Start, s.Stop, s.Delete)
+	moves := ""
+	if s.Move > 0 {
+		moves = fmt.Sprintf(", %d to move", s.Move)
+	}
+	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete%s.",
+		s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moves)
 }
 
 // RenderText writes the plan the way people read it in a terminal; colour only when asked.
@@ -75,7 +82,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 	}
 	fmt.Fprintln(w, "Box actions are indicated with the following symbols:")
 	seen := map[string]bool{}
-	for _, a := range []Action{Create, Recreate, Start, Stop, Delete} {
+	for _, a := range []Action{Create, Recreate, Start, Stop, Delete, Move} {
 		if p.count(a) == 0 || seen[legendText[a]] {
 			continue
 		}
@@ -89,7 +96,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		}
 		fmt.Fprintln(w)
 		title := fmt.Sprintf("  # %s %s", b.Name, headline[b.Action])
-		if b.Host != "" {
+		switch {
+		case b.Move != nil:
+			title = fmt.Sprintf("  # %s %s", b.Name, b.moveTitle())
+		case b.Host != "":
 			title += " on host " + b.Host
 		}
 		if colour {
@@ -109,6 +119,11 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 				fmt.Fprintf(w, "      %s %s\n", paint(Delete, "-"), line)
 			}
 			fmt.Fprintf(w, "      backup: %s\n", d.backupText())
+		}
+		if m := b.Move; m != nil {
+			for _, line := range m.lines() {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
 		}
 	}
 	summary := p.SummaryLine()
@@ -199,6 +214,8 @@ type JSONBox struct {
 	// Restore is the archive a create is seeded from, when boxes.yaml names one.
 	Restore string    `json:"restore,omitempty"`
 	Delete  *Deletion `json:"delete,omitempty"`
+	// Move is where a move goes from and to, and how far it has come.
+	Move *Moving `json:"move,omitempty"`
 }
 
 // JSON is the plan in its machine form.
@@ -208,7 +225,7 @@ func (p *Plan) JSON() JSONPlan {
 		out.Target = []string{}
 	}
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}
@@ -222,6 +239,12 @@ func (p *Plan) JSON() JSONPlan {
 			jb.Actions = []string{"update"}
 		case NoOp:
 			jb.Actions = []string{"no-op"}
+		case Move:
+			// The old copy is deleted at the end of every move, once confirmed.
+			jb.Actions = []string{"create", "delete"}
+			if b.Move != nil && b.Move.Stage == MoveDeleteOld {
+				jb.Actions = []string{"delete"}
+			}
 		default:
 			jb.Actions = []string{string(b.Action)}
 		}
@@ -265,6 +288,11 @@ func (p *Plan) RenderMarkdown(w io.Writer) {
 				fmt.Fprintf(w, "-     %s\n", line)
 			}
 			fmt.Fprintf(w, "#     backup: %s\n", d.backupText())
+		}
+		if m := b.Move; m != nil {
+			for _, line := range m.lines() {
+				fmt.Fprintf(w, "#     %s\n", line)
+			}
 		}
 	}
 	fmt.Fprint(w, "```\n\n</details>\n")

@@ -35,6 +35,11 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		Target:   map[string]bool{},
 		Backups:  w.Backups(),
 	}
+	moves, err := reconcile.MovesBeside(w.Path).All()
+	if err != nil {
+		return nil, err
+	}
+	in.Moves = moves
 	for _, n := range opts.Replace {
 		in.Replace[n] = true
 	}
@@ -80,6 +85,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		return nil, err
 	}
 	p.SetVolumeSizes(sizes())
+	p.SetMoveSizes(reconcile.MeasureMoves(ctx, in, p, func(host string) reconcile.VolumeSizer { return engines[host] })())
 	return p, nil
 }
 

@@ -95,6 +95,7 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 	if err := confirmDeletes(env, in, p, f.confirmDelete); err != nil {
 		return err
 	}
+	moves := confirmMoves(env, in, p, f.confirmDelete)
 	if planPath == "" && !f.autoApprove {
 		if !env.IsTTY {
 			return withHint(errors.New("apply needs approval and there is no terminal to ask"), "pass --auto-approve, or save a plan with boxes plan -out FILE and run boxes apply FILE")
@@ -106,12 +107,16 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		}
 	}
 	start := time.Now()
-	if err := execute(ctx, env, env.Out, ws, p, f.parallelism, nil); err != nil {
+	if err := executeWith(ctx, env, env.Out, ws, p, f.parallelism, nil, moves); err != nil {
 		return err
 	}
 	s := p.Summary()
-	fmt.Fprintf(env.Out, "\nApply complete in %s: %d created, %d recreated, %d started, %d stopped, %d deleted.\n",
-		time.Since(start).Round(100*time.Millisecond), s.Create, s.Recreate, s.Start, s.Stop, s.Delete)
+	moved := ""
+	if s.Move > 0 {
+		moved = fmt.Sprintf(", %d moved", s.Move)
+	}
+	fmt.Fprintf(env.Out, "\nApply complete in %s: %d created, %d recreated, %d started, %d stopped, %d deleted%s.\n",
+		time.Since(start).Round(100*time.Millisecond), s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moved)
 	return nil
 }
 
@@ -119,6 +124,11 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 // plans and the one-box plans of load, rm, start and stop alike. held
 // names boxes whose lock the caller already holds.
 func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held map[string]bool) error {
+	return executeWith(ctx, env, out, ws, p, parallelism, held, nil)
+}
+
+// executeWith is execute with the moved boxes whose old copy may be deleted.
+func executeWith(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
 	progress := newProgress(out, env.IsTTY, p)
 	seeder, err := newSeeder(ctx, env, ws, p, progress)
 	if err != nil {
@@ -128,6 +138,11 @@ func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspa
 		if b.Action != reconcile.NoOp {
 			if _, err := ws.Engine(ctx, b.Host); err != nil {
 				return err
+			}
+			if b.Move != nil {
+				if _, err := ws.Engine(ctx, b.Move.From); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -139,7 +154,8 @@ func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspa
 	for _, e := range fixed {
 		env.Warnf("%s was readable by others; made it %04o", e.Path, e.Want)
 	}
-	applier := &reconcile.Applier{Config: ws.Config, Engines: ws.Engines(), Tokens: ws.Tokens, Parallelism: parallelism, Progress: progress, Held: held}
+	applier := &reconcile.Applier{Config: ws.Config, Engines: ws.Engines(), Tokens: ws.Tokens, Parallelism: parallelism, Progress: progress, Held: held,
+		Mover: newMover(ws, progress), ConfirmedDeletes: deleteOld}
 	if seeder != nil {
 		applier.Seeder = seeder
 	}

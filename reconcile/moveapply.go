@@ -1,0 +1,283 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Mover carries a box's data from one host to another for the applier. Paths
+// are absolute.
+type Mover interface {
+	// Save writes the stopped box's /data on host to archive, encrypted to
+	// the age identity in key (made, mode 0600, when missing), reads it back
+	// whole, and publishes it; it returns the bytes of data saved.
+	Save(ctx context.Context, host, box, archive, key string) (int64, error)
+	// StreamImage brings image to host to from host from.
+	StreamImage(ctx context.Context, from, to, image string) error
+	// Restore restores archive into the created, not yet started box on
+	// host, quiesce marker first, so that a restore cut short never runs.
+	Restore(ctx context.Context, host, box, archive, key string) error
+	// Check compares the restored /data of the box, not yet started, with
+	// the archive: the same regular files with the same content hashes. It
+	// returns the number of files checked.
+	Check(ctx context.Context, host, box, archive, key string) (int, error)
+	// Finish ends the quiescence of the started box and waits for hb init.
+	Finish(ctx context.Context, host, box string) error
+	// Doctor checks the started box as boxes doctor does; an error names
+	// what failed.
+	Doctor(ctx context.Context, host, box string) error
+	// SameEngine reports whether two hosts reach one engine.
+	SameEngine(ctx context.Context, a, b string) (bool, error)
+}
+
+// ErrSameEngine is a move between two host entries that reach one engine:
+// deleting the old copy would delete the only one.
+var ErrSameEngine = errors.New("both hosts are one engine")
+
+// move runs a move from the stage the plan found it at: save on the old
+// host, create, restore, check and doctor on the new one, and only then,
+// when the delete is confirmed, delete the old copy. Each step is recorded
+// in .boxes/moves before the next begins, so that a move cut short resumes.
+func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
+	m := bp.Move
+	if m == nil {
+		return errors.New("move without its details")
+	}
+	if a.Mover == nil {
+		return errors.New("nothing here can move boxes between hosts")
+	}
+	from, to := a.Engines[m.From], a.Engines[m.To]
+	if from == nil || to == nil {
+		return fmt.Errorf("no engine for %s or %s", HostLabel(m.From), HostLabel(m.To))
+	}
+	box, ok := a.Config.Box(bp.Name)
+	if !ok {
+		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
+	}
+	same, err := a.Mover.SameEngine(ctx, m.From, m.To)
+	if err != nil {
+		return err
+	}
+	if same {
+		return fmt.Errorf("moving %s from %s to %s: %w; nothing was changed", bp.Name, HostLabel(m.From), HostLabel(m.To), ErrSameEngine)
+	}
+	dir := filepath.Dir(a.Config.Path)
+	abs := func(p string) string { return filepath.Join(dir, p) }
+	moves := MovesBeside(a.Config.Path)
+	rec, found, err := moves.Get(bp.Name)
+	if err != nil {
+		return err
+	}
+	if m.Stage == MoveCancel {
+		if !found || rec.From != m.To || rec.To != m.From || rec.Verified {
+			return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
+		}
+		return a.cancelMove(ctx, image, bp, box, moves)
+	}
+	if m.Stage != MoveSave && (!found || rec.From != m.From || rec.To != m.To) {
+		return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
+	}
+	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
+
+	if m.Stage == MoveSave {
+		if found && !rec.Saved && rec.Key != "" {
+			// The key of a save cut short encrypted no published archive.
+			_ = os.Remove(abs(rec.Key))
+		}
+		stamp := time.Now().UTC().Format("20060102-150405")
+		rec = MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
+			Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
+			Key:     filepath.Join(".boxes", "secrets", bp.Name+"-"+stamp+".move-key")}
+		if err := moves.Put(rec); err != nil {
+			return err
+		}
+		step("stopping the box on " + hostName(m.From) + " so that nothing writes to /data while it is saved")
+		if err := from.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
+			return err
+		}
+		step("saving /data on " + hostName(m.From) + " to " + rec.Archive)
+		n, err := a.Mover.Save(ctx, m.From, bp.Name, abs(rec.Archive), abs(rec.Key))
+		if err != nil {
+			return fmt.Errorf("saving on %s: %w", HostLabel(m.From), err)
+		}
+		rec.Saved, rec.Bytes = true, n
+		if err := moves.Put(rec); err != nil {
+			return err
+		}
+	}
+
+	if m.Stage == MoveSave || m.Stage == MoveRestore {
+		if err := a.moveIn(ctx, image, bp, box, rec, abs); err != nil {
+			return err
+		}
+		rec.Verified = true
+		if err := moves.Put(rec); err != nil {
+			return err
+		}
+	}
+
+	if !a.ConfirmedDeletes[bp.Name] {
+		step(fmt.Sprintf("moved to %s and verified; the old copy stays, stopped, on %s until you confirm its delete (boxes apply --confirm-delete %s)", hostName(m.To), hostName(m.From), bp.Name))
+		return nil
+	}
+	if m.Stage == MoveDeleteOld && m.OldRunning {
+		return fmt.Errorf("the old copy on %s runs again since the move saved it, so it may hold changes the new copy lacks; it was not deleted (stop it, or save it first)", HostLabel(m.From))
+	}
+	step("deleting the old copy on " + hostName(m.From))
+	if err := removeDeletion(ctx, from, m.Old, step); err != nil {
+		return fmt.Errorf("deleting the old copy on %s: %w", HostLabel(m.From), err)
+	}
+	if err := moves.Remove(bp.Name); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", hostName(m.To), rec.Archive))
+	return nil
+}
+
+// cancelMove ends a move that boxes.yaml put back before its new copy was
+// verified: that copy goes, and the original, on the declared host, is
+// started again when it is declared running.
+func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box spec.Box, moves Moves) error {
+	m := bp.Move
+	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
+	step("removing the unverified copy on " + hostName(m.From) + " left by the move that was put back")
+	if err := removeDeletion(ctx, a.Engines[m.From], m.Unverified, step); err != nil {
+		return err
+	}
+	if err := moves.Remove(bp.Name); err != nil {
+		return err
+	}
+	if box.State != spec.Running {
+		return nil
+	}
+	token, ok, err := a.Tokens.Get(bp.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
+	}
+	project, err := compose.Project(compose.Input{Box: box, Image: image, Token: token, HostPort: bp.HostPort,
+		WorkDir: filepath.Dir(a.Config.Path), ConfigFile: a.Config.Path})
+	if err != nil {
+		return err
+	}
+	return a.start(ctx, a.Engines[m.To], bp, project, token, false, box.State)
+}
+
+// moveIn makes the box on the new host from the move's archive and proves
+// it: restored data checked against the archive's hashes, ready, doctor.
+func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec.Box, rec MoveRecord, abs func(string) string) error {
+	m := bp.Move
+	to := a.Engines[m.To]
+	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
+	if m.Unverified != nil {
+		step("removing the unverified copy on " + hostName(m.To) + " left by the interrupted move")
+		if err := removeDeletion(ctx, to, m.Unverified, step); err != nil {
+			return err
+		}
+	}
+	if m.ImageFrom != nil {
+		step(fmt.Sprintf("streaming image %s from %s to %s", ShortID(image), hostName(*m.ImageFrom), hostName(m.To)))
+		if err := a.Mover.StreamImage(ctx, *m.ImageFrom, m.To, image); err != nil {
+			return err
+		}
+	}
+	// The box keeps its token: it is the same box, and the old copy stays stopped.
+	token, ok, err := a.Tokens.Get(bp.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if token, err = NewToken(); err != nil {
+			return err
+		}
+		if err := a.Tokens.Put(bp.Name, token); err != nil {
+			return err
+		}
+	}
+	project, err := compose.Project(compose.Input{
+		Box:        box,
+		Image:      image,
+		Token:      token,
+		HostPort:   bp.HostPort,
+		WorkDir:    filepath.Dir(a.Config.Path),
+		ConfigFile: a.Config.Path,
+	})
+	if err != nil {
+		return err
+	}
+	step("creating the box on " + hostName(m.To))
+	if err := to.Create(ctx, project, false); err != nil {
+		return err
+	}
+	step("restoring /data on " + hostName(m.To) + " from " + rec.Archive)
+	if err := a.Mover.Restore(ctx, m.To, bp.Name, abs(rec.Archive), abs(rec.Key)); err != nil {
+		return fmt.Errorf("restoring from %s: %w", rec.Archive, err)
+	}
+	step("checking the restored data against the archive's content hashes")
+	files, err := a.Mover.Check(ctx, m.To, bp.Name, abs(rec.Archive), abs(rec.Key))
+	if err != nil {
+		return err
+	}
+	step("starting on " + hostName(m.To))
+	if err := to.Start(ctx, project); err != nil {
+		return err
+	}
+	step("waiting for executor")
+	url, err := to.WaitReady(ctx, bp.Name, token)
+	if err != nil {
+		return err
+	}
+	step("resuming the restored box (hb init)")
+	if err := a.Mover.Finish(ctx, m.To, bp.Name); err != nil {
+		return err
+	}
+	step("running doctor")
+	if err := a.Mover.Doctor(ctx, m.To, bp.Name); err != nil {
+		return fmt.Errorf("doctor on the moved box: %w", err)
+	}
+	if box.State != spec.Running {
+		step("stopping (declared stopped)")
+		if err := to.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
+			return err
+		}
+	}
+	step(fmt.Sprintf("verified on %s at %s: %d files match the archive, doctor ok", hostName(m.To), url, files))
+	return nil
+}
+
+// removeDeletion removes exactly the listed resources of one copy of a box:
+// containers, then networks, then volumes. The token stays: it is the box's.
+func removeDeletion(ctx context.Context, e Engine, d *Deletion, step func(string)) error {
+	if d == nil {
+		return nil
+	}
+	for _, c := range d.Containers {
+		step("removing container " + c.Name)
+		if err := e.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("removing container %s: %w", c.Name, err)
+		}
+	}
+	for _, n := range d.Networks {
+		step("removing network " + n.Name)
+		if err := e.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("removing network %s: %w", n.Name, err)
+		}
+	}
+	for _, v := range d.Volumes {
+		step("removing volume " + v.Name)
+		if err := e.RemoveVolume(ctx, v.Name); err != nil {
+			return fmt.Errorf("removing volume %s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
