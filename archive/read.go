@@ -281,39 +281,72 @@ func Data(r io.Reader, identities ...age.Identity) (io.ReadCloser, error) {
 
 // DataWith is Data with options.
 func DataWith(r io.Reader, opts Options) (io.ReadCloser, error) {
+	return OpenData(r, opts)
+}
+
+// OpenData is DataWith, whose reader also tells the content hashes of what
+// it streamed once it was read to its end (see DataReader.Contents).
+func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	rd, err := open(r, opts)
 	if err != nil {
 		return nil, err
 	}
+	if rd.hash == nil {
+		// Archives that record no hashes are checked against what was read.
+		rd.hash = &hasher{}
+	}
 	pr, pw := io.Pipe()
-	done := make(chan struct{})
+	d := &DataReader{PipeReader: pr, done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		pw.CloseWithError(rd.copyData(pw))
+		defer close(d.done)
+		sum, err := rd.copyData(pw)
+		if err == nil {
+			d.contents = newContents(rd.hash.list, sum)
+		}
+		d.err = err
+		pw.CloseWithError(err)
 	}()
-	return &dataReader{PipeReader: pr, done: done}, nil
+	return d, nil
 }
 
 // copyData writes the data entries to w as a tar stream.
-func (rd *reader) copyData(w io.Writer) error {
+func (rd *reader) copyData(w io.Writer) (Summary, error) {
 	tw := tar.NewWriter(w)
-	if _, err := rd.walk(func(h *tar.Header, body io.Reader) error {
+	sum, err := rd.walk(func(h *tar.Header, body io.Reader) error {
 		return copyEntry(tw, h, body)
-	}); err != nil {
-		return err
+	})
+	if err != nil {
+		return Summary{}, err
 	}
-	return tw.Close()
+	return sum, tw.Close()
 }
 
-// dataReader is the reader Data returns.
-type dataReader struct {
+// DataReader is the reader OpenData returns.
+type DataReader struct {
 	*io.PipeReader
-	done chan struct{}
+	done     chan struct{}
+	contents *Contents
+	err      error
 }
 
 // Close stops the copy and waits for it to end.
-func (d *dataReader) Close() error {
+func (d *DataReader) Close() error {
 	err := d.PipeReader.Close()
 	<-d.done
 	return err
+}
+
+// Contents are the hashes of every regular file streamed, once the stream
+// was read to its end (or closed): for a box archive of format 2 on, checked
+// against the hashes recorded at save. It waits for the copy to end, so
+// call it only after reading to the end or Close.
+func (d *DataReader) Contents() (*Contents, error) {
+	<-d.done
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.contents == nil {
+		return nil, errors.New("archive: the data was not read to its end")
+	}
+	return d.contents, nil
 }

@@ -34,6 +34,13 @@ type fakeBox struct {
 func (f *fakeBox) Run(_ context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if cmd[0] != hb.Path {
+		f.hbCalls = append(f.hbCalls, strings.Join(cmd, " "))
+		if cmd[0] == "du" {
+			_, _ = io.WriteString(stdout, "4096\t/data\n")
+		}
+		return 0, nil
+	}
 	f.hbCalls = append(f.hbCalls, strings.Join(cmd[1:], " "))
 	if cmd[1] == "health" && f.unready > 0 {
 		f.unready--
@@ -67,6 +74,20 @@ func (f *fakeBox) CopyTo(_ context.Context, id, dir string, content io.Reader) e
 		f.copied = append(f.copied, h.Name)
 		f.mu.Unlock()
 	}
+}
+
+func (f *fakeBox) Pause(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbCalls = append(f.hbCalls, "pause")
+	return nil
+}
+
+func (f *fakeBox) Unpause(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbCalls = append(f.hbCalls, "unpause")
+	return nil
 }
 
 func (f *fakeBox) ToolVersions(context.Context, string) (map[string]string, error) {
@@ -114,7 +135,7 @@ func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
 	if saved.Size != info.Size() || saved.Summary.Files != 1 {
 		t.Errorf("saved %+v; the file has %d bytes", saved, info.Size())
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q", got)
 	}
 	m, _, err := archive.VerifyFile(out, id)
@@ -143,7 +164,7 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q: the box was not resumed", got)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -184,7 +205,7 @@ func TestRestoreWritesTheMarkerFirst(t *testing.T) {
 	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}); err != nil {
+	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.copied) < 3 || e.copied[1] != hb.QuiescedMarker {
