@@ -175,8 +175,15 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 			}
 		}()
 		s.Step("quiescing")
-		if err := hb.Quiesce(ctx, e, id); err != nil {
+		// Quiesce and pause run to their end, a cancel notwithstanding: an
+		// exec or a pause the engine still carries out after the thaw would
+		// leave the box frozen.
+		whole := context.WithoutCancel(ctx)
+		if err := hb.Quiesce(whole, e, id); err != nil {
 			return archive.Summary{}, fmt.Errorf("quiescing %s: %w", s.Box, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return archive.Summary{}, err
 		}
 		// The box's processes are stopped; what still runs (root's) may
 		// add a little before the pause.
@@ -188,8 +195,11 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 		// The engine's pause freezes every process of the box at one
 		// instant, root's included: databases and half-written files are
 		// read as of that instant. The engine's copy reads a paused container.
-		if err := e.Pause(ctx, id); err != nil {
+		if err := e.Pause(whole, id); err != nil {
 			return archive.Summary{}, fmt.Errorf("pausing %s: %w", s.Box, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return archive.Summary{}, err
 		}
 	}
 	s.Step("streaming /data")
