@@ -243,3 +243,77 @@ func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
 		t.Errorf("a plan without restores: %v %v", ids, err)
 	}
 }
+
+// A partial archive is removed once the save writing it is gone, never while
+// it runs.
+func TestRemoveLeftoversKeepsRunningSaves(t *testing.T) {
+	dir := t.TempDir()
+	running, err := createPartial(dir, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer running.Close()
+	dead, err := createPartial(dir, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	kept := filepath.Join(dir, "alpha-20260101-000000"+archive.Ext)
+	if err := os.WriteFile(kept, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveLeftovers(dir)
+	if err != nil || len(removed) != 1 || removed[0] != filepath.Base(dead.Name()) {
+		t.Errorf("removed %q, %v", removed, err)
+	}
+	for _, f := range []string{running.Name(), kept} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s was removed", f)
+		}
+	}
+}
+
+// Restored data that is not the archive's fails the restore.
+func TestRestoreChecksTheRestoredData(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	e.copyFrom = func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(bytes.Replace(dataTar().(*bytes.Buffer).Bytes(), []byte("hello\n"), []byte("hellO\n"), 1))), nil
+	}
+	err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0)
+	if !errors.Is(err, archive.ErrRestoreMismatch) || !strings.Contains(err.Error(), "data/home/agent/notes.txt") {
+		t.Errorf("got %v", err)
+	}
+	// A bound below the data's size stops the restore.
+	e.copyFrom = nil
+	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 3); !errors.Is(err, archive.ErrTooBig) {
+		t.Errorf("bounded: %v", err)
+	}
+}
+
+// Thaw undoes a dead save's freeze once, and leaves a running save's alone.
+func TestThaw(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
+	e := &fakeBox{}
+	held, err := reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "alpha", Container: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil || len(e.hbCalls) != 0 {
+		t.Errorf("thawed a running save's box: %q %v", e.hbCalls, err)
+	}
+	held.Keep()
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "unpause|resume" {
+		t.Errorf("calls %q", got)
+	}
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil || len(e.hbCalls) != 2 {
+		t.Errorf("thawed twice: %q %v", e.hbCalls, err)
+	}
+}
