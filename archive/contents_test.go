@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -96,3 +97,56 @@ func fmtErr(err error) string {
 	}
 	return err.Error()
 }
+
+// Restored entries get a box's owners, whatever the archive recorded.
+func TestDataGivesTheBoxsOwners(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []tar.Header{
+		{Typeflag: tar.TypeDir, Name: "data/", Mode: 0o711, Uid: 5},
+		{Typeflag: tar.TypeDir, Name: "data/home/", Mode: 0o711, Uid: 5},
+		{Typeflag: tar.TypeDir, Name: "data/home/agent/", Mode: 0o700, Uid: 0},
+		{Typeflag: tar.TypeReg, Name: "data/home/agent/suid", Mode: 0o4755, Uid: 0, Uname: "root"},
+	} {
+		h.ModTime = time.Now()
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	id, _ := age.GenerateX25519Identity()
+	var arch bytes.Buffer
+	if _, err := Write(&arch, Manifest{Box: "a"}, &buf, id.Recipient()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenData(&arch, Options{Identities: []age.Identity{id}, Owner: &Owner{Home: "data/home/agent", UID: 1000, GID: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(d)
+	got := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = fmtOwner(h)
+	}
+	want := map[string]string{"data/": "0:0 711", "data/home/": "0:0 711", "data/home/agent/": "1000:1000 700", "data/home/agent/suid": "1000:1000 755"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+func fmtOwner(h *tar.Header) string {
+	return strings.Join([]string{itoa(h.Uid) + ":" + itoa(h.Gid), strconvOct(h.Mode)}, " ")
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+func strconvOct(m int64) string { return fmt.Sprintf("%o", m&0o7777) }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"filippo.io/age"
 	"github.com/klauspost/compress/zstd"
@@ -32,6 +33,28 @@ type Options struct {
 	// what is being done ("verifying", "extracting"), the file's reader and
 	// size, and returns the reader to use and a function called at the end.
 	Progress func(what string, r io.Reader, size int64) (io.Reader, func())
+	// Owner, when set, gives the entries Data streams a box's owners
+	// instead of the archive's: Home ("data/home/agent") and everything
+	// under it belongs to UID and GID, the rest to root. (Setuid and setgid
+	// bits are always dropped.)
+	Owner *Owner
+}
+
+// Owner is the ownership of a box's data: see Options.Owner.
+type Owner struct {
+	Home     string
+	UID, GID int
+}
+
+// set gives h the box's owner.
+func (o *Owner) set(h *tar.Header) {
+	name := strings.TrimSuffix(h.Name, "/")
+	h.Uname, h.Gname = "", ""
+	if name == o.Home || strings.HasPrefix(name, o.Home+"/") {
+		h.Uid, h.Gid = o.UID, o.GID
+		return
+	}
+	h.Uid, h.Gid = 0, 0
 }
 
 // openFile opens the archive at path for what, watched by opts.Progress.
@@ -299,7 +322,7 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	d := &DataReader{PipeReader: pr, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		sum, err := rd.copyData(pw)
+		sum, err := rd.copyData(pw, opts.Owner)
 		if err == nil {
 			d.contents = newContents(rd.hash.list, sum)
 		}
@@ -310,9 +333,12 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 }
 
 // copyData writes the data entries to w as a tar stream.
-func (rd *reader) copyData(w io.Writer) (Summary, error) {
+func (rd *reader) copyData(w io.Writer, owner *Owner) (Summary, error) {
 	tw := tar.NewWriter(w)
 	sum, err := rd.walk(func(h *tar.Header, body io.Reader) error {
+		if owner != nil {
+			owner.set(h)
+		}
 		return copyEntry(tw, h, body)
 	})
 	if err != nil {

@@ -36,7 +36,14 @@ type Engine interface {
 	// Unpause thaws them, and does nothing to a container not paused.
 	Pause(ctx context.Context, id string) error
 	Unpause(ctx context.Context, id string) error
+	// FreeSpace is the room left on the file system of path in container
+	// id, which may be created and not started.
+	FreeSpace(ctx context.Context, id, path string) (int64, error)
 }
+
+// Reserve is the free space a restore leaves on the engine's disk: it is
+// refused before it starts when the archive's data would not fit above it.
+const Reserve = 256 << 20
 
 // ErrExists is an archive name that is taken: save never overwrites one.
 var ErrExists = errors.New("the archive exists; save never overwrites an archive")
@@ -419,7 +426,10 @@ func Restore(ctx context.Context, e Engine, id, file string, identities []age.Id
 		return err
 	}
 	defer f.Close()
-	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes})
+	// A box's owners, whatever the archive says: the agent's home is the
+	// agent's, the rest root's.
+	owner := &archive.Owner{Home: hb.AgentHome, UID: hb.AgentUID, GID: hb.AgentUID}
+	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner})
 	if err != nil {
 		return err
 	}
@@ -480,13 +490,24 @@ func (s *Seeder) agent(ctx context.Context, host, box string) (Engine, string, e
 	return e, id, err
 }
 
-// Seed restores the archive into the created, not yet started box.
-func (s *Seeder) Seed(ctx context.Context, host, box, archive string) error {
+// Seed restores the archive into the created, not yet started box, once it
+// has checked that the engine has room for it.
+func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err
 	}
-	return Restore(ctx, e, id, s.Path(archive), s.Identities, s.Sizes[archive])
+	if need := s.Sizes[file]; need > 0 {
+		free, err := e.FreeSpace(ctx, id, hb.Data)
+		if err != nil {
+			return fmt.Errorf("measuring the free space for /data: %w", err)
+		}
+		if free-need < Reserve {
+			return fmt.Errorf("%w for the restore on %s: the archive's data takes %s, %s are free, and %s must stay free; nothing was restored",
+				archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), reconcile.HumanSize(Reserve))
+		}
+	}
+	return Restore(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
 }
 
 // Finish resumes the started box and waits for hb init on the restored data.
@@ -546,7 +567,7 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 func Bounds(checked []Checked) map[string]int64 {
 	out := map[string]int64{}
 	for _, c := range checked {
-		out[c.Archive] = c.Summary.Bytes + 1<<20
+		out[c.Archive] = c.Summary.Bytes + archive.MarkerSlack
 	}
 	return out
 }

@@ -28,6 +28,7 @@ type fakeBox struct {
 	hbCalls  []string
 	copied   []string
 	unready  int // hb health fails this many times
+	free     int64
 	copyFrom func(ctx context.Context) (io.ReadCloser, error)
 }
 
@@ -88,6 +89,13 @@ func (f *fakeBox) Unpause(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	f.hbCalls = append(f.hbCalls, "unpause")
 	return nil
+}
+
+func (f *fakeBox) FreeSpace(context.Context, string, string) (int64, error) {
+	if f.free == 0 {
+		return 1 << 40, nil
+	}
+	return f.free, nil
 }
 
 func (f *fakeBox) ToolVersions(context.Context, string) (map[string]string, error) {
@@ -315,5 +323,14 @@ func TestThaw(t *testing.T) {
 	}
 	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil || len(e.hbCalls) != 2 {
 		t.Errorf("thawed twice: %q %v", e.hbCalls, err)
+	}
+}
+
+// A restore that would not leave the reserve free is refused before it starts.
+func TestSeedChecksFreeSpace(t *testing.T) {
+	e := &fakeBox{free: Reserve + 100}
+	s := &Seeder{Engine: func(context.Context, string) (Engine, error) { return e, nil }, Sizes: map[string]int64{"a": 200}}
+	if err := s.Seed(context.Background(), "", "alpha", "a"); !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
+		t.Errorf("got %v, copied %q", err, e.copied)
 	}
 }
