@@ -110,8 +110,11 @@ func TestIntegrationArchiveCrashes(t *testing.T) {
 		t.Fatalf("apply: %+v", r)
 	}
 	agent := compose.ContainerName(src, compose.AgentService)
-	dockerOut(t, "exec", "-u", "agent", agent, "sh", "-c", "for i in $(seq 150); do [ -d /data/home/agent ] && break; sleep 0.2; done; head -c 32M /dev/urandom > /data/home/agent/big")
+	dockerOut(t, "exec", "-u", "0", agent, "sh", "-c", "for i in $(seq 300); do hb health agent >/dev/null 2>&1 && break; sleep 0.2; done")
+	dockerOut(t, "exec", "-u", "agent", agent, "sh", "-c", "head -c 32M /dev/urandom > /data/home/agent/big")
 	bigSum := sha256In(t, src, "/data/home/agent/big")
+	// A root-owned setuid file in the agent's home: restored as the agent's, without the bit.
+	dockerOut(t, "exec", "-u", "0", agent, "sh", "-c", "cp /bin/true /data/home/agent/suid && chmod 4755 /data/home/agent/suid")
 	// Root's writer: hb quiesce stops only the box users' processes, the
 	// engine's pause stops every one.
 	dockerOut(t, "exec", "-u", "0", agent, "sqlite3", "/data/home/agent/db.sqlite", "pragma journal_mode=wal; create table t(id integer primary key, v blob);")
@@ -191,6 +194,9 @@ func TestIntegrationArchiveCrashes(t *testing.T) {
 				check := dockerOut(t, "exec", "-u", "0", compose.ContainerName(dst, compose.AgentService), "sqlite3", "/data/home/agent/db.sqlite", "PRAGMA integrity_check")
 				if check != "ok" {
 					t.Errorf("the database saved while written fails its integrity check: %s", check)
+				}
+				if got := dockerOut(t, "exec", "-u", "0", compose.ContainerName(dst, compose.AgentService), "stat", "-c", "%U %a", "/data/home/agent/suid"); got != "agent 755" {
+					t.Errorf("a root-owned setuid file is restored as %q, want agent's without setuid", got)
 				}
 			}
 			if r := boxes(t, dir, "plan", "--detailed-exitcode", "--target", dst); r.code != 0 {
