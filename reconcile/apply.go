@@ -146,9 +146,10 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	}
 	if bp.Action == Stop {
 		// Thawed first: a box stopped quiesced would wait for a resume
-		// when it next starts.
+		// when it next starts. Should that fail, the record stays and
+		// the start after thaws it.
 		if err := a.thaw(ctx, bp); err != nil {
-			return err
+			a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
 		}
 		a.Progress.Step(bp.Name, "stopping")
 		return engine.Stop(ctx, compose.ProjectName(bp.Name))
@@ -261,9 +262,13 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 	return nil
 }
 
-// thaw resumes a box the plan found frozen by a save that died.
+// thaw resumes a box a save that died left frozen: found so by the plan,
+// or since (a box stopped then is frozen again, quiesced, once started).
 func (a *Applier) thaw(ctx context.Context, bp BoxPlan) error {
-	if a.Thawer == nil || !hasKind(bp.Reasons, "frozen") {
+	if a.Thawer == nil {
+		return nil
+	}
+	if _, stale := StaleFreezes(a.Config.Path)[bp.Name]; !stale && !hasKind(bp.Reasons, "frozen") {
 		return nil
 	}
 	a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
