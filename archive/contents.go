@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -31,7 +32,7 @@ func (c *Contents) Files() int { return len(c.hashes) }
 
 // ErrRestoreMismatch is wrapped by the error Check returns when the restored
 // data is not the archive's.
-var ErrRestoreMismatch = fmt.Errorf("the restored data differs from the archive")
+var ErrRestoreMismatch = errors.New("the restored data differs from the archive")
 
 // Check reads a tar of restored data in the shape of the engine's copy of
 // /data ("data/", "data/home/…") and checks that every regular file of the
