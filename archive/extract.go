@@ -65,7 +65,14 @@ func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum 
 	x := &extractor{root: root}
 	if opts.Reserve > 0 {
 		x.room = &room{dir: dir, reserve: opts.Reserve}
-		if err := x.room.need(rd.manifest.Size); err != nil {
+		// Before anything is written, the data must fit: by the bound
+		// the caller knows (ExtractFile's check of the whole archive), else
+		// the size the manifest declares.
+		need := rd.manifest.Size
+		if opts.MaxBytes > 0 && (need == 0 || opts.MaxBytes < need) {
+			need = opts.MaxBytes
+		}
+		if err := x.room.need(need); err != nil {
 			rd.close()
 			return Manifest{}, Summary{}, err
 		}
@@ -179,10 +186,17 @@ func perm(h *tar.Header) fs.FileMode {
 // ExtractFile extracts the archive at path into dir (see ExtractWith), after
 // reading it whole once with VerifyWith, so that a damaged archive or a bad
 // entry is refused before anything is written.
+//
+// The check tells the data's size, also of an archive that declares none (a
+// legacy one): the extraction is refused before it starts if that would not
+// leave the reserve free, and bounded by it.
 func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
-	m, _, err := VerifyFileWith(path, opts.Options)
+	m, checked, err := VerifyFileWith(path, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
+	}
+	if bound := checked.Bytes + MarkerSlack; opts.MaxBytes == 0 || bound < opts.MaxBytes {
+		opts.MaxBytes = bound
 	}
 	r, done, err := openFile(path, "extracting", opts.Options)
 	if err != nil {
@@ -226,3 +240,7 @@ func (r *room) need(n int64) error {
 	r.free -= n
 	return nil
 }
+
+// MarkerSlack is added to a checked size to bound a second read of the same
+// archive: a reader counts a legacy marker's size before it drops it.
+const MarkerSlack = 1 << 20

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"filippo.io/age"
 	"github.com/klauspost/compress/zstd"
@@ -32,6 +33,28 @@ type Options struct {
 	// what is being done ("verifying", "extracting"), the file's reader and
 	// size, and returns the reader to use and a function called at the end.
 	Progress func(what string, r io.Reader, size int64) (io.Reader, func())
+	// Owner, when set, gives the entries Data streams a box's owners
+	// instead of the archive's: Home ("data/home/agent") and everything
+	// under it belongs to UID and GID, the rest to root. (Setuid and setgid
+	// bits are always dropped.)
+	Owner *Owner
+}
+
+// Owner is the ownership of a box's data: see Options.Owner.
+type Owner struct {
+	Home     string
+	UID, GID int
+}
+
+// set gives h the box's owner.
+func (o *Owner) set(h *tar.Header) {
+	name := strings.TrimSuffix(h.Name, "/")
+	h.Uname, h.Gname = "", ""
+	if name == o.Home || strings.HasPrefix(name, o.Home+"/") {
+		h.Uid, h.Gid = o.UID, o.GID
+		return
+	}
+	h.Uid, h.Gid = 0, 0
 }
 
 // openFile opens the archive at path for what, watched by opts.Progress.
@@ -281,39 +304,75 @@ func Data(r io.Reader, identities ...age.Identity) (io.ReadCloser, error) {
 
 // DataWith is Data with options.
 func DataWith(r io.Reader, opts Options) (io.ReadCloser, error) {
+	return OpenData(r, opts)
+}
+
+// OpenData is DataWith, whose reader also tells the content hashes of what
+// it streamed once it was read to its end (see DataReader.Contents).
+func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	rd, err := open(r, opts)
 	if err != nil {
 		return nil, err
 	}
+	if rd.hash == nil {
+		// Archives that record no hashes are checked against what was read.
+		rd.hash = &hasher{}
+	}
 	pr, pw := io.Pipe()
-	done := make(chan struct{})
+	d := &DataReader{PipeReader: pr, done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		pw.CloseWithError(rd.copyData(pw))
+		defer close(d.done)
+		sum, err := rd.copyData(pw, opts.Owner)
+		if err == nil {
+			d.contents = newContents(rd.hash.list, sum)
+		}
+		d.err = err
+		pw.CloseWithError(err)
 	}()
-	return &dataReader{PipeReader: pr, done: done}, nil
+	return d, nil
 }
 
 // copyData writes the data entries to w as a tar stream.
-func (rd *reader) copyData(w io.Writer) error {
+func (rd *reader) copyData(w io.Writer, owner *Owner) (Summary, error) {
 	tw := tar.NewWriter(w)
-	if _, err := rd.walk(func(h *tar.Header, body io.Reader) error {
+	sum, err := rd.walk(func(h *tar.Header, body io.Reader) error {
+		if owner != nil {
+			owner.set(h)
+		}
 		return copyEntry(tw, h, body)
-	}); err != nil {
-		return err
+	})
+	if err != nil {
+		return Summary{}, err
 	}
-	return tw.Close()
+	return sum, tw.Close()
 }
 
-// dataReader is the reader Data returns.
-type dataReader struct {
+// DataReader is the reader OpenData returns.
+type DataReader struct {
 	*io.PipeReader
-	done chan struct{}
+	done     chan struct{}
+	contents *Contents
+	err      error
 }
 
 // Close stops the copy and waits for it to end.
-func (d *dataReader) Close() error {
+func (d *DataReader) Close() error {
 	err := d.PipeReader.Close()
 	<-d.done
 	return err
+}
+
+// Contents are the hashes of every regular file streamed, once the stream
+// was read to its end (or closed): for a box archive of format 2 on, checked
+// against the hashes recorded at save. It waits for the copy to end, so
+// call it only after reading to the end or Close.
+func (d *DataReader) Contents() (*Contents, error) {
+	<-d.done
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.contents == nil {
+		return nil, errors.New("archive: the data was not read to its end")
+	}
+	return d.contents, nil
 }

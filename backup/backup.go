@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"filippo.io/age"
@@ -30,7 +32,18 @@ type Engine interface {
 	CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error)
 	CopyTo(ctx context.Context, id, dir string, content io.Reader) error
 	ToolVersions(ctx context.Context, image string) (map[string]string, error)
+	// Pause freezes every process of container id (the engine's pause);
+	// Unpause thaws them, and does nothing to a container not paused.
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
+	// FreeSpace is the room left on the file system of path in container
+	// id, which may be created and not started.
+	FreeSpace(ctx context.Context, id, path string) (int64, error)
 }
+
+// Reserve is the free space a restore leaves on the engine's disk: it is
+// refused before it starts when the archive's data would not fit above it.
+const Reserve = 256 << 20
 
 // ErrExists is an archive name that is taken: save never overwrites one.
 var ErrExists = errors.New("the archive exists; save never overwrites an archive")
@@ -55,6 +68,10 @@ type Save struct {
 	Writer string
 	// Init bounds the wait for a new box's hb init before quiescing.
 	Init hb.Wait
+	// Config is boxes.yaml's path, beside which the save keeps the record
+	// of the box it froze (reconcile.HoldFreeze), and Host the box's host.
+	// With no Config nothing is recorded.
+	Config, Host string
 	// Step reports progress; Warn a problem that does not fail the save.
 	Step func(msg string)
 	Warn func(format string, args ...any)
@@ -67,9 +84,14 @@ type Saved struct {
 	Size int64
 }
 
-// Run saves: quiesce a running box, stream /data into an encrypted archive,
-// verify it by reading it back, publish it without overwriting anything,
-// resume. The box is resumed whatever happens, a cancelled ctx included.
+// Run saves: quiesce and pause a running box, stream /data into an
+// encrypted archive, thaw the box, verify the archive by reading it back,
+// publish it without overwriting anything. The box is thawed whatever
+// happens, a cancelled ctx included; should boxes itself be killed, the
+// freeze record it leaves makes the next command that touches the box, or
+// apply, thaw it (see Thaw). The archive is written to a hidden .partial
+// file beside Out, locked while the save runs, so that the next save or ls
+// removes it if the save dies (RemoveLeftovers).
 func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	if s.Step == nil {
 		s.Step = func(string) {}
@@ -80,22 +102,12 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	if _, err := os.Lstat(s.Out); err == nil {
 		return Saved{}, fmt.Errorf("%s: %w", s.Out, ErrExists)
 	}
-	if s.Agent.State == "running" {
-		// hb init must not find the marker half-way through.
-		if err := hb.WaitInit(ctx, e, s.Box, s.Agent.ID, s.Init); err != nil {
-			return Saved{}, err
-		}
-		// Resume is registered first: a quiesce that fails half-way may
-		// have written its marker already. It runs on a context that a
-		// cancel (Ctrl-C) does not end.
-		defer func() {
-			if err := hb.Resume(context.WithoutCancel(ctx), e, s.Agent.ID); err != nil {
-				s.Warn("resuming %s failed: %v; run boxes exec -u root %s -- hb resume", s.Box, err, s.Box)
-			}
-		}()
-		if err := hb.Quiesce(ctx, e, s.Agent.ID); err != nil {
-			return Saved{}, fmt.Errorf("quiescing %s: %w", s.Box, err)
-		}
+	dir := filepath.Dir(s.Out)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Saved{}, err
+	}
+	if _, err := RemoveLeftovers(dir); err != nil {
+		s.Warn("removing what saves that died left in %s: %v", dir, err)
 	}
 	m := archive.Manifest{Format: archive.Format, Box: s.Box, Created: time.Now().UTC(), Image: s.Agent.Image, Writer: s.Writer, Tools: s.Tools}
 	if m.Tools == nil {
@@ -103,31 +115,21 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 			m.Tools = tools
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(s.Out), 0o700); err != nil {
-		return Saved{}, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.Out), "."+s.Box+"-*.partial")
+	tmp, err := createPartial(dir, s.Box)
 	if err != nil {
 		return Saved{}, err
 	}
-	defer os.Remove(tmp.Name())
-	s.Step("streaming /data")
-	data, err := e.CopyFrom(ctx, s.Agent.ID, hb.Data)
-	if err != nil {
-		tmp.Close()
-		return Saved{}, err
-	}
-	wrote, err := archive.Write(tmp, m, data, s.Recipients...)
-	data.Close()
+	defer func() {
+		os.Remove(tmp.Name())
+		tmp.Close() // after the removal: the lock says the save runs
+	}()
+	wrote, err := s.capture(ctx, e, m, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
 	var info fs.FileInfo
 	if err == nil {
 		info, err = tmp.Stat()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return Saved{}, fmt.Errorf("writing the archive: %w", err)
@@ -148,6 +150,199 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 		return Saved{}, err
 	}
 	return Saved{Summary: wrote, Size: info.Size()}, nil
+}
+
+// capture writes the archive of the box's /data to w, the box frozen (when
+// it runs) from just before its data is measured to the end of the stream.
+func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Writer) (archive.Summary, error) {
+	id := s.Agent.ID
+	if s.Agent.State == "running" {
+		// hb init must not find the marker half-way through.
+		if err := hb.WaitInit(ctx, e, s.Box, id, s.Init); err != nil {
+			return archive.Summary{}, err
+		}
+		var held *reconcile.HeldFreeze
+		if s.Config != "" {
+			var err error
+			if held, err = reconcile.HoldFreeze(s.Config, reconcile.Freeze{Box: s.Box, Host: s.Host, Container: id}); err != nil {
+				return archive.Summary{}, fmt.Errorf("recording the freeze of %s: %w", s.Box, err)
+			}
+		}
+		// The thaw is registered first: a quiesce that fails half-way may
+		// have written its marker already. It runs on a context that a
+		// cancel (Ctrl-C) does not end.
+		defer func() {
+			if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
+				held.Keep()
+				s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
+				return
+			}
+			if err := held.Release(); err != nil {
+				s.Warn("%v", err)
+			}
+		}()
+		s.Step("quiescing")
+		// Quiesce and pause run to their end, a cancel notwithstanding: an
+		// exec or a pause the engine still carries out after the thaw would
+		// leave the box frozen.
+		whole := context.WithoutCancel(ctx)
+		if err := hb.Quiesce(whole, e, id); err != nil {
+			return archive.Summary{}, fmt.Errorf("quiescing %s: %w", s.Box, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return archive.Summary{}, err
+		}
+		// The box's processes are stopped; what still runs (root's) may
+		// add a little before the pause.
+		if n, err := dataSize(ctx, e, id); err == nil {
+			m.Size = n + n/8 + 64<<20
+		} else {
+			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, err)
+		}
+		// The engine's pause freezes every process of the box at one
+		// instant, root's included: databases and half-written files are
+		// read as of that instant. The engine's copy reads a paused container.
+		if err := e.Pause(whole, id); err != nil {
+			return archive.Summary{}, fmt.Errorf("pausing %s: %w", s.Box, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return archive.Summary{}, err
+		}
+	}
+	s.Step("streaming /data")
+	data, err := e.CopyFrom(ctx, id, hb.Data)
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	defer data.Close()
+	return archive.Write(w, m, data, s.Recipients...)
+}
+
+// thaw unpauses and resumes the agent container id.
+func thaw(ctx context.Context, e Engine, id string) error {
+	uerr := e.Unpause(ctx, id)
+	rerr := hb.Resume(ctx, e, id)
+	return errors.Join(uerr, rerr)
+}
+
+// dataSize is the apparent size in bytes of /data in running container id,
+// each file counted once: at least the total of its regular files.
+func dataSize(ctx context.Context, e Engine, id string) (int64, error) {
+	var out, errb strings.Builder
+	code, err := e.Run(ctx, id, "root", []string{"du", "-sbx", hb.Data}, &out, &errb)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(out.String())
+	if len(f) == 0 {
+		return 0, fmt.Errorf("du exited %d: %s", code, strings.TrimSpace(errb.String()))
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("du: %q: %w", f[0], err)
+	}
+	return n, nil
+}
+
+// Thaw undoes what a save that died left on box: its agent container
+// paused, quiesced (its processes stopped, hb's marker written). It does
+// nothing unless configPath's freeze record of box is there and no save
+// holds it; the record is removed once the box is thawed.
+func Thaw(ctx context.Context, configPath string, e Engine, box string) error {
+	held, rec, err := reconcile.TakeStaleFreeze(configPath, box)
+	if err != nil || held == nil {
+		return err
+	}
+	id := rec.Container
+	// The box's agent now, should the frozen one have been replaced.
+	if current, err := e.ContainerID(ctx, box, compose.AgentService); err == nil && current != "" {
+		id = current
+	}
+	if err := thaw(ctx, e, id); err != nil {
+		held.Keep()
+		return err
+	}
+	return held.Release()
+}
+
+// Thawer thaws boxes for the applier (reconcile.Thawer).
+type Thawer struct {
+	// Config is boxes.yaml's path.
+	Config string
+	Engine func(ctx context.Context, host string) (Engine, error)
+}
+
+// Thaw thaws box on host (see Thaw).
+func (t Thawer) Thaw(ctx context.Context, host, box string) error {
+	e, err := t.Engine(ctx, host)
+	if err != nil {
+		return err
+	}
+	return Thaw(ctx, t.Config, e, box)
+}
+
+// partialSuffix ends the name of an archive being written.
+const partialSuffix = ".partial"
+
+// createPartial makes the hidden file a save of box writes its archive to,
+// locked for as long as it is open.
+func createPartial(dir, box string) (*os.File, error) {
+	for range 10 {
+		f, err := os.CreateTemp(dir, "."+box+"-*"+partialSuffix)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			// A RemoveLeftovers that came between may have removed it.
+			if fi, err := os.Stat(f.Name()); err == nil && sameFile(f, fi) {
+				return f, nil
+			}
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("could not make a file to save to in %s", dir)
+}
+
+func sameFile(f *os.File, fi fs.FileInfo) bool {
+	own, err := f.Stat()
+	return err == nil && os.SameFile(own, fi)
+}
+
+// RemoveLeftovers removes the hidden .partial files of saves that are no
+// longer running from dir (a save holds a lock on its own while it runs),
+// and returns their names.
+func RemoveLeftovers(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, ent := range entries {
+		name := ent.Name()
+		if !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, partialSuffix) || !ent.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			if fi, err := os.Lstat(path); err == nil && sameFile(f, fi) {
+				if err := os.Remove(path); err != nil {
+					errs = append(errs, err)
+				} else {
+					removed = append(removed, name)
+				}
+			}
+		}
+		f.Close()
+	}
+	return removed, errors.Join(errs...)
 }
 
 // Keys are the recipients save encrypts to and the identity it verifies
@@ -216,10 +411,13 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 }
 
 // Restore restores archive file into the created, not yet started agent
-// container id. hb's quiesce marker goes first: should the restore stop
-// half-way, the box comes up quiesced (hb init waits) instead of running on
-// part of the archive.
-func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity) error {
+// container id, then checks the restored /data against the archive: every
+// regular file there with the archive's content (for a box archive, the
+// hashes recorded at save). hb's quiesce marker goes first: should the
+// restore stop half-way, the box comes up quiesced (hb init waits) instead
+// of running on part of the archive. maxBytes, when not zero, bounds the
+// data restored (the size a check of the whole archive found).
+func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) error {
 	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
 		return err
 	}
@@ -228,12 +426,35 @@ func Restore(ctx context.Context, e Engine, id, file string, identities []age.Id
 		return err
 	}
 	defer f.Close()
-	data, err := archive.Data(f, identities...)
+	// A box's owners, whatever the archive says: the agent's home is the
+	// agent's, the rest root's.
+	owner := &archive.Owner{Home: hb.AgentHome, UID: hb.AgentUID, GID: hb.AgentUID}
+	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner})
 	if err != nil {
 		return err
 	}
 	defer data.Close()
-	return e.CopyTo(ctx, id, "/", data)
+	if err := e.CopyTo(ctx, id, "/", data); err != nil {
+		// The archive's own error says more than the engine's broken pipe.
+		data.Close()
+		if _, aerr := data.Contents(); aerr != nil && !errors.Is(aerr, io.ErrClosedPipe) {
+			return aerr
+		}
+		return err
+	}
+	contents, err := data.Contents()
+	if err != nil {
+		return err
+	}
+	restored, err := e.CopyFrom(ctx, id, hb.Data)
+	if err != nil {
+		return fmt.Errorf("reading the restored data back: %w", err)
+	}
+	defer restored.Close()
+	if err := contents.Check(restored); err != nil {
+		return fmt.Errorf("checking the restored data against the archive: %w", err)
+	}
+	return nil
 }
 
 // Seeder restores the archives of the boxes a plan creates from one: the
@@ -245,6 +466,9 @@ type Seeder struct {
 	// Engine is host's engine.
 	Engine func(ctx context.Context, host string) (Engine, error)
 	Init   hb.Wait
+	// Sizes bounds the data of each archive (by restore: path) to what
+	// CheckRestores found in it.
+	Sizes map[string]int64
 	// Step shows progress of a box, in the applier's display.
 	Step func(box, msg string)
 }
@@ -266,13 +490,24 @@ func (s *Seeder) agent(ctx context.Context, host, box string) (Engine, string, e
 	return e, id, err
 }
 
-// Seed restores the archive into the created, not yet started box.
-func (s *Seeder) Seed(ctx context.Context, host, box, archive string) error {
+// Seed restores the archive into the created, not yet started box, once it
+// has checked that the engine has room for it.
+func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err
 	}
-	return Restore(ctx, e, id, s.Path(archive), s.Identities)
+	if need := s.Sizes[file]; need > 0 {
+		free, err := e.FreeSpace(ctx, id, hb.Data)
+		if err != nil {
+			return fmt.Errorf("measuring the free space for /data: %w", err)
+		}
+		if free-need < Reserve {
+			return fmt.Errorf("%w for the restore on %s: the archive's data takes %s, %s are free, and %s must stay free; nothing was restored",
+				archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), reconcile.HumanSize(Reserve))
+		}
+	}
+	return Restore(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
 }
 
 // Finish resumes the started box and waits for hb init on the restored data.
@@ -307,7 +542,7 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 	var ids []age.Identity
 	var checked []Checked
 	for _, b := range p.Boxes {
-		if b.Action != reconcile.Create || b.Restore == "" {
+		if (b.Action != reconcile.Create && b.Action != reconcile.Recreate) || b.Restore == "" {
 			continue
 		}
 		path := s.Path(b.Restore)
@@ -324,4 +559,29 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 		checked = append(checked, Checked{Box: b.Name, Archive: b.Restore, Manifest: m, Summary: sum})
 	}
 	return ids, checked, nil
+}
+
+// Bounds are the bounds on the data of each checked archive, by restore:
+// path, for Seeder.Sizes: what the check found, and a little more for the
+// legacy markers a reader drops after counting them.
+func Bounds(checked []Checked) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range checked {
+		out[c.Archive] = c.Summary.Bytes + archive.MarkerSlack
+	}
+	return out
+}
+
+// SameArchive reports whether a restore: path (relative to dir, boxes.yaml's
+// directory) and a path name one file.
+func SameArchive(dir, recorded, path string) bool {
+	if !filepath.IsAbs(recorded) {
+		recorded = filepath.Join(dir, recorded)
+	}
+	a, err := os.Stat(recorded)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }

@@ -28,12 +28,20 @@ type fakeBox struct {
 	hbCalls  []string
 	copied   []string
 	unready  int // hb health fails this many times
+	free     int64
 	copyFrom func(ctx context.Context) (io.ReadCloser, error)
 }
 
 func (f *fakeBox) Run(_ context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if cmd[0] != hb.Path {
+		f.hbCalls = append(f.hbCalls, strings.Join(cmd, " "))
+		if cmd[0] == "du" {
+			_, _ = io.WriteString(stdout, "4096\t/data\n")
+		}
+		return 0, nil
+	}
 	f.hbCalls = append(f.hbCalls, strings.Join(cmd[1:], " "))
 	if cmd[1] == "health" && f.unready > 0 {
 		f.unready--
@@ -67,6 +75,27 @@ func (f *fakeBox) CopyTo(_ context.Context, id, dir string, content io.Reader) e
 		f.copied = append(f.copied, h.Name)
 		f.mu.Unlock()
 	}
+}
+
+func (f *fakeBox) Pause(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbCalls = append(f.hbCalls, "pause")
+	return nil
+}
+
+func (f *fakeBox) Unpause(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hbCalls = append(f.hbCalls, "unpause")
+	return nil
+}
+
+func (f *fakeBox) FreeSpace(context.Context, string, string) (int64, error) {
+	if f.free == 0 {
+		return 1 << 40, nil
+	}
+	return f.free, nil
 }
 
 func (f *fakeBox) ToolVersions(context.Context, string) (map[string]string, error) {
@@ -114,7 +143,7 @@ func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
 	if saved.Size != info.Size() || saved.Summary.Files != 1 {
 		t.Errorf("saved %+v; the file has %d bytes", saved, info.Size())
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q", got)
 	}
 	m, _, err := archive.VerifyFile(out, id)
@@ -143,7 +172,7 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|resume" {
+	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q: the box was not resumed", got)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -184,7 +213,7 @@ func TestRestoreWritesTheMarkerFirst(t *testing.T) {
 	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}); err != nil {
+	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.copied) < 3 || e.copied[1] != hb.QuiescedMarker {
@@ -220,5 +249,88 @@ func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
 	ids, _, err = CheckRestores(&reconcile.Plan{}, dir, nil)
 	if ids != nil || err != nil {
 		t.Errorf("a plan without restores: %v %v", ids, err)
+	}
+}
+
+// A partial archive is removed once the save writing it is gone, never while
+// it runs.
+func TestRemoveLeftoversKeepsRunningSaves(t *testing.T) {
+	dir := t.TempDir()
+	running, err := createPartial(dir, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer running.Close()
+	dead, err := createPartial(dir, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	kept := filepath.Join(dir, "alpha-20260101-000000"+archive.Ext)
+	if err := os.WriteFile(kept, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveLeftovers(dir)
+	if err != nil || len(removed) != 1 || removed[0] != filepath.Base(dead.Name()) {
+		t.Errorf("removed %q, %v", removed, err)
+	}
+	for _, f := range []string{running.Name(), kept} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s was removed", f)
+		}
+	}
+}
+
+// Restored data that is not the archive's fails the restore.
+func TestRestoreChecksTheRestoredData(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	e.copyFrom = func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(bytes.Replace(dataTar().(*bytes.Buffer).Bytes(), []byte("hello\n"), []byte("hellO\n"), 1))), nil
+	}
+	err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0)
+	if !errors.Is(err, archive.ErrRestoreMismatch) || !strings.Contains(err.Error(), "data/home/agent/notes.txt") {
+		t.Errorf("got %v", err)
+	}
+	// A bound below the data's size stops the restore.
+	e.copyFrom = nil
+	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 3); !errors.Is(err, archive.ErrTooBig) {
+		t.Errorf("bounded: %v", err)
+	}
+}
+
+// Thaw undoes a dead save's freeze once, and leaves a running save's alone.
+func TestThaw(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
+	e := &fakeBox{}
+	held, err := reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "alpha", Container: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil || len(e.hbCalls) != 0 {
+		t.Errorf("thawed a running save's box: %q %v", e.hbCalls, err)
+	}
+	held.Keep()
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "unpause|resume" {
+		t.Errorf("calls %q", got)
+	}
+	if err := Thaw(context.Background(), cfg, e, "alpha"); err != nil || len(e.hbCalls) != 2 {
+		t.Errorf("thawed twice: %q %v", e.hbCalls, err)
+	}
+}
+
+// A restore that would not leave the reserve free is refused before it starts.
+func TestSeedChecksFreeSpace(t *testing.T) {
+	e := &fakeBox{free: Reserve + 100}
+	s := &Seeder{Engine: func(context.Context, string) (Engine, error) { return e, nil }, Sizes: map[string]int64{"a": 200}}
+	if err := s.Seed(context.Background(), "", "alpha", "a"); !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
+		t.Errorf("got %v, copied %q", err, e.copied)
 	}
 }

@@ -164,7 +164,7 @@ func (m *Mover) Restore(ctx context.Context, host, box, file, key string) error 
 	if err != nil {
 		return err
 	}
-	return Restore(ctx, e, id, file, ids)
+	return Restore(ctx, e, id, file, ids, 0) // the move wrote and verified this archive itself
 }
 
 // Check reads the restored /data back from the box and compares it with the

@@ -41,6 +41,13 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 		return nil, err
 	}
 	defer e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	return e.runCreated(ctx, created.ID, cmd)
+}
+
+// runCreated starts the created throwaway container id, waits for it to end
+// and returns its stdout; cmd names it in errors.
+func (e *Engine) runCreated(ctx context.Context, id string, cmd []string) ([]byte, error) {
+	created := struct{ ID string }{id}
 	if err := e.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return nil, err
 	}
@@ -65,4 +72,30 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 		return nil, fmt.Errorf("%v exited %d: %s", cmd, code, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// FreeSpace is the room left, in bytes, on the file system holding path in
+// container id (a volume of it, say), measured by a throwaway container that
+// mounts the same volumes: id may be created and not started.
+func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	created, err := e.api.ContainerCreate(ctx,
+		&container.Config{Image: c.Image, Entrypoint: []string{"stat", "-f", "-c", "%a %S", path}, Labels: map[string]string{"boxes.oneoff": "1"}},
+		&container.HostConfig{NetworkMode: "none", VolumesFrom: []string{id + ":ro"}}, nil, nil, "")
+	if err != nil {
+		return 0, err
+	}
+	defer e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	out, err := e.runCreated(ctx, created.ID, []string{"stat", "-f", path})
+	if err != nil {
+		return 0, err
+	}
+	var blocks, size int64
+	if _, err := fmt.Sscanf(string(out), "%d %d", &blocks, &size); err != nil {
+		return 0, fmt.Errorf("stat -f %s: %q: %w", path, out, err)
+	}
+	return blocks * size, nil
 }

@@ -27,3 +27,26 @@ func (e *Engine) unpause(ctx context.Context, project string) error {
 	}
 	return nil
 }
+
+// Pause freezes every process of container id (the cgroup freezer).
+func (e *Engine) Pause(ctx context.Context, id string) error {
+	if err := e.api.ContainerPause(ctx, id); err != nil {
+		return fmt.Errorf("pausing the container: %w", err)
+	}
+	return nil
+}
+
+// Unpause thaws container id if it is paused, and does nothing otherwise.
+func (e *Engine) Unpause(ctx context.Context, id string) error {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return fmt.Errorf("inspecting the container: %w", err)
+	}
+	if c.State == nil || !c.State.Paused {
+		return nil
+	}
+	if err := e.api.ContainerUnpause(ctx, id); err != nil {
+		return fmt.Errorf("unpausing the container: %w", err)
+	}
+	return nil
+}

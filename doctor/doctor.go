@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
@@ -45,6 +46,8 @@ type Box struct {
 	TokenErr error
 	// Exposed are secret files or directories readable by others.
 	Exposed []reconcile.Exposure
+	// Restoring is the box's restore that was cut short, if one was.
+	Restoring *reconcile.Restoring
 }
 
 // Probes are doctor's ways into the box; nil fields take the real ones.
@@ -61,6 +64,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		p.Initialize = mcp.Initialize
 	}
 	rep := &Report{Box: b.Name}
+	if r := b.Restoring; r != nil {
+		rep.add("host", "restore", "error", "restore incomplete: the box holds part of %s, since %s (boxes apply, or boxes load with the same archive, seeds it again)", r.Archive, r.Since.Format(time.RFC3339))
+	}
 	for _, e := range b.Exposed {
 		rep.add("host", "secrets", "error", "%s (boxes apply restores it)", e)
 	}

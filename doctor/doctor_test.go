@@ -95,3 +95,14 @@ func TestCheckReportsExposedSecrets(t *testing.T) {
 		t.Errorf("exposed token not an error:\n%s", lines(rep))
 	}
 }
+
+// A box whose restore was cut short is never healthy, however well it runs.
+func TestCheckReportsAnIncompleteRestore(t *testing.T) {
+	b := box("running")
+	b.Image = "sha256:2222222222222222"
+	b.Restoring = &reconcile.Restoring{Box: "alpha", Archive: "backups/alpha-20260101-000000.tar.zst.age"}
+	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
+	if !strings.Contains(lines(rep), "error host restore: restore incomplete: the box holds part of backups/alpha-20260101-000000.tar.zst.age") || rep.OK {
+		t.Errorf("an incomplete restore is not an error:\n%s", lines(rep))
+	}
+}

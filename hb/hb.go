@@ -26,8 +26,12 @@ const (
 	// QuiescedMarker is hb's quiesce marker (hb's QUIESCED), as a tar entry
 	// relative to /: while it exists, hb init waits for hb resume.
 	QuiescedMarker = "data/.hb/quiesced"
-	// AgentUser is the box's own user (hb's AGENT).
+	// AgentUser is the box's own user (hb's AGENT); AgentUID its user and
+	// group ID in the image (provision's AGENT_UID).
 	AgentUser = "agent"
+	AgentUID  = 1000
+	// AgentHome is the agent's home as a tar entry relative to /.
+	AgentHome = "data/home/agent"
 	// AgentService is the service whose health hb health checks for init.
 	AgentService = compose.AgentService
 )

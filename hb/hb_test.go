@@ -49,6 +49,16 @@ func TestNamesMatchGuestHB(t *testing.T) {
 	if !strings.Contains(string(src), "--json") {
 		t.Error("guest/hb doctor has no --json")
 	}
+	if vars["AGENT_HOME"] != "/"+AgentHome {
+		t.Errorf("guest/hb AGENT_HOME=%q, boxes has /%s", vars["AGENT_HOME"], AgentHome)
+	}
+	prov, err := fs.ReadFile(boxes.Recipe, "provision/provision.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prov), fmt.Sprintf("\nreadonly AGENT_UID=%d\n", AgentUID)) {
+		t.Errorf("provision.sh does not make agent's uid %d", AgentUID)
+	}
 }
 
 // fakeRunner answers hb commands from a script of exit codes.

@@ -46,6 +46,13 @@ type Seeder interface {
 	Finish(ctx context.Context, host, box string) error
 }
 
+// Thawer undoes what a save that died left behind: a paused, quiesced box.
+type Thawer interface {
+	// Thaw unpauses and resumes the box's running agent, if a save that is
+	// no longer running froze it.
+	Thaw(ctx context.Context, host, box string) error
+}
+
 // ErrNoToken is a box to start without a token in .boxes/secrets.
 var ErrNoToken = errors.New("the box has no token in .boxes/secrets")
 
@@ -69,6 +76,9 @@ type Applier struct {
 	// ConfirmedDeletes names the boxes whose delete the user confirmed: a
 	// move deletes the old copy only then.
 	ConfirmedDeletes map[string]bool
+	// Thawer resumes boxes a plan finds frozen by a save that died; nil
+	// leaves them as they are.
+	Thawer Thawer
 }
 
 // BoxError is the failure of one box's steps.
@@ -153,6 +163,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return a.move(ctx, image, bp)
 	}
 	if bp.Action == Stop {
+		// Thawed first: a box stopped quiesced would wait for a resume
+		// when it next starts. Should that fail, the record stays and
+		// the start after thaws it.
+		if err := a.thaw(ctx, bp); err != nil {
+			a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
+		}
 		a.Progress.Step(bp.Name, "stopping")
 		return engine.Stop(ctx, compose.ProjectName(bp.Name))
 	}
@@ -161,9 +177,17 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
 	}
-	seed := bp.Action == Create && bp.Restore != ""
+	seed := (bp.Action == Create || bp.Action == Recreate) && bp.Restore != ""
 	if seed && a.Seeder == nil {
 		return fmt.Errorf("restore: nothing here can read %s", bp.Restore)
+	}
+	restores := RestoresBeside(a.Config.Path)
+	if seed {
+		// Recorded before anything is created: a restore cut short at any
+		// point is seen by the next plan, and done again.
+		if err := restores.Begin(Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore}); err != nil {
+			return err
+		}
 	}
 	token, err := a.token(bp)
 	if err != nil {
@@ -248,12 +272,33 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 		if err := a.Seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
 			return err
 		}
+		if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+			return err
+		}
+	} else if err := a.thaw(ctx, bp); err != nil {
+		return err
 	}
 	if seed && state != spec.Running {
 		a.Progress.Step(bp.Name, "stopping (declared stopped)")
 		return engine.Stop(ctx, compose.ProjectName(bp.Name))
 	}
 	a.Progress.Step(bp.Name, "ready at "+url)
+	return nil
+}
+
+// thaw resumes a box a save that died left frozen: found so by the plan,
+// or since (a box stopped then is frozen again, quiesced, once started).
+func (a *Applier) thaw(ctx context.Context, bp BoxPlan) error {
+	if a.Thawer == nil {
+		return nil
+	}
+	if _, stale := StaleFreezes(a.Config.Path)[bp.Name]; !stale && !hasKind(bp.Reasons, "frozen") {
+		return nil
+	}
+	a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
+	if err := a.Thawer.Thaw(ctx, bp.Host, bp.Name); err != nil {
+		return fmt.Errorf("resuming: %w", err)
+	}
 	return nil
 }
 
@@ -303,6 +348,9 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
 		if err := engine.RemoveVolume(ctx, v.Name); err != nil {
 			return fmt.Errorf("removing volume %s: %w", v.Name, err)
 		}
+	}
+	if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		return err
 	}
 	return a.Tokens.Remove(bp.Name)
 }

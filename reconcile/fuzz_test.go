@@ -10,8 +10,8 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-var fuzzKinds = []string{"new", "restore", "state", "created", "paused", "image", "config", "missing", "nocontainers", "dead",
-	"restarting", "exited", "network", "disconnected", "published", "volume", "duplicate", "replace", "token", "undeclared", "other"}
+var fuzzKinds = []string{"new", "restore", "state", "created", "paused", "frozen", "image", "config", "missing", "nocontainers", "dead",
+	"restarting", "exited", "network", "disconnected", "published", "volume", "duplicate", "replace", "token", "undeclared", "incomplete", "other"}
 
 var fuzzActions = []reconcile.Action{reconcile.Create, reconcile.Start, reconcile.Stop, reconcile.Recreate, reconcile.Delete, reconcile.NoOp}
 

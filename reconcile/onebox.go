@@ -32,3 +32,10 @@ func LoadPlan(b spec.Box, image, archive string) *Plan {
 	return &Plan{Image: image, Boxes: []BoxPlan{{Name: b.Name, Host: b.Host, Action: Create, State: spec.Running, Restore: archive,
 		Reasons: []Reason{{Kind: "new"}, {Kind: "restore", New: archive}}}}}
 }
+
+// ReloadPlan recreates declared box b, whose restore from archive was cut
+// short, and seeds it again from that archive: load run again after a kill.
+func ReloadPlan(b spec.Box, image, archive string) *Plan {
+	return &Plan{Image: image, Boxes: []BoxPlan{{Name: b.Name, Host: b.Host, Action: Recreate, State: spec.Running, Restore: archive,
+		Reasons: []Reason{{Kind: "incomplete", New: archive}}}}}
+}

@@ -33,9 +33,9 @@ var (
 )
 
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
-// created, paused, image, config, missing, nocontainers, dead, restarting,
-// exited, network, disconnected, published, volume, duplicate, networks,
-// replace, token, undeclared.
+// created, paused, frozen, image, config, missing, nocontainers, dead,
+// restarting, exited, network, disconnected, published, volume, duplicate,
+// networks, replace, token, undeclared, incomplete.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
@@ -66,6 +66,10 @@ func (r Reason) String() string {
 		return fmt.Sprintf("%s: created, never started", r.Service)
 	case "paused":
 		return fmt.Sprintf("%s is paused", r.Service)
+	case "frozen":
+		return "a save was cut short and left the box frozen (paused or quiesced): it is resumed"
+	case "incomplete":
+		return "restore incomplete: seeded again from " + r.New
 	case "missing":
 		return fmt.Sprintf("container %s is missing", r.Service)
 	case "nocontainers":
@@ -300,6 +304,11 @@ type Input struct {
 	Backups map[string]string
 	// Moves are the records of moves begun on this machine, by box.
 	Moves map[string]MoveRecord
+	// Frozen names the boxes a save that died may have left frozen (see
+	// StaleFreezes).
+	Frozen map[string]bool
+	// Restoring holds the restores cut short, by box (see Restores).
+	Restoring map[string]Restoring
 }
 
 func (in *Input) targeted(name string) bool { return len(in.Target) == 0 || in.Target[name] }
@@ -422,15 +431,37 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if o := in.Observed[b.Host]; o != nil {
 		r = o.Of(b.Name)
 	}
+	restoring, incomplete := in.Restoring[b.Name]
+	if incomplete && restoring.Host != b.Host {
+		incomplete = false // left on a host the box has left: not this box's
+	}
 	if r.Empty() {
 		bp.Action = Create
 		bp.Reasons = []Reason{{Kind: "new"}}
-		if b.Restore != "" {
+		switch {
+		case incomplete:
+			bp.Restore = restoring.Archive
+			bp.Reasons = append(bp.Reasons, Reason{Kind: "incomplete", New: restoring.Archive})
+		case b.Restore != "":
 			bp.Restore = b.Restore
 			bp.Reasons = append(bp.Reasons, Reason{Kind: "restore", New: b.Restore})
 		}
 		return bp, nil
 	}
+	// A box whose restore was cut short never runs on part of an archive:
+	// it is recreated and seeded again from the same one.
+	if incomplete {
+		reasons, err := recreateReasons(in, b, r, 0)
+		if err != nil && !errors.Is(err, ErrVolumeMissing) {
+			return bp, err
+		}
+		bp.Action = Recreate
+		bp.Restore = restoring.Archive
+		bp.Reasons = append([]Reason{{Kind: "incomplete", New: restoring.Archive}}, withoutKind(reasons, "nocontainers")...)
+		bp.Strays = strays(b.Name, r, reasons)
+		return bp, nil
+	}
+	frozen := in.Frozen[b.Name] && len(r.Containers) > 0
 
 	if exec, ok := r.Container(compose.ExecutorService); ok && b.Executor.Port == 0 {
 		bp.HostPort = executorHostPort(exec)
@@ -452,12 +483,19 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 				bp.Strays = append(bp.Strays, NamedID{Name: c.Name, ID: c.ID})
 			}
 		}
+		if frozen {
+			bp.Reasons = append(bp.Reasons, Reason{Kind: "frozen"})
+		}
 		return bp, nil
 	}
 
 	switch {
 	case b.State == spec.Running:
-		if reasons := startReasons(r); len(reasons) > 0 {
+		reasons := startReasons(r)
+		if frozen {
+			reasons = append(reasons, Reason{Kind: "frozen"})
+		}
+		if len(reasons) > 0 {
 			bp.Action = Start
 			bp.Reasons = reasons
 			return bp, nil
@@ -465,10 +503,38 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	case anyRunning(r):
 		bp.Action = Stop
 		bp.Reasons = []Reason{{Kind: "state", Old: string(spec.Running), New: string(spec.Stopped)}}
+		if frozen {
+			bp.Reasons = append(bp.Reasons, Reason{Kind: "frozen"})
+		}
 		return bp, nil
 	}
 	bp.Action = NoOp
 	return bp, nil
+}
+
+// strays are the containers of a box to remove before recreating it: those
+// an interrupted recreate left beside the ones with their service's name.
+func strays(box string, r Resources, reasons []Reason) []NamedID {
+	if !hasKind(reasons, "duplicate") {
+		return nil
+	}
+	var out []NamedID
+	for _, c := range r.Containers {
+		if c.Name != compose.ContainerName(box, c.Service) {
+			out = append(out, NamedID{Name: c.Name, ID: c.ID})
+		}
+	}
+	return out
+}
+
+func withoutKind(rs []Reason, kind string) []Reason {
+	var out []Reason
+	for _, r := range rs {
+		if r.Kind != kind {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // startReasons say why a box declared running needs a start: containers

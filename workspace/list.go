@@ -1,9 +1,11 @@
 package workspace
 
 import (
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -24,7 +26,13 @@ type Row struct {
 // List is every box as last observed, for boxes ls: the declared boxes by
 // name, then the undeclared ones host by host in Hosts order.
 // With all, every box on the engines, whichever fleet (or none) holds it.
+//
+// It removes the leftovers of saves that died from backups/ first (see
+// backup.RemoveLeftovers).
 func (w *Workspace) List(all bool) []Row {
+	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
+		w.opts.Warn("removing what saves that died left in backups/: %v", err)
+	}
 	backups := w.Backups()
 	var rows []Row
 	seen := map[string]bool{}

@@ -34,6 +34,12 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		Replace:  map[string]bool{},
 		Target:   map[string]bool{},
 		Backups:  w.Backups(),
+		Frozen:   map[string]bool{},
+		// Restores cut short are seen by every plan, and done again by apply.
+		Restoring: reconcile.RestoresBeside(w.Path).All(),
+	}
+	for name := range reconcile.StaleFreezes(w.Path) {
+		in.Frozen[name] = true
 	}
 	moves, err := reconcile.MovesBeside(w.Path).All()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	// Distinct, when set, fails when two of the engines (in Hosts order) are
 	// one engine; it runs whenever every host is observed.
 	Distinct func(engines []Engine) error
+	// Thaw resumes box, on engine e, when a save that died left it frozen
+	// (its record is beside the boxes.yaml at configPath): a command that
+	// observes one box (ObserveBox) calls it on a running or paused box. Nil
+	// leaves such boxes to apply.
+	Thaw func(ctx context.Context, e Engine, configPath, box string) error
 }
 
 // Workspace is one boxes.yaml, its lock, and its engines.
@@ -294,6 +300,31 @@ func (w *Workspace) HostOf(name string) (host string, declared bool) {
 // host when boxes.yaml does not declare it (to find it). It returns where
 // the box is and its resources there.
 func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
+	host, r, err := w.observeBox(ctx, name)
+	if err != nil || w.opts.Thaw == nil {
+		return host, r, err
+	}
+	// A box a save that died left frozen is thawed by the next command
+	// that touches it.
+	a, ok := r.Container(compose.AgentService)
+	if _, frozen := reconcile.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != "running" && a.State != "paused") {
+		return host, r, nil
+	}
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return "", reconcile.Resources{}, err
+	}
+	if err := w.opts.Thaw(ctx, e, w.Path, name); err != nil {
+		w.opts.Warn("%s was left frozen by a save that died, and resuming it failed: %v", name, err)
+		return host, r, nil
+	}
+	if err := w.Observe(ctx, host); err != nil {
+		return "", reconcile.Resources{}, err
+	}
+	return host, w.Observed[host].Of(name), nil
+}
+
+func (w *Workspace) observeBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
 	if b, ok := w.Config.Box(name); ok {
 		if err := w.Observe(ctx, b.Host); err != nil {
 			return "", reconcile.Resources{}, err

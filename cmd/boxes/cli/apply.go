@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -159,6 +160,9 @@ func executeWith(ctx context.Context, env *Env, out io.Writer, ws *workspace.Wor
 	if seeder != nil {
 		applier.Seeder = seeder
 	}
+	applier.Thawer = backup.Thawer{Config: ws.Path, Engine: func(ctx context.Context, host string) (backup.Engine, error) {
+		return engineOf(ctx, ws, host)
+	}}
 	err = applier.Apply(ctx, p)
 	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
 		n := len(failed.Unwrap())

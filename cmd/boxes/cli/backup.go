@@ -75,9 +75,11 @@ func save(ctx context.Context, env *Env, name, out string) error {
 		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
 		Writer: "boxes " + versionString(),
 		Init:   initWait(env, name),
+		Config: ws.Path,
 		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
 		Warn:   env.Warnf,
 	}
+	s.Host, _ = ws.HostOf(name)
 	if l := ws.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
 		s.Tools = l.Image.Tools
 	}
@@ -187,8 +189,20 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err := ws.Observe(ctx); err != nil {
 		return err
 	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	// A load cut short is finished by loading the same archive again.
+	unfinished, resume := reconcile.RestoresBeside(ws.Path).Get(name)
 	for _, host := range ws.Hosts() {
 		if o := ws.Observed[host]; o != nil && !o.Of(name).Empty() {
+			if resume && host == box.Host && unfinished.Host == host {
+				if !backup.SameArchive(ws.Dir(), unfinished.Archive, abs) {
+					return withHint(fmt.Errorf("box %s has a restore from %s that was cut short; load finishes it only from the same archive", name, shown(unfinished.Archive)), "boxes load %s %s, or boxes apply", shown(unfinished.Archive), name)
+				}
+				continue
+			}
 			return withHint(fmt.Errorf("box %s already exists on %s; load creates boxes, it never overwrites one", name, reconcile.HostLabel(host)), "load it under another name, or boxes save then boxes rm %s first", name)
 		}
 	}
@@ -199,11 +213,10 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if !ws.Observed[box.Host].Images[image] {
 		return fmt.Errorf("%w: %s lacks %s", reconcile.ErrImageMissing, reconcile.HostLabel(box.Host), reconcile.ShortID(image))
 	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return err
-	}
 	p := reconcile.LoadPlan(box, image, abs)
+	if r := ws.Observed[box.Host].Of(name); !r.Empty() {
+		p = reconcile.ReloadPlan(box, image, unfinished.Archive)
+	}
 	if err := runOne(ctx, env, ws, p); err != nil {
 		return err
 	}
@@ -251,8 +264,9 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 		Engine: func(ctx context.Context, host string) (backup.Engine, error) {
 			return engineOf(ctx, ws, host)
 		},
-		Init: hb.Wait{Timeout: InitTimeout},
-		Step: progress.Step,
+		Init:  hb.Wait{Timeout: InitTimeout},
+		Sizes: backup.Bounds(checked),
+		Step:  progress.Step,
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -67,6 +68,9 @@ func doctorBox(ctx context.Context, ws *workspace.Workspace, name string) (*doct
 	}
 	b.Token, _, b.TokenErr = ws.Tokens.Get(name)
 	b.Exposed, _ = ws.Tokens.Exposed()
+	if r, ok := reconcile.RestoresBeside(ws.Path).Get(name); ok {
+		b.Restoring = &r
+	}
 	return doctor.Check(ctx, b, doctor.Probes{Runner: e}), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -27,6 +28,13 @@ func openWorkspace(env *Env, opts docker.Options) (*workspace.Workspace, error) 
 				}
 			}
 			return docker.DistinctEngines(all)
+		},
+		Thaw: func(ctx context.Context, e workspace.Engine, configPath, box string) error {
+			d, ok := e.(*docker.Engine)
+			if !ok {
+				return errors.New("not a Docker engine")
+			}
+			return backup.Thaw(ctx, configPath, d, box)
 		},
 	})
 }

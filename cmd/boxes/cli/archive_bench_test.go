@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/benchtable"
+)
+
+// measured is one run of a command: how long it took and its peak RSS.
+type measured struct {
+	took time.Duration
+	rss  float64 // MiB
+}
+
+// measure runs cmd to its end and samples its peak RSS (VmHWM) while it
+// runs. The kernel's ru_maxrss of a child is no use here: a child that Go
+// starts with vfork inherits the test process's own peak when it execs.
+func measure(b *testing.B, cmd *exec.Cmd) measured {
+	b.Helper()
+	var errb bytes.Buffer
+	if cmd.Stderr == nil {
+		cmd.Stderr = &errb
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("%v: %v", cmd.Args, err)
+	}
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var hwm int64
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if data, err := os.ReadFile(status); err == nil {
+				for _, line := range strings.Split(string(data), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						var kib int64
+						if _, err := fmt.Sscan(v, &kib); err == nil && kib > hwm {
+							hwm = kib
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				peak <- hwm
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
+	m := measured{took: time.Since(start)}
+	close(done)
+	m.rss = float64(<-peak) / 1024
+	if err != nil {
+		b.Fatalf("%v: %v\n%s", cmd.Args, err, errb.String())
+	}
+	return m
+}
+
+// dataset writes a tar of about 200 MiB under home/agent/bench/ to w:
+// random bytes in a few files, or a tree of 10 KiB text files (like
+// node_modules) that compresses well.
+func dataset(w io.Writer, compressible bool) error {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	rng := rand.New(rand.NewChaCha8([32]byte{1}))
+	dir := func(name string) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, Uid: 1000, Gid: 1000, ModTime: now})
+	}
+	file := func(name string, body []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), Uid: 1000, Gid: 1000, ModTime: now}); err != nil {
+			return err
+		}
+		_, err := tw.Write(body)
+		return err
+	}
+	if err := dir("bench/"); err != nil {
+		return err
+	}
+	if !compressible {
+		body := make([]byte, 50<<20)
+		for i := range 4 {
+			for j := 0; j < len(body); j += 8 {
+				v := rng.Uint64()
+				for k := 0; k < 8; k++ {
+					body[j+k] = byte(v >> (8 * k))
+				}
+			}
+			if err := file(fmt.Sprintf("bench/random%d", i), body); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	}
+	for d := range 200 {
+		pkg := fmt.Sprintf("bench/pkg%03d/", d)
+		if err := dir(pkg); err != nil {
+			return err
+		}
+		for f := range 100 {
+			var sb strings.Builder
+			for sb.Len() < 10<<10 {
+				fmt.Fprintf(&sb, "export function f%d_%d(x) { return x * %d + %d; } // %x\n", d, f, sb.Len(), rng.IntN(1000), rng.Uint32())
+			}
+			if err := file(fmt.Sprintf("%s%03d.js", pkg, f), []byte(sb.String())[:10<<10]); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// BenchmarkSaveLoad saves and loads 200 MiB of incompressible and of
+// compressible data, against docker cp of the same data out of and into a
+// box in the same run, and reports the peak memory of each.
+func BenchmarkSaveLoad(b *testing.B) {
+	if testing.Short() {
+		b.Skip("real Docker engine")
+	}
+	image := os.Getenv("BOXES_TEST_IMAGE")
+	if image == "" {
+		image = "hermes-box-lite:test"
+	}
+	const src, dst = "it-h10-bench-src", "it-h10-bench-dst"
+	scratch := "it-h10-bench-cp"
+	cleanup := func() {
+		removeBoxes(src, dst)
+		_ = exec.Command("docker", "rm", "-f", scratch).Run()
+		_ = exec.Command("docker", "volume", "rm", "-f", scratch).Run()
+	}
+	cleanup()
+	b.Cleanup(cleanup)
+
+	bin := filepath.Join(b.TempDir(), "boxes")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := b.TempDir()
+	key, err := age.GenerateX25519Identity()
+	if err != nil {
+		b.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "key.txt")
+	if err := os.WriteFile(keyFile, []byte(key.String()+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv(envIdentity, keyFile)
+	yaml := "version: 1\nfleet: it\narchive:\n  recipients: [" + key.Recipient().String() + "]\nboxes:\n  " + src + ": {}\n  " + dst + ": {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	boxesCmd := func(args ...string) *exec.Cmd {
+		return exec.Command(bin, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...)...)
+	}
+	measure(b, boxesCmd("lock", "image", image))
+	measure(b, boxesCmd("apply", "--auto-approve", "--target", src))
+	agent := compose.ContainerName(src, compose.AgentService)
+	measure(b, exec.Command("docker", "exec", "-u", "0", agent, "sh", "-c", "for i in $(seq 300); do hb health agent >/dev/null 2>&1 && break; sleep 0.2; done"))
+
+	for _, c := range []struct {
+		name         string
+		compressible bool
+	}{{"200 MiB incompressible", false}, {"200 MiB compressible (20480 files of 10 KiB)", true}} {
+		// The data goes in as docker cp would put it.
+		measure(b, exec.Command("docker", "exec", "-u", "0", agent, "rm", "-rf", "/data/home/agent/bench"))
+		in := exec.Command("docker", "cp", "-", agent+":/data/home/agent")
+		pr, pw := io.Pipe()
+		in.Stdin = pr
+		go func() { pw.CloseWithError(dataset(pw, c.compressible)) }()
+		measure(b, in)
+
+		// Baselines: docker cp of /data out to a file, and of that tar
+		// into a fresh volume.
+		tarFile := filepath.Join(b.TempDir(), "data.tar")
+		f, err := os.Create(tarFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := exec.Command("docker", "cp", agent+":/data", "-")
+		out.Stdout = f
+		cpOut := measure(b, out)
+		f.Close()
+		measure(b, exec.Command("docker", "create", "--name", scratch, "-v", scratch+":/data", "--entrypoint", "true", image))
+		f, err = os.Open(tarFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		into := exec.Command("docker", "cp", "-", scratch+":/")
+		into.Stdin = f
+		cpIn := measure(b, into)
+		f.Close()
+		_ = exec.Command("docker", "rm", "-f", scratch).Run()
+		_ = exec.Command("docker", "volume", "rm", "-f", scratch).Run()
+
+		archiveFile := filepath.Join(b.TempDir(), src+"-bench.tar.zst.age")
+		save := measure(b, boxesCmd("save", src, "-o", archiveFile))
+		removeBoxes(dst)
+		load := measure(b, boxesCmd("load", archiveFile, dst))
+		removeBoxes(dst)
+		info, _ := os.Stat(archiveFile)
+
+		b.Logf("%s: archive %d MiB; save %s (%.0f MiB RSS), docker cp out %s; load %s (%.0f MiB RSS), docker cp in %s",
+			c.name, info.Size()>>20, save.took, save.rss, cpOut.took, load.took, load.rss, cpIn.took)
+		benchtable.Report(b, benchtable.Row{Figure: "save, " + c.name, Value: save.took.Seconds(), Unit: "s", Baseline: "docker cp of /data out", Base: cpOut.took.Seconds()})
+		benchtable.Report(b, benchtable.Row{Figure: "load, " + c.name, Value: load.took.Seconds(), Unit: "s", Baseline: "docker cp of the same tar into a volume", Base: cpIn.took.Seconds()})
+		benchtable.Report(b, benchtable.Row{Figure: "save peak RSS, " + c.name, Value: save.rss, Unit: "MiB", Baseline: "docker cp out (CLI)", Base: cpOut.rss})
+		benchtable.Report(b, benchtable.Row{Figure: "load peak RSS, " + c.name, Value: load.rss, Unit: "MiB", Baseline: "docker cp in (CLI)", Base: cpIn.rss})
+	}
+}

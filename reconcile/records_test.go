@@ -1,0 +1,176 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// A freeze record is stale only once its save is gone; whoever takes a stale
+// one removes it after thawing, or leaves it for the next try.
+func TestFreezeRecords(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
+	held, err := reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "alpha", Host: "nexus", Container: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reconcile.StaleFreezes(cfg); len(got) != 0 {
+		t.Errorf("a running save's record is stale: %v", got)
+	}
+	if h, _, err := reconcile.TakeStaleFreeze(cfg, "alpha"); h != nil || err != nil {
+		t.Errorf("took a running save's record: %v", err)
+	}
+	held.Keep() // the save died without thawing
+	got := reconcile.StaleFreezes(cfg)
+	if f, ok := got["alpha"]; !ok || f.Host != "nexus" || f.Container != "c1" {
+		t.Fatalf("stale records: %+v", got)
+	}
+	h, f, err := reconcile.TakeStaleFreeze(cfg, "alpha")
+	if err != nil || h == nil || f.Container != "c1" {
+		t.Fatalf("take: %v %+v", err, f)
+	}
+	if _, ok := reconcile.StaleFreezes(cfg)["alpha"]; ok {
+		t.Error("a record being thawed is stale to others")
+	}
+	h.Keep() // the thaw failed
+	if h, _, _ = reconcile.TakeStaleFreeze(cfg, "alpha"); h == nil {
+		t.Fatal("a record kept after a failed thaw is gone")
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := reconcile.StaleFreezes(cfg); len(got) != 0 {
+		t.Errorf("released: %v", got)
+	}
+	held, _ = reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "beta"})
+	if err := held.Release(); err != nil || len(reconcile.StaleFreezes(cfg)) != 0 {
+		t.Errorf("a save that thawed its box leaves a record: %v", err)
+	}
+}
+
+func TestRestoreRecords(t *testing.T) {
+	s := reconcile.RestoresBeside(filepath.Join(t.TempDir(), "boxes.yaml"))
+	if got := s.All(); len(got) != 0 {
+		t.Errorf("empty store: %v", got)
+	}
+	if err := s.Begin(reconcile.Restoring{Box: "alpha", Archive: "backups/a.tar.zst.age"}); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := s.Get("alpha")
+	if !ok || r.Archive != "backups/a.tar.zst.age" || r.Since.IsZero() {
+		t.Errorf("get: %+v %v", r, ok)
+	}
+	if err := s.Done("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Done("alpha"); err != nil {
+		t.Errorf("done twice: %v", err)
+	}
+	if _, ok := s.Get("alpha"); ok {
+		t.Error("a done restore is still recorded")
+	}
+}
+
+func TestPlanOfFrozenAndHalfRestoredBoxes(t *testing.T) {
+	o := emptyObserved()
+	for _, n := range []string{"frozen", "paused", "halfway", "fine"} {
+		observeBox(t, o, testBox(n), testImage, "running", 0)
+	}
+	edit(o, "paused", "agent", func(c *reconcile.Container) { c.State = "paused" })
+	in := reconcile.Input{
+		Config: testCfg(testBox("frozen"), testBox("paused"), testBox("halfway"), testBox("fine"), testBox("lost")),
+		Image:  testImage, Observed: obsMap(o),
+		Tokens: map[string]string{"frozen": testToken, "paused": testToken, "halfway": testToken, "fine": testToken},
+		Frozen: map[string]bool{"frozen": true, "paused": true},
+		Restoring: map[string]reconcile.Restoring{
+			"halfway": {Box: "halfway", Archive: "backups/h.tar.zst.age"},
+			"lost":    {Box: "lost", Archive: "/abs/l.tar.gz.gpg"},
+		},
+	}
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range p.Boxes {
+		s := string(b.Action)
+		for _, r := range b.Reasons {
+			s += " | " + r.String()
+		}
+		if b.Restore != "" {
+			s += " | from " + b.Restore
+		}
+		got[b.Name] = s
+	}
+	want := map[string]string{
+		"frozen":  "start | a save was cut short and left the box frozen (paused or quiesced): it is resumed",
+		"paused":  "start | agent is paused | a save was cut short and left the box frozen (paused or quiesced): it is resumed",
+		"halfway": "recreate | restore incomplete: seeded again from backups/h.tar.zst.age | from backups/h.tar.zst.age",
+		"lost":    "create | box is declared and has no resources | restore incomplete: seeded again from /abs/l.tar.gz.gpg | from /abs/l.tar.gz.gpg",
+		"fine":    "no-op",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+type fakeThawer struct{ j *journal }
+
+func (f fakeThawer) Thaw(_ context.Context, host, box string) error {
+	f.j.add(box, "thaw")
+	return nil
+}
+
+type failingSeeder struct{ fakeSeeder }
+
+func (failingSeeder) Seed(context.Context, string, string, string) error {
+	return errors.New("killed")
+}
+
+// A seeded box is recorded as restoring from before it is created until it
+// was resumed; a recreate seeds it again; a frozen box is thawed once it runs.
+func TestApplierRecordsRestoresAndThaws(t *testing.T) {
+	a, j, _ := newApplier(t, testBox("alpha"), testBox("beta"), stopped(testBox("gamma")))
+	a.Thawer = fakeThawer{j}
+	for _, n := range []string{"beta", "gamma"} {
+		if err := a.Tokens.Put(n, testToken); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restores := reconcile.RestoresBeside(a.Config.Path)
+	a.Seeder = failingSeeder{fakeSeeder{j}}
+	if err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.zst.age")); err == nil {
+		t.Fatal("a failing seed succeeded")
+	}
+	if r, ok := restores.Get("alpha"); !ok || r.Archive != "/a.tar.zst.age" {
+		t.Fatalf("a failed restore is not recorded: %+v", r)
+	}
+	a.Seeder = fakeSeeder{j}
+	frozen := []reconcile.Reason{{Kind: "frozen"}}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "alpha", Action: reconcile.Recreate, State: spec.Running, Restore: "/a.tar.zst.age", Reasons: []reconcile.Reason{{Kind: "incomplete", New: "/a.tar.zst.age"}}},
+		{Name: "beta", Action: reconcile.Start, Reasons: frozen},
+		{Name: "gamma", Action: reconcile.Stop, Reasons: frozen},
+	}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := restores.Get("alpha"); ok {
+		t.Error("a finished restore is still recorded")
+	}
+	want := map[string][]string{
+		"alpha": {"create", "done: restoring from /a.tar.zst.age: killed", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "done"},
+		"beta":  {"start " + testImage, "ready", "thaw", "done"},
+		"gamma": {"thaw", "stop", "done"},
+	}
+	for box, steps := range want {
+		if got := j.of(box); !reflect.DeepEqual(got, steps) {
+			t.Errorf("%s: %q, want %q", box, got, steps)
+		}
+	}
+}
