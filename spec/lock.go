@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -305,4 +307,22 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 type pinNode struct {
 	entry
 	fields map[string]entry
+}
+
+// ReadLock reads the boxes.lock at path, naming it display in errors; a
+// missing lock is (nil, nil).
+func ReadLock(path, display string) (*Lock, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := ParseLock(display, data)
+	if err != nil {
+		return nil, err
+	}
+	l.Path = path
+	return l, nil
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -132,9 +131,7 @@ func buildPrinter(env *Env, quiet bool) func(string) {
 
 func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {
 	if f.json {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	fmt.Fprintln(env.Out, summary)
 	fmt.Fprintf(env.Out, "image %s (%s), inputs %s\n", rep.Image, rep.Ref, rep.Inputs)

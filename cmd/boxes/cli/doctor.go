@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -33,9 +32,7 @@ func newDoctorCommand(env *Env) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := printJSON(env, rep); err != nil {
 					return err
 				}
 			} else {

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -149,9 +148,7 @@ func newLsCommand(env *Env) *cobra.Command {
 			}
 			rows := ws.List(all)
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return printJSON(env, rows)
 			}
 			tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
 			if all {

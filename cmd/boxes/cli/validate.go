@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/hermes-box/boxes/docker"
@@ -114,9 +113,7 @@ func runValidate(env *Env, asJSON bool) error {
 		v.Warnings = append(v.Warnings, w.text)
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printJSON(env, v)
 	}
 	fmt.Fprintf(env.Out, "%s: %s OK\n", v.File, plural(len(v.Boxes), "box", "boxes"))
 	if v.Lock == "ok" {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -136,9 +135,7 @@ func verify(ctx context.Context, env *Env, file string, asJSON bool) error {
 		rep.Files, rep.Dirs, rep.Links, rep.Bytes, rep.Hashed, rep.Dropped = sum.Files, sum.Dirs, sum.Links, sum.Bytes, sum.Hashed, sum.Dropped
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(rep); jerr != nil {
+		if jerr := printJSON(env, rep); jerr != nil {
 			return jerr
 		}
 		if err != nil {

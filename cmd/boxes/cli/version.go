@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -39,9 +38,7 @@ func newVersionCommand(env *Env) *cobra.Command {
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(env, v)
 			}
 			fmt.Fprintf(env.Out, "boxes %s\n", v.Version)
 			fmt.Fprintf(env.Out, "go: %s %s/%s\n", v.Go, v.OS, v.Arch)
