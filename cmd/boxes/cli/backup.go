@@ -121,7 +121,7 @@ func newExtractCommand(env *Env) *cobra.Command {
 				return err
 			}
 			m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{
-				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: extractReserve})
+				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: backup.ExtractReserve})
 			if err != nil {
 				return err
 			}
@@ -239,7 +239,7 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 	for _, c := range checked {
 		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), c.Summary.Files)
 		if c.Manifest.Legacy() {
-			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), runtimeVersions(c.Manifest))
+			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), c.Manifest.RuntimeVersions())
 		}
 		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
 			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
@@ -263,7 +263,7 @@ var errNoPassphrase = errors.New("no passphrase: " + envPassphrase + " is not se
 // confirm) without echo. A cancelled ctx (Ctrl-C) ends the prompt with the
 // terminal's echo restored.
 func passphrase(ctx context.Context, env *Env, what string, confirm bool) (string, error) {
-	if p, err := envPassphraseValue(); p != "" || err != nil {
+	if p, err := backup.PassphraseFromEnv(); p != "" || err != nil {
 		return p, err
 	}
 	in, ok := env.In.(*os.File)
