@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +55,7 @@ build says so and does nothing; --force rebuilds.`,
 }
 
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
-	lock, err := loadLock(env)
+	lock, err := spec.ReadLock(env.LockFile(), shown(env.LockFile()))
 	if err != nil {
 		return err
 	}
@@ -68,7 +66,7 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	if err != nil {
 		return err
 	}
-	o := imagebuild.Options{Recipe: recipe, Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: buildPrinter(env, f.quiet)}
+	o := imagebuild.Options{Recipe: recipe, Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: imagebuild.Printer(env.Err, f.quiet)}
 	p, err := imagebuild.Prepare(lock, o)
 	switch {
 	case errors.Is(err, imagebuild.ErrPins) && f.offline:
@@ -102,31 +100,6 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 		rep.Lock = shown(env.LockFile())
 	}
 	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", rep.Ref, rep.Seconds, rep.Cached, rep.Steps))
-}
-
-// buildPrinter shows the builder's output on stderr: every step, whether it
-// came from the cache, and (unless quiet) what its command printed. The
-// builder's bookkeeping lines (layer IDs, intermediate containers) are left out.
-func buildPrinter(env *Env, quiet bool) func(string) {
-	return func(l string) {
-		t := strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "Step "):
-			// An instruction can be hundreds of characters (the ARG list).
-			if r := []rune(l); len(r) > 120 {
-				l = string(r[:119]) + "…"
-			}
-			fmt.Fprintf(env.Err, "%s %s\n", time.Now().Format("15:04:05"), l)
-		case t == "---> Using cache":
-			fmt.Fprintln(env.Err, "         (from the cache)")
-		case t == "", strings.HasPrefix(t, "---> "), strings.HasPrefix(t, "Removing intermediate container"),
-			strings.HasPrefix(t, "Successfully built"), strings.HasPrefix(t, "Successfully tagged"):
-		default:
-			if !quiet {
-				fmt.Fprintf(env.Err, "         %s\n", l)
-			}
-		}
-	}
 }
 
 func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {

@@ -28,7 +28,7 @@ func newLockCommand(env *Env) *cobra.Command {
 }
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
-	lock, err := loadLock(env)
+	lock, err := spec.ReadLock(env.LockFile(), shown(env.LockFile()))
 	if err != nil {
 		return err
 	}
