@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -72,6 +73,8 @@ func hintOf(e error) string {
 		return "boxes plan shows what apply would create"
 	case *hb.NotReadyError:
 		return fmt.Sprintf("boxes logs %s shows what hb init is doing", t.Box)
+	case *handoff.NoBrowserError:
+		return "set " + handoff.EnvBrowser + " to the browser's command, e.g. " + handoff.EnvBrowser + "=firefox"
 	case *reconcile.StaleError:
 		if t.Edited {
 			return "a saved plan is applied as it was saved; run boxes plan -out " + t.File + " again"
