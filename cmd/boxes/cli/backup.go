@@ -210,7 +210,7 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err := ws.Observe(ctx, box.Host); err != nil {
 		return err
 	}
-	rep, err := doctorBox(ctx, ws, name)
+	rep, err := ws.Doctor(ctx, name)
 	if err != nil {
 		return err
 	}

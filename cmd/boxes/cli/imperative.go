@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -24,15 +23,9 @@ func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspa
 		return err
 	}
 	defer ws.Close()
-	if err := ws.LockBox(name, what); err != nil {
-		return err
-	}
-	host, r, err := ws.ObserveBox(ctx, name)
+	host, r, err := ws.LockedBox(ctx, name, what)
 	if err != nil {
 		return err
-	}
-	if r.Empty() {
-		return withHint(fmt.Errorf("box %s has no resources on %s", name, reconcile.HostLabel(host)), "run boxes plan to see what boxes.yaml asks for")
 	}
 	return fn(ws, host, r)
 }
@@ -68,7 +61,7 @@ func newStartCommand(env *Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
-				p, err := startPlan(ws, host, name, r)
+				p, err := ws.StartPlan(host, name, r)
 				if err != nil {
 					return err
 				}
@@ -80,19 +73,6 @@ func newStartCommand(env *Env) *cobra.Command {
 			})
 		},
 	}
-}
-
-// startPlan starts box name's containers as they are, on the image they
-// run: boxes.lock need not have one.
-func startPlan(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
-	if _, ok := ws.Config.Box(name); !ok {
-		return nil, ws.Undeclared(name)
-	}
-	agent, ok := r.Container(compose.AgentService)
-	if !ok {
-		return nil, &workspace.NoContainerError{Box: name, Service: compose.AgentService}
-	}
-	return reconcile.StartPlan(host, name, agent.Image), nil
 }
 
 func newRmCommand(env *Env) *cobra.Command {
