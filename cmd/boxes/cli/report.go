@@ -69,6 +69,8 @@ func hintOf(e error) string {
 		return "declared boxes: " + strings.Join(t.Declared, ", ")
 	case *workspace.NotRunningError:
 		return "boxes start " + t.Box
+	case *workspace.PartialError:
+		return "boxes plan shows what is left"
 	case *workspace.NoResourcesError:
 		return "run boxes plan to see what boxes.yaml asks for"
 	case *workspace.NoContainerError:
