@@ -1,36 +1,26 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"filippo.io/age"
-	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
-
-// envPassphrase holds the archive passphrase for scripts; without it boxes asks on the terminal.
-const envPassphrase = "BOXES_PASSPHRASE"
-
-// envIdentity names an age identity file, for archives saved to boxes.yaml's
-// archive.recipients.
-const envIdentity = "BOXES_IDENTITY"
 
 func newSaveCommand(env *Env) *cobra.Command {
 	var out string
@@ -40,8 +30,8 @@ func newSaveCommand(env *Env) *cobra.Command {
 		Long: `Archive a box's /data to an age-encrypted file: under the per-box lock,
 quiesce the box (hb quiesce), stream /data out with a manifest of the image
 and tool versions, encrypt it to boxes.yaml's archive.recipients (age keys;
-load and extract then read ` + envIdentity + `, an age identity file) or else with
-a passphrase (` + envPassphrase + `, else asked on the terminal), verify it by
+load and extract then read ` + backup.EnvIdentity + `, an age identity file) or else with
+a passphrase (` + backup.EnvPassphrase + `, else asked on the terminal), verify it by
 decrypting and reading it all back, then publish it without overwriting
 anything. The box is resumed whatever happens.`,
 		Args: exactlyOne("save", "box name"),
@@ -55,33 +45,25 @@ anything. The box is resumed whatever happens.`,
 
 func save(ctx context.Context, env *Env, name, out string) error {
 	if out == "" {
-		out = filepath.Join(env.Dir(), "backups", name+"-"+time.Now().UTC().Format("20060102-150405")+archive.Ext)
+		out = workspace.ArchivePath(env.Dir(), name, time.Now())
 	}
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
 	}
-	ws, e, agent, err := boxContainer(ctx, env, name, compose.AgentService, false, "boxes save")
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	recipients, identity, err := backup.Keys(ws.Config.Recipients, func() (string, error) {
-		return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
-	})
-	if err != nil {
-		return err
-	}
-	s := backup.Save{
-		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
+	saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+		Passphrase: func() (string, error) {
+			return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
+		},
 		Writer: "boxes " + versionString(),
 		Init:   initWait(env, name),
 		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
 		Warn:   env.Warnf,
-	}
-	if l := ws.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
-		s.Tools = l.Image.Tools
-	}
-	saved, err := s.Run(ctx, e)
+	})
 	if err != nil {
 		return err
 	}
@@ -135,12 +117,12 @@ func newExtractCommand(env *Env) *cobra.Command {
 // openIdentity is what decrypts archive file: the age identities in the
 // file $BOXES_IDENTITY names, else the passphrase.
 func openIdentity(ctx context.Context, env *Env, file string) ([]age.Identity, error) {
-	ids, err := backup.Identities(file, os.Getenv(envIdentity), func() (string, error) {
+	ids, err := backup.Identities(file, os.Getenv(backup.EnvIdentity), func() (string, error) {
 		return passphrase(ctx, env, "the passphrase of "+filepath.Base(file), false)
 	})
 	var perr *fs.PathError
-	if errors.As(err, &perr) && perr.Path == os.Getenv(envIdentity) {
-		return nil, fmt.Errorf("%s: %w", envIdentity, err)
+	if errors.As(err, &perr) && perr.Path == os.Getenv(backup.EnvIdentity) {
+		return nil, fmt.Errorf("%s: %w", backup.EnvIdentity, err)
 	}
 	if errors.Is(err, backup.ErrNotArchive) {
 		return nil, fmt.Errorf("%s is %w", shown(file), backup.ErrNotArchive)
@@ -175,35 +157,10 @@ func load(ctx context.Context, env *Env, file, name string) error {
 		return err
 	}
 	defer ws.Close()
-	box, ok := ws.Config.Box(name)
-	if !ok {
-		return ws.Undeclared(name)
-	}
-	if err := ws.LockBox(name, "boxes load"); err != nil {
-		return err
-	}
-	// What needs no passphrase first: the box and the image. A box on
-	// any host is one load must not overwrite.
-	if err := ws.Observe(ctx); err != nil {
-		return err
-	}
-	for _, host := range ws.Hosts() {
-		if o := ws.Observed[host]; o != nil && !o.Of(name).Empty() {
-			return withHint(fmt.Errorf("box %s already exists on %s; load creates boxes, it never overwrites one", name, reconcile.HostLabel(host)), "load it under another name, or boxes save then boxes rm %s first", name)
-		}
-	}
-	image := ws.Image()
-	if image == "" {
-		return reconcile.ErrNoImage
-	}
-	if !ws.Observed[box.Host].Images[image] {
-		return fmt.Errorf("%w: %s lacks %s", reconcile.ErrImageMissing, reconcile.HostLabel(box.Host), reconcile.ShortID(image))
-	}
-	abs, err := filepath.Abs(file)
+	box, p, err := ws.LoadPlan(ctx, file, name)
 	if err != nil {
 		return err
 	}
-	p := reconcile.LoadPlan(box, image, abs)
 	if err := runOne(ctx, env, ws, p); err != nil {
 		return err
 	}
@@ -245,19 +202,11 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
 	}
-	return &backup.Seeder{
-		Dir:        ws.Dir(),
-		Identities: ids,
-		Engine: func(ctx context.Context, host string) (backup.Engine, error) {
-			return engineOf(ctx, ws, host)
-		},
-		Init: hb.Wait{Timeout: InitTimeout},
-		Step: progress.Step,
-	}, nil
+	return ws.Seeder(ids, hb.Wait{Timeout: InitTimeout}, progress.Step), nil
 }
 
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.
-var errNoPassphrase = errors.New("no passphrase: " + envPassphrase + " is not set and there is no terminal to ask on")
+var errNoPassphrase = errors.New("no passphrase: " + backup.EnvPassphrase + " is not set and there is no terminal to ask on")
 
 // passphrase is $BOXES_PASSPHRASE, else asked on the terminal (twice when
 // confirm) without echo. A cancelled ctx (Ctrl-C) ends the prompt with the
@@ -266,40 +215,11 @@ func passphrase(ctx context.Context, env *Env, what string, confirm bool) (strin
 	if p, err := backup.PassphraseFromEnv(); p != "" || err != nil {
 		return p, err
 	}
-	in, ok := env.In.(*os.File)
-	if !ok || !term.IsTerminal(in.Fd()) {
+	prompt, err := terminal.NewPrompter(env.In, env.Err)
+	if err != nil {
 		return "", errNoPassphrase
 	}
-	lines := bufio.NewReader(in)
-	read := func(prompt string) (string, error) {
-		state, err := term.SaveState(in.Fd())
-		if err != nil {
-			return "", err
-		}
-		defer term.RestoreTerminal(in.Fd(), state)
-		if err := term.DisableEcho(in.Fd(), state); err != nil {
-			return "", err
-		}
-		fmt.Fprintf(env.Err, "%s: ", prompt)
-		type answer struct {
-			line string
-			err  error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			line, err := lines.ReadString('\n')
-			got <- answer{line, err}
-		}()
-		select {
-		case a := <-got:
-			fmt.Fprintln(env.Err)
-			return strings.TrimRight(a.line, "\r\n"), a.err
-		case <-ctx.Done():
-			fmt.Fprintln(env.Err)
-			return "", ctx.Err()
-		}
-	}
-	p, err := read("Enter " + what)
+	p, err := prompt.Secret(ctx, "Enter "+what)
 	if err != nil {
 		return "", err
 	}
@@ -307,7 +227,7 @@ func passphrase(ctx context.Context, env *Env, what string, confirm bool) (strin
 		return "", errors.New("the passphrase is empty")
 	}
 	if confirm {
-		again, err := read("Enter it again")
+		again, err := prompt.Secret(ctx, "Enter it again")
 		if err != nil {
 			return "", err
 		}

@@ -10,6 +10,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 )
 
@@ -39,7 +40,7 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, dir, "apply", "--auto-approve", "--target", src); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 	// Right after apply hb init may still run: save waits for it, and the
 	// box keeps running, resumed.
 	early := filepath.Join(t.TempDir(), "early"+archive.Ext)
@@ -53,7 +54,7 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, dir, "exec", src, "--", "sh", "-c", "mkdir -p notes && echo '"+marker+"' > notes/marker && ln -s notes/marker link"); r.code != 0 {
 		t.Fatalf("writing the marker: %+v", r)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 
 	// save: a verified archive under backups/, the box resumed.
 	r := boxes(t, dir, "save", src)
@@ -117,14 +118,14 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	// Without the fleet line writeFile put last, so that the box goes under boxes:.
 	yaml := strings.TrimSuffix(readFile(t, filepath.Join(dir, "boxes.yaml")), "fleet: it\n")
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml+"  "+seeded+": {state: stopped, restore: backups/"+entries[0].Name()+"}\n")
-	t.Setenv(envPassphrase, "wrong")
+	t.Setenv(backup.EnvPassphrase, "wrong")
 	if r := boxes(t, dir, "apply", "--auto-approve", "--target", seeded); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "box "+seeded+": restore:") {
 		t.Errorf("apply with a wrong passphrase: %+v", r)
 	}
 	if ids := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"="+seeded); ids != "" {
 		t.Errorf("apply with a wrong passphrase created containers: %s", ids)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 	if r := boxes(t, dir, "plan", "--target", seeded); !strings.Contains(r.stdout, "restore") {
 		t.Errorf("plan does not show the restore: %+v", r)
 	}
@@ -159,9 +160,9 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		"extract into a full dir":   {[]string{"extract", file, out}, "", "not empty"},
 	} {
 		if tc.pass != "" {
-			t.Setenv(envPassphrase, tc.pass)
+			t.Setenv(backup.EnvPassphrase, tc.pass)
 		} else {
-			t.Setenv(envPassphrase, "correct horse battery staple")
+			t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 		}
 		r := boxes(t, dir, tc.args...)
 		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
@@ -192,17 +193,17 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-pass")); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
 		t.Errorf("extract of a recipients archive with a passphrase: %+v", r)
 	}
-	t.Setenv(envIdentity, filepath.Join(keyDir, "key.txt"))
+	t.Setenv(backup.EnvIdentity, filepath.Join(keyDir, "key.txt"))
 	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-key")); r.code != 0 {
 		t.Errorf("extract with the identity: %+v", r)
 	}
 	if got := readFile(t, filepath.Join(keyDir, "with-key", "data", "home", "agent", "notes", "marker")); got != marker+"\n" {
 		t.Errorf("marker from the recipients archive: %q", got)
 	}
-	os.Unsetenv(envIdentity)
+	os.Unsetenv(backup.EnvIdentity)
 
-	os.Unsetenv(envPassphrase)
-	if r := boxes(t, dir, "save", src); r.code != 1 || !strings.Contains(r.stderr, "no passphrase: "+envPassphrase+" is not set") {
+	os.Unsetenv(backup.EnvPassphrase)
+	if r := boxes(t, dir, "save", src); r.code != 1 || !strings.Contains(r.stderr, "no passphrase: "+backup.EnvPassphrase+" is not set") {
 		t.Errorf("save without a passphrase: %+v", r)
 	}
 }

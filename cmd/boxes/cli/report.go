@@ -18,7 +18,7 @@ var sentinelHints = []struct {
 	hint string
 }{
 	{reconcile.ErrLocked, "wait for it to finish; a killed boxes process releases its lock by itself"},
-	{archive.ErrWrongPassphrase, "check " + envPassphrase + ", or " + envIdentity + " for an archive saved to age recipients"},
+	{archive.ErrWrongPassphrase, "check " + backup.EnvPassphrase + ", or " + backup.EnvIdentity + " for an archive saved to age recipients"},
 	{reconcile.ErrNoToken, "run boxes plan, which recovers it from the box's containers"},
 	{reconcile.ErrUndeclared, "declare it under boxes: in boxes.yaml first"},
 	{workspace.ErrNoConfig, "run boxes init to write one, or pass -f FILE"},
@@ -27,7 +27,7 @@ var sentinelHints = []struct {
 	{reconcile.ErrUnmanagedConflict, "boxes never touches resources it did not label; rename or remove them yourself, or rename the box"},
 	{backup.ErrExists, "name another file with -o"},
 	{backup.ErrNotArchive, "boxes save writes NAME-YYYYMMDD-HHMMSS" + archive.Ext + "; rename an archive only back to the name it was given"},
-	{errNoPassphrase, "set " + envPassphrase},
+	{errNoPassphrase, "set " + backup.EnvPassphrase},
 }
 
 // hints are the hints of every error in err's tree, outermost first: those
@@ -69,6 +69,8 @@ func hintOf(e error) string {
 		return "declared boxes: " + strings.Join(t.Declared, ", ")
 	case *workspace.NotRunningError:
 		return "boxes start " + t.Box
+	case *workspace.ExistsError:
+		return fmt.Sprintf("load it under another name, or boxes save then boxes rm %s first", t.Box)
 	case *workspace.PartialError:
 		return "boxes plan shows what is left"
 	case *workspace.NoResourcesError:

@@ -27,7 +27,7 @@ func TestIntegrationLoadSmolvmArchive(t *testing.T) {
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
 		t.Fatalf("lock image: %+v", r)
 	}
-	t.Setenv(envPassphrase, "")
+	t.Setenv(backup.EnvPassphrase, "")
 	t.Setenv(backup.EnvOldPassphrase, "wrong")
 	if r := boxes(t, dir, "load", file, name); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "nothing was created") {
 		t.Errorf("load with a wrong passphrase: %+v", r)

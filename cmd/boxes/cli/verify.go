@@ -31,8 +31,8 @@ func newVerifyCommand(env *Env) *cobra.Command {
 load and extract apply (names, types, sizes, layout), and, for archives that
 record them, the content hash of every regular file. Reads boxes archives of
 every format and the smolvm tool's .tar.gz.gpg archives. The passphrase comes
-from ` + envPassphrase + ` (or ` + backup.EnvOldPassphrase + `, ` + backup.EnvOldPassphraseFile + `), else the terminal; age
-identities from ` + envIdentity + `. Exits 1 if the archive fails a check.`,
+from ` + backup.EnvPassphrase + ` (or ` + backup.EnvOldPassphrase + `, ` + backup.EnvOldPassphraseFile + `), else the terminal; age
+identities from ` + backup.EnvIdentity + `. Exits 1 if the archive fails a check.`,
 		Args: exactlyOne("verify", "archive"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return verify(cmd.Context(), env, args[0], asJSON)

@@ -70,7 +70,7 @@ func flipMiddle(t *testing.T, file string) string {
 }
 
 func TestVerifyCommand(t *testing.T) {
-	t.Setenv(envPassphrase, "pw")
+	t.Setenv(backup.EnvPassphrase, "pw")
 	file := boxArchive(t, t.TempDir(), "pw")
 
 	r := runBoxes(t, "verify", file)
@@ -97,7 +97,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify --json of a flipped byte: %+v", r)
 	}
 
-	t.Setenv(envPassphrase, "wrong")
+	t.Setenv(backup.EnvPassphrase, "wrong")
 	if r := runBoxes(t, "verify", file); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
 		t.Errorf("verify with a wrong passphrase: %+v", r)
 	}
@@ -149,7 +149,7 @@ func TestVerifyAndExtractSmolvmArchive(t *testing.T) {
 	file := smolvmArchive(t, "old secret")
 	passFile := filepath.Join(t.TempDir(), "p")
 	os.WriteFile(passFile, []byte("old secret\n"), 0o600)
-	t.Setenv(envPassphrase, "")
+	t.Setenv(backup.EnvPassphrase, "")
 	t.Setenv(backup.EnvOldPassphrase, "")
 	t.Setenv(backup.EnvOldPassphraseFile, passFile)
 
