@@ -24,13 +24,8 @@ func newLockUpdateCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "update [PIN…]",
 		Short: "Resolve the newest versions and integrity hashes of the pins (network)",
-		Long: `Resolve the newest version of each pin named (all when none is) and write it,
-with its integrity hash, to boxes.lock: base (the base image's digest, through
-the engine's registry access), node (newest LTS of the pinned major, and the
-linux-x64 tarball's SHA-256), claude, codex and executor (npm latest and its
-integrity), hermes (the newest release's commit) and uv (latest release and
-its SHA-256). Either every named pin resolves and the lock is written, or
-nothing is written.
+		Long: "Resolve the newest version of each pin named (all when none is) and write it,\nwith its integrity hash, to boxes.lock:\n" + pins.Sources(78) + `.
+Either every named pin resolves and the lock is written, or nothing is.
 
 Registries: ` + pins.EnvNPM + ` (else npm_config_registry), ` + pins.EnvNode + `,
 ` + pins.EnvGitHubAPI + ` and ` + pins.EnvGitHub + ` point at mirrors.`,
