@@ -1,15 +1,21 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 )
 
@@ -33,6 +39,8 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"registries": startRegistries,
+			"archive":    writeArchive,
+			"steady":     steady,
 		},
 	})
 }
@@ -81,4 +89,67 @@ func startRegistries(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("BOXES_NODE_DIST", srv.URL+"/node")
 	ts.Setenv("BOXES_GITHUB_API", srv.URL+"/api")
 	ts.Setenv("BOXES_GITHUB_DOWNLOADS", srv.URL+"/gh")
+}
+
+// writeArchive writes a small archive of box alpha, saved at a fixed time:
+// "archive FILE PASSPHRASE [flip|truncate]". flip changes one byte of the
+// encrypted payload, truncate cuts off its end.
+func writeArchive(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: archive FILE PASSPHRASE [flip|truncate]")
+	}
+	var data bytes.Buffer
+	tw := tar.NewWriter(&data)
+	for _, d := range []string{"data/", "data/home/", "data/home/agent/"} {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755})
+	}
+	for _, f := range [][2]string{{"data/home/agent/.bashrc", "# mine\n"}, {"data/home/agent/notes", "all work and no play\n"}} {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f[0], Mode: 0o644, Size: int64(len(f[1]))})
+		tw.Write([]byte(f[1]))
+	}
+	tw.Close()
+	old := archive.ScryptWorkFactor
+	archive.ScryptWorkFactor = 10
+	defer func() { archive.ScryptWorkFactor = old }()
+	r, err := archive.PassphraseRecipient(args[1])
+	ts.Check(err)
+	var out bytes.Buffer
+	m := archive.Manifest{Box: "alpha", Created: time.Date(2026, 12, 2, 10, 15, 0, 0, time.UTC), Image: "sha256:" + strings.Repeat("ab", 32)}
+	_, err = archive.Write(&out, m, &data, r)
+	ts.Check(err)
+	b := out.Bytes()
+	if len(args) == 3 {
+		switch args[2] {
+		case "flip":
+			b[len(b)-40] ^= 0x10
+		case "truncate":
+			b = b[:len(b)-100]
+		default:
+			ts.Fatalf("archive: %q is neither flip nor truncate", args[2])
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// volatile are the parts of progress lines that differ from run to run: the
+// time of day, and how fast and long a read took.
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `), "TIME "},
+	{regexp.MustCompile(` in [0-9.]+m?s, [0-9.]+ [KMG]?i?B/s`), " in DURATION, RATE"},
+}
+
+// steady rewrites FILE with the volatile parts of its progress lines
+// replaced by words, so that a script compares the rest exactly: "steady FILE".
+func steady(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: steady FILE")
+	}
+	b := []byte(ts.ReadFile(args[0]))
+	for _, v := range volatile {
+		b = v.re.ReplaceAll(b, []byte(v.with))
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
 }
