@@ -24,6 +24,7 @@ import (
 
 func newSaveCommand(env *Env) *cobra.Command {
 	var out string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "save NAME",
 		Short: "Archive a box's /data, encrypted, to backups/NAME-YYYYMMDD-HHMMSS" + archive.Ext,
@@ -36,14 +37,15 @@ decrypting and reading it all back, then publish it without overwriting
 anything. The box is resumed whatever happens.`,
 		Args: exactlyOne("save", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return save(cmd.Context(), env, args[0], out)
+			return save(cmd.Context(), env, args[0], out, asJSON)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the archive to FILE (default backups/NAME-YYYYMMDD-HHMMSS"+archive.Ext+" beside boxes.yaml)")
 	return cmd
 }
 
-func save(ctx context.Context, env *Env, name, out string) error {
+func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 	if out == "" {
 		out = workspace.ArchivePath(env.Dir(), name, time.Now())
 	}
@@ -67,9 +69,17 @@ func save(ctx context.Context, env *Env, name, out string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Out, "saved %s to %s: %d files, %d directories, %s of data, %s archive, verified\n",
-		name, shown(out), saved.Summary.Files, saved.Summary.Dirs, reconcile.HumanSize(saved.Summary.Bytes), reconcile.HumanSize(saved.Size))
-	return nil
+	res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
+		Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
+	res.Host, _ = ws.HostOf(name)
+	if asJSON {
+		if res.SHA256, err = backup.FileSHA256(out); err != nil {
+			return err
+		}
+	}
+	return done(env, asJSON, res, "saved %s to %s: %s, %s, %s of data, %s archive, verified", name, shown(out),
+		plural(saved.Summary.Files, "file", "files"), plural(saved.Summary.Dirs, "directory", "directories"),
+		reconcile.HumanSize(saved.Summary.Bytes), reconcile.HumanSize(saved.Size))
 }
 
 // initWait is how long a command waits for box name's hb init, saying so
@@ -107,8 +117,8 @@ func newExtractCommand(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %d files, %d directories, %s\n",
-				shown(file), m.Box, m.Created.Format(time.RFC3339), filepath.Join(dir, "data"), sum.Files, sum.Dirs, reconcile.HumanSize(sum.Bytes))
+			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %s, %s, %s\n", shown(file), m.Box, m.Created.Format(time.RFC3339),
+				filepath.Join(dir, "data"), plural(sum.Files, "file", "files"), plural(sum.Dirs, "directory", "directories"), reconcile.HumanSize(sum.Bytes))
 			return nil
 		},
 	}
@@ -131,7 +141,8 @@ func openIdentity(ctx context.Context, env *Env, file string) ([]age.Identity, e
 }
 
 func newLoadCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "load FILE NAME",
 		Short: "Create box NAME from an archive: checked first, restored quiesced, fresh token, rewired, doctored",
 		Long: `Create box NAME (declared in boxes.yaml, with no resources yet) from an
@@ -146,12 +157,14 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return load(cmd.Context(), env, args[0], args[1])
+			return load(cmd.Context(), env, args[0], args[1], asJSON)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
-func load(ctx context.Context, env *Env, file, name string) error {
+func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
@@ -171,17 +184,26 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err != nil {
 		return err
 	}
-	printDoctor(env, rep)
+	if !asJSON {
+		printDoctor(env, rep)
+	}
+	res := boxResult{Box: name, Host: box.Host, State: "running", Archive: shown(file), Doctor: rep}
 	if box.State == spec.Stopped {
 		if err := runOne(ctx, env, ws, reconcile.StopPlan(box.Host, name)); err != nil {
 			return err
 		}
+		res.State = "stopped"
 	}
 	if !rep.OK {
-		return fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+		err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+		if asJSON {
+			if jerr := done(env, true, res, ""); jerr != nil {
+				return jerr
+			}
+		}
+		return err
 	}
-	fmt.Fprintf(env.Out, "loaded %s from %s\n", name, shown(file))
-	return nil
+	return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
 }
 
 // newSeeder asks for the passphrase and checks every restore archive of p
@@ -194,7 +216,7 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 		return nil, err
 	}
 	for _, c := range checked {
-		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), c.Summary.Files)
+		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %s, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), plural(c.Summary.Files, "file", "files"))
 		if c.Manifest.Legacy() {
 			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), c.Manifest.RuntimeVersions())
 		}

@@ -44,8 +44,13 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	// Right after apply hb init may still run: save waits for it, and the
 	// box keeps running, resumed.
 	early := filepath.Join(t.TempDir(), "early"+archive.Ext)
-	if r := boxes(t, dir, "save", src, "-o", early); r.code != 0 {
+	r := boxes(t, dir, "save", src, "-o", early, "--json")
+	if r.code != 0 {
 		t.Fatalf("save right after apply: %+v", r)
+	}
+	if res := decodeResult(t, r); res.Box != src || res.Archive != early || !res.Verified || res.SHA256 != fileSHA256(t, early) ||
+		res.ArchiveBytes != fileSize(t, early) || res.Files == nil || *res.Files == 0 || res.State != "" {
+		t.Errorf("save --json: %+v", res)
 	}
 	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}} {{.RestartCount}}", compose.ContainerName(src, compose.AgentService)); state != "running 0" {
 		t.Errorf("agent after an early save: %s", state)
@@ -57,7 +62,7 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 
 	// save: a verified archive under backups/, the box resumed.
-	r := boxes(t, dir, "save", src)
+	r = boxes(t, dir, "save", src)
 	if r.code != 0 || !strings.Contains(r.stdout, "verified") {
 		t.Fatalf("save: %+v", r)
 	}
@@ -106,8 +111,12 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		t.Errorf("plan after load: %+v", r)
 	}
 	// A box declared stopped is loaded, checked, and stopped again.
-	if r := boxes(t, dir, "load", file, dstStopped); r.code != 0 {
+	r = boxes(t, dir, "load", file, dstStopped, "--json")
+	if r.code != 0 {
 		t.Fatalf("load of a stopped box: %+v", r)
+	}
+	if res := decodeResult(t, r); res.Box != dstStopped || res.State != "stopped" || res.Archive != file || res.Doctor == nil || !res.Doctor.OK {
+		t.Errorf("load --json: %+v", res)
 	}
 	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}}", compose.ContainerName(dstStopped, compose.AgentService)); state != "exited" {
 		t.Errorf("stopped box after load: %s", state)

@@ -99,7 +99,7 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 		}
 		rep.Lock = shown(env.LockFile())
 	}
-	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", rep.Ref, rep.Seconds, rep.Cached, rep.Steps))
+	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %s from the cache", rep.Ref, rep.Seconds, rep.Cached, plural(rep.Steps, "step", "steps")))
 }
 
 func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {

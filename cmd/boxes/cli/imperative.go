@@ -40,7 +40,8 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: exactlyOne("stop", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -48,15 +49,17 @@ func newStopCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, reconcile.StopPlan(host, name)); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "stopped %s\n", name)
-				return nil
+				return done(env, asJSON, boxResult{Box: name, Host: host, State: "stopped"}, "stopped %s", name)
 			})
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 func newStartCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "start NAME", Short: "Start a stopped box now", Args: exactlyOne("start", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -68,15 +71,17 @@ func newStartCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, p); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "started %s\n", name)
-				return nil
+				return done(env, asJSON, boxResult{Box: name, Host: host, State: "running"}, "started %s", name)
 			})
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 func newRmCommand(env *Env) *cobra.Command {
 	var confirm string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -87,12 +92,18 @@ func newRmCommand(env *Env) *cobra.Command {
 				if shownBackup == "" {
 					shownBackup = "no backup found"
 				}
-				fmt.Fprintf(env.Out, "box %s: %d containers, %d networks, %d volumes; backup: %s\n", name, len(r.Containers), len(r.Networks), len(r.Volumes), shownBackup)
+				// With --json, stdout holds only the result.
+				talk := env.Out
+				if asJSON {
+					talk = env.Err
+				}
+				fmt.Fprintf(talk, "box %s: %s, %s, %s; backup: %s\n", name, plural(len(r.Containers), "container", "containers"),
+					plural(len(r.Networks), "network", "networks"), plural(len(r.Volumes), "volume", "volumes"), shownBackup)
 				if confirm != name {
 					if !env.IsTTY {
 						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
-					fmt.Fprintf(env.Out, "Type the box's name to delete it with its volumes: ")
+					fmt.Fprintf(talk, "Type the box's name to delete it with its volumes: ")
 					answer, _ := bufio.NewReader(env.In).ReadString('\n')
 					if strings.TrimSpace(answer) != name {
 						return errors.New("not confirmed; nothing was changed")
@@ -101,8 +112,13 @@ func newRmCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, reconcile.DeletePlan(host, name, r, backup)); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "removed %s\n", name)
-				if _, declared := ws.Config.Box(name); declared {
+				_, declared := ws.Config.Box(name)
+				containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
+				res := boxResult{Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes, Backup: &backup, Declared: &declared}
+				if err := done(env, asJSON, res, "removed %s", name); err != nil {
+					return err
+				}
+				if declared {
 					env.Warnf("%s is still declared in boxes.yaml; the next apply creates it again", name)
 				}
 				return nil
@@ -110,6 +126,7 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

@@ -29,14 +29,6 @@ too. After upgrading boxes, refresh it (boxes validate warns when it differs):
 For a boxes.yaml written before, add the line above at its top, or map the
 schema to the file in the editor's settings ("yaml.schemas" in VS Code).`
 
-// plural is "1 box", "2 boxes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func newValidateCommand(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

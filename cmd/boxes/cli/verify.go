@@ -70,12 +70,12 @@ func verify(ctx context.Context, env *Env, file string, asJSON bool) error {
 	}
 	hashes := "no content hashes recorded"
 	if sum.Hashed > 0 {
-		hashes = fmt.Sprintf("%d content hashes checked", sum.Hashed)
+		hashes = plural(sum.Hashed, "content hash", "content hashes") + " checked"
 	}
-	fmt.Fprintf(env.Out, "verified %s (%s%s): %d files, %d directories, %d links, %s of data, %s\n",
-		shown(file), what, created, sum.Files, sum.Dirs, sum.Links, reconcile.HumanSize(sum.Bytes), hashes)
+	fmt.Fprintf(env.Out, "verified %s (%s%s): %s, %s, %s, %s of data, %s\n", shown(file), what, created, plural(sum.Files, "file", "files"),
+		plural(sum.Dirs, "directory", "directories"), plural(sum.Links, "link", "links"), reconcile.HumanSize(sum.Bytes), hashes)
 	if sum.Dropped > 0 {
-		fmt.Fprintf(env.Out, "%d marker(s) of the smolvm tool will be left out on load and extract\n", sum.Dropped)
+		fmt.Fprintf(env.Out, "%s of the smolvm tool will be left out on load and extract\n", plural(sum.Dropped, "marker", "markers"))
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func TestVerifyCommand(t *testing.T) {
 
 	r := runBoxes(t, "verify", file)
 	if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "box alpha, format 2") ||
-		!strings.Contains(r.stdout, "1 content hashes checked") {
+		!strings.Contains(r.stdout, "1 content hash checked") {
 		t.Errorf("verify: %+v", r)
 	}
 	if !strings.Contains(r.stderr, "verifying: ") {
@@ -155,7 +155,7 @@ func TestVerifyAndExtractSmolvmArchive(t *testing.T) {
 
 	r := runBoxes(t, "verify", file)
 	if r.code != 0 || !strings.Contains(r.stdout, "smolvm tool") || !strings.Contains(r.stdout, "claude=1.0.30 (Claude Code)") ||
-		!strings.Contains(r.stdout, "1 marker(s)") {
+		!strings.Contains(r.stdout, "1 marker of the smolvm tool") {
 		t.Errorf("verify: %+v", r)
 	}
 	r = runBoxes(t, "verify", flipMiddle(t, file))
