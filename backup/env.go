@@ -19,7 +19,7 @@ const (
 	EnvOldPassphraseFile = "BOX_PASSPHRASE_FILE"
 )
 
-// ExtractReserve is the free space extract leaves on the target's file
+// ExtractReserve is the free space Extract leaves on the target's file
 // system: an archive that would take it lower is stopped and its files
 // removed.
 const ExtractReserve = 256 << 20

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"filippo.io/age"
@@ -100,20 +100,15 @@ func newExtractCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir := archive.TrimExt(filepath.Base(file))
-			if len(args) == 2 {
-				dir = args[1]
-			}
-			// Before the passphrase is asked for: extract never writes into files it did not make.
-			if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-				return withHint(fmt.Errorf("%s is not empty; extract writes only into a new or empty directory", dir), "name another directory: boxes extract %s DIR", file)
+			dir, err := backup.ExtractDir(file, strings.Join(args[1:], ""))
+			if err != nil {
+				return err
 			}
 			id, err := openIdentity(cmd.Context(), env, file)
 			if err != nil {
 				return err
 			}
-			m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{
-				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: backup.ExtractReserve})
+			m, sum, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
 			if err != nil {
 				return err
 			}
@@ -127,17 +122,9 @@ func newExtractCommand(env *Env) *cobra.Command {
 // openIdentity is what decrypts archive file: the age identities in the
 // file $BOXES_IDENTITY names, else the passphrase.
 func openIdentity(ctx context.Context, env *Env, file string) ([]age.Identity, error) {
-	ids, err := backup.Identities(file, os.Getenv(backup.EnvIdentity), func() (string, error) {
+	return backup.IdentitiesFromEnv(file, shown(file), func() (string, error) {
 		return passphrase(ctx, env, "the passphrase of "+filepath.Base(file), false)
 	})
-	var perr *fs.PathError
-	if errors.As(err, &perr) && perr.Path == os.Getenv(backup.EnvIdentity) {
-		return nil, fmt.Errorf("%s: %w", backup.EnvIdentity, err)
-	}
-	if errors.Is(err, backup.ErrNotArchive) {
-		return nil, fmt.Errorf("%s is %w", shown(file), backup.ErrNotArchive)
-	}
-	return ids, err
 }
 
 func newLoadCommand(env *Env) *cobra.Command {

@@ -69,6 +69,8 @@ func hintOf(e error) string {
 		return "declared boxes: " + strings.Join(t.Declared, ", ")
 	case *workspace.NotRunningError:
 		return "boxes start " + t.Box
+	case *backup.NotEmptyError:
+		return "name another directory: boxes extract " + t.File + " DIR"
 	case *workspace.ExistsError:
 		return fmt.Sprintf("load it under another name, or boxes save then boxes rm %s first", t.Box)
 	case *workspace.PartialError:
