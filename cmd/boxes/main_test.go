@@ -3,7 +3,12 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +48,37 @@ func TestScripts(t *testing.T) {
 			"archive":    writeArchive,
 			"steady":     steady,
 		},
+	})
+}
+
+// TestIntegrationScripts checks the results commands print against a real
+// engine: each testdata/script-engine/*.txtar runs the real boxes on the
+// test image (BOXES_TEST_IMAGE, default hermes-box-lite:test). Its boxes
+// are removed afterwards, whatever happened.
+func TestIntegrationScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := os.Getenv("BOXES_TEST_IMAGE")
+	if image == "" {
+		image = "hermes-box-lite:test"
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script-engine",
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("BOXES_TEST_IMAGE", image)
+			e.Setenv("NO_COLOR", "1")
+			e.Defer(func() {
+				// Every box a script declares goes, with its volumes.
+				file := filepath.Join(e.WorkDir, "boxes.yaml")
+				for _, name := range spec.ReadNames(file).Boxes {
+					cli.MainContext(context.Background(), cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard},
+						[]string{"-f", file, "rm", name, "--confirm", name})
+				}
+			})
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"saved": savedMatches},
 	})
 }
 
@@ -152,4 +189,23 @@ func steady(ts *testscript.TestScript, neg bool, args []string) {
 		b = v.re.ReplaceAll(b, []byte(v.with))
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// savedMatches checks that the save --json result on stdout describes the
+// archive it names: its size and SHA-256. "saved".
+func savedMatches(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: saved")
+	}
+	var res struct {
+		Archive string `json:"archive"`
+		Bytes   int64  `json:"archive_bytes"`
+		SHA256  string `json:"sha256"`
+	}
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &res))
+	b, err := os.ReadFile(ts.MkAbs(res.Archive))
+	ts.Check(err)
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != res.SHA256 || int64(len(b)) != res.Bytes {
+		ts.Fatalf("%s has %d bytes and SHA-256 %x; the result says %d and %s", res.Archive, len(b), sum, res.Bytes, res.SHA256)
+	}
 }
