@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testpty opens a pseudo-terminal for tests of what boxes does to
 // a terminal (Linux).
 package testpty
