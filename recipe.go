@@ -28,8 +28,17 @@ var Recipe embed.FS
 // Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
 const Dockerfile = "docker/Dockerfile"
 
-// The network installs of provision.sh, each switched by INSTALL_<NAME>.
-var installs = []string{"APT", "NODE", "UV", "CLAUDE", "CODEX", "EXECUTOR", "HERMES"}
+// The network installs of provision.sh, each switched by INSTALL_<NAME>:
+// the system packages, and one per tool pin.
+var installs = func() []string {
+	names := []string{"APT"}
+	for _, d := range spec.PinDefs {
+		if d.Install != "" {
+			names = append(names, d.Install)
+		}
+	}
+	return names
+}()
 
 // BuildArgs are the Dockerfile's build arguments for pins. base, when set,
 // replaces the lock's base image (a mirror, or a local base for an offline
@@ -53,31 +62,23 @@ func BuildArgs(p spec.Pins, base string, offline bool) (map[string]string, error
 		}
 		return args, missingPins(missing)
 	}
-	for _, t := range []struct {
-		pin       spec.ToolPin
-		name      string // lock key
-		version   string // build argument names
-		integrity string
-	}{
-		{p.Node, "node", "NODE_VERSION", "NODE_SHA256"},
-		{p.UV, "uv", "UV_VERSION", "UV_SHA256"},
-		{p.Claude, "claude", "CLAUDE_VERSION", "CLAUDE_INTEGRITY"},
-		{p.Codex, "codex", "CODEX_VERSION", "CODEX_INTEGRITY"},
-		{p.Executor, "executor", "EXECUTOR_VERSION", "EXECUTOR_INTEGRITY"},
-		{p.Hermes, "hermes", "HERMES_REF", ""},
-	} {
-		if t.pin.Version == "" {
-			missing = append(missing, "pins."+t.name+".version")
-		}
-		args[t.version] = t.pin.Version
-		if t.integrity == "" {
+	for _, d := range spec.PinDefs {
+		if d.VersionArg == "" {
 			continue
 		}
-		if t.pin.Integrity == "" {
-			missing = append(missing, "pins."+t.name+".integrity")
+		pin := *p.Tool(d.Name)
+		if pin.Version == "" {
+			missing = append(missing, "pins."+d.Name+".version")
+		}
+		args[d.VersionArg] = pin.Version
+		if d.IntegrityArg == "" {
+			continue
+		}
+		if pin.Integrity == "" {
+			missing = append(missing, "pins."+d.Name+".integrity")
 		}
 		// provision.sh checks downloads against bare hex digests.
-		args[t.integrity] = strings.TrimPrefix(t.pin.Integrity, "sha256:")
+		args[d.IntegrityArg] = strings.TrimPrefix(pin.Integrity, "sha256:")
 	}
 	return args, missingPins(missing)
 }

@@ -177,8 +177,8 @@ func TestBuildArgsNameEveryMissingPin(t *testing.T) {
 		want    string
 	}{
 		"empty lock": {spec.Pins{}, false, "boxes.lock lacks what the build needs: pins.base (image and digest), pins.node.version, pins.node.integrity, " +
-			"pins.uv.version, pins.uv.integrity, pins.claude.version, pins.claude.integrity, pins.codex.version, pins.codex.integrity, " +
-			"pins.executor.version, pins.executor.integrity, pins.hermes.version"},
+			"pins.claude.version, pins.claude.integrity, pins.codex.version, pins.codex.integrity, " +
+			"pins.executor.version, pins.executor.integrity, pins.hermes.version, pins.uv.version, pins.uv.integrity"},
 		"base without digest": {func() spec.Pins { p := fullPins(); p.Base.Digest = ""; return p }(), false, "lacks what the build needs: pins.base (image and digest)"},
 		"one integrity":       {func() spec.Pins { p := fullPins(); p.Codex.Integrity = ""; return p }(), false, "needs: pins.codex.integrity"},
 		"offline, no base":    {spec.Pins{}, true, "needs: pins.base (image and digest)"},

@@ -251,3 +251,13 @@ func (e *Engine) RegistryDigest(ctx context.Context, ref string) (string, error)
 	}
 	return string(d.Descriptor.Digest), nil
 }
+
+// LocalRegistryDigest asks the local engine's registry access for image's digest.
+func LocalRegistryDigest(ctx context.Context, image string) (string, error) {
+	e, err := Connect(ctx, spec.Host{}, Options{})
+	if err != nil {
+		return "", err
+	}
+	defer e.Close()
+	return e.RegistryDigest(ctx, image)
+}

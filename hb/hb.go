@@ -171,3 +171,10 @@ func MarkerTar(why string) io.Reader {
 	_ = tw.Close()
 	return &buf
 }
+
+// InHome is cmd run from the agent's home when it exists: right after a
+// create hb init may not have made it yet, and a missing working directory
+// would fail the exec itself.
+func InHome(cmd ...string) []string {
+	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
+}

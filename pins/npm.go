@@ -12,13 +12,6 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// npmPackages are the packages provision/provision.sh installs.
-var npmPackages = map[string]string{
-	"claude":   "@anthropic-ai/claude-code",
-	"codex":    "@openai/codex",
-	"executor": "executor",
-}
-
 var (
 	// npmName is a package name as the registry accepts new ones: lower
 	// case, URL-safe, optionally in a scope.

@@ -20,7 +20,15 @@ import (
 )
 
 // Tools are the pins that are tools (all but base), in lock order.
-var Tools = spec.PinNames[1:]
+var Tools = func() []string {
+	var names []string
+	for _, d := range spec.PinDefs {
+		if d.Kind != spec.BaseImage {
+			names = append(names, d.Name)
+		}
+	}
+	return names
+}()
 
 // The registries a zero Resolver asks.
 const (
@@ -75,18 +83,19 @@ func (r *Resolver) Lookup(ctx context.Context, tool string, current spec.ToolPin
 		res Result
 		err error
 	)
-	switch tool {
-	case "claude", "codex", "executor":
+	d, _ := spec.PinDefOf(tool)
+	switch {
+	case d.Kind == spec.NPMPackage:
 		pkg := current.Package
 		if pkg == "" {
-			pkg = npmPackages[tool]
+			pkg = d.Package
 		}
 		res, err = r.npm(ctx, pkg)
-	case "node":
+	case tool == "node":
 		res, err = r.node(ctx, current.Version)
-	case "uv":
+	case tool == "uv":
 		res, err = r.uv(ctx)
-	case "hermes":
+	case tool == "hermes":
 		res, err = r.hermes(ctx)
 	default:
 		return Result{}, fmt.Errorf("unknown tool %q: known tools are %s", tool, strings.Join(Tools, ", "))

@@ -52,7 +52,8 @@ func Has(p spec.Pins, name string) bool {
 		return p.Base.Image != "" && p.Base.Digest != ""
 	}
 	t := p.Tool(name)
-	return t != nil && t.Version != "" && (name == "hermes" || t.Integrity != "")
+	d, _ := spec.PinDefOf(name)
+	return t != nil && t.Version != "" && (d.IntegrityArg == "" || t.Integrity != "")
 }
 
 // BaseDigest is the digest a registry has now for an image reference.
@@ -97,4 +98,41 @@ func (r *Resolver) Update(ctx context.Context, current spec.Pins, names []string
 		return current, nil, err
 	}
 	return updated, changes, nil
+}
+
+// Sources says where each pin's newest comes from, as a sentence's list
+// wrapped at width columns: "base (…), node (…), claude, codex and executor
+// (npm latest and its integrity), …".
+func Sources(width int) string {
+	var items []string
+	for i := 0; i < len(spec.PinDefs); {
+		d := spec.PinDefs[i]
+		names := []string{d.Name}
+		for i++; i < len(spec.PinDefs) && spec.PinDefs[i].From == d.From; i++ {
+			names = append(names, spec.PinDefs[i].Name)
+		}
+		items = append(items, andList(names)+" ("+d.From+")")
+	}
+	var b strings.Builder
+	col := 0
+	for i, w := range strings.Fields(andList(items)) {
+		if i > 0 && col+1+len(w) > width {
+			b.WriteByte('\n')
+			col = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,29 +20,19 @@ var imageIDPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // The on-disk shape of boxes.lock; field order is the file's key order.
 type lockFile struct {
-	Version int        `yaml:"version"`
-	Pins    lockPins   `yaml:"pins"`
-	Image   *lockImage `yaml:"image,omitempty"`
+	Version int `yaml:"version"`
+	// Pins maps each pin's name to its pinFields, in PinDefs order.
+	Pins  yaml.Node  `yaml:"pins"`
+	Image *lockImage `yaml:"image,omitempty"`
 }
 
-type lockPins struct {
-	Base     *basePin `yaml:"base,omitempty"`
-	Node     *toolPin `yaml:"node,omitempty"`
-	Claude   *toolPin `yaml:"claude,omitempty"`
-	Codex    *toolPin `yaml:"codex,omitempty"`
-	Executor *toolPin `yaml:"executor,omitempty"`
-	Hermes   *toolPin `yaml:"hermes,omitempty"`
-	UV       *toolPin `yaml:"uv,omitempty"`
-}
-
-type basePin struct {
-	Image  string `yaml:"image"`
-	Digest string `yaml:"digest,omitempty"`
-}
-
-type toolPin struct {
+// pinFields are the fields of every kind of pin; PinKind.Fields says which
+// a pin may have, and the order here is the file's key order.
+type pinFields struct {
+	Image     string `yaml:"image,omitempty"`
+	Digest    string `yaml:"digest,omitempty"`
 	Package   string `yaml:"package,omitempty"`
-	Version   string `yaml:"version"`
+	Version   string `yaml:"version,omitempty"`
 	Integrity string `yaml:"integrity,omitempty"`
 }
 
@@ -89,11 +81,8 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		}
 		if pins, ok := top["pins"]; ok {
 			for name, e := range p.mapping(pins.value, PinNames) {
-				fields := []string{"package", "version", "integrity"}
-				if name == "base" {
-					fields = []string{"image", "digest"}
-				}
-				pinNodes[name] = pinNode{e, p.mapping(e.value, fields)}
+				d, _ := PinDefOf(name)
+				pinNodes[name] = pinNode{e, p.mapping(e.value, d.Kind.Fields())}
 			}
 		}
 		if img, ok := top["image"]; ok {
@@ -105,7 +94,16 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	var lf lockFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&lf); err != nil && len(p.errs) == 0 {
+	err := dec.Decode(&lf)
+	fields := map[string]pinFields{}
+	if err == nil && lf.Pins.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(lf.Pins.Content) && err == nil; i += 2 {
+			var f pinFields
+			err = lf.Pins.Content[i+1].Decode(&f)
+			fields[lf.Pins.Content[i].Value] = f
+		}
+	}
+	if err != nil && len(p.errs) == 0 {
 		p.syntaxError(err)
 	}
 	if len(p.errs) > 0 {
@@ -116,15 +114,11 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		return nil, p.errs
 	}
 	l := &Lock{Path: path, Version: lf.Version}
-	if b := lf.Pins.Base; b != nil {
-		l.Pins.Base = BasePin{Image: b.Image, Digest: b.Digest}
-	}
-	for _, t := range []struct {
-		in  *toolPin
-		out *ToolPin
-	}{{lf.Pins.Node, &l.Pins.Node}, {lf.Pins.Claude, &l.Pins.Claude}, {lf.Pins.Codex, &l.Pins.Codex}, {lf.Pins.Executor, &l.Pins.Executor}, {lf.Pins.Hermes, &l.Pins.Hermes}, {lf.Pins.UV, &l.Pins.UV}} {
-		if t.in != nil {
-			*t.out = ToolPin{Package: t.in.Package, Version: t.in.Version, Integrity: t.in.Integrity}
+	for name, f := range fields {
+		if t := l.Pins.Tool(name); t != nil {
+			*t = ToolPin{Package: f.Package, Version: f.Version, Integrity: f.Integrity}
+		} else {
+			l.Pins.Base = BasePin{Image: f.Image, Digest: f.Digest}
 		}
 	}
 	p.checkPins(l.Pins, pinNodes)
@@ -164,17 +158,25 @@ func nodeOr(n, fallback *yaml.Node) *yaml.Node {
 // Marshal renders the lock with a header and a stable key order, so that
 // rewriting an unchanged lock changes no byte.
 func (l *Lock) Marshal() ([]byte, error) {
-	lf := lockFile{Version: 1}
-	if l.Pins.Base.Image != "" {
-		lf.Pins.Base = &basePin{Image: l.Pins.Base.Image, Digest: l.Pins.Base.Digest}
-	}
-	for _, t := range []struct {
-		in  ToolPin
-		out **toolPin
-	}{{l.Pins.Node, &lf.Pins.Node}, {l.Pins.Claude, &lf.Pins.Claude}, {l.Pins.Codex, &lf.Pins.Codex}, {l.Pins.Executor, &lf.Pins.Executor}, {l.Pins.Hermes, &lf.Pins.Hermes}, {l.Pins.UV, &lf.Pins.UV}} {
-		if t.in.Version != "" {
-			*t.out = &toolPin{Package: t.in.Package, Version: t.in.Version, Integrity: t.in.Integrity}
+	lf := lockFile{Version: 1, Pins: yaml.Node{Kind: yaml.MappingNode}}
+	for _, d := range PinDefs {
+		var f pinFields
+		if t := l.Pins.Tool(d.Name); t != nil {
+			if t.Version == "" {
+				continue
+			}
+			f = pinFields{Package: t.Package, Version: t.Version, Integrity: t.Integrity}
+		} else {
+			if l.Pins.Base.Image == "" {
+				continue
+			}
+			f = pinFields{Image: l.Pins.Base.Image, Digest: l.Pins.Base.Digest}
 		}
+		var v yaml.Node
+		if err := v.Encode(f); err != nil {
+			return nil, fmt.Errorf("writing boxes.lock: %w", err)
+		}
+		lf.Pins.Content = append(lf.Pins.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: d.Name}, &v)
 	}
 	if img := l.Image; img != nil {
 		li := &lockImage{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs}
@@ -231,9 +233,6 @@ func WriteLock(path string, l *Lock) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// PinNames are the keys of pins:, in file order.
-var PinNames = []string{"base", "node", "claude", "codex", "executor", "hermes", "uv"}
-
 // The forms of pin values, as provision.sh accepts them.
 var (
 	versionPattern   = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
@@ -267,8 +266,9 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 			p.errorf(at("base", "digest"), updateHint, "pins.base.digest %q is not sha256:<64 hex digits>", b.Digest)
 		}
 	}
-	for _, name := range PinNames[1:] {
-		if _, ok := nodes[name]; !ok {
+	for _, d := range PinDefs {
+		name := d.Name
+		if _, ok := nodes[name]; !ok || d.Kind == BaseImage {
 			continue
 		}
 		t := *pins.Tool(name)
@@ -276,26 +276,26 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 		switch {
 		case t.Version == "":
 			p.errorf(at(name, "version"), updateHint, "%s is empty", field("version"))
-		case name == "hermes" && !gitRefPattern.MatchString(t.Version):
+		case d.Kind == GitRef && !gitRefPattern.MatchString(t.Version):
 			p.errorf(at(name, "version"), updateHint, "%s %q is not a git commit, tag or branch", field("version"), t.Version)
-		case name != "hermes" && !versionPattern.MatchString(t.Version):
+		case d.Kind != GitRef && !versionPattern.MatchString(t.Version):
 			p.errorf(at(name, "version"), updateHint, "%s %q is not an exact version like 1.2.3", field("version"), t.Version)
 		}
-		switch name {
-		case "node", "uv":
+		switch d.Kind {
+		case Download:
 			if t.Integrity != "" && !sha256Pattern.MatchString(t.Integrity) {
 				p.errorf(at(name, "integrity"), updateHint, "%s %q is not sha256:<64 hex digits>", field("integrity"), t.Integrity)
 			}
-		case "claude", "codex", "executor":
+		case NPMPackage:
 			if t.Integrity != "" && !sriPattern.MatchString(t.Integrity) {
 				p.errorf(at(name, "integrity"), updateHint, "%s %q is not npm's sha512-<base64> integrity", field("integrity"), t.Integrity)
 			}
 			if t.Package != "" && !npmPackagPattern.MatchString(t.Package) {
 				p.errorf(at(name, "package"), "", "%s %q is not an npm package name", field("package"), t.Package)
 			}
-		case "hermes":
+		case GitRef:
 			if t.Integrity != "" {
-				p.errorf(at(name, "integrity"), "the commit pins hermes exactly", "%s is not used: hermes is pinned by its git commit", field("integrity"))
+				p.errorf(at(name, "integrity"), "the commit pins "+name+" exactly", "%s is not used: %s is pinned by its git commit", field("integrity"), name)
 			}
 		}
 	}
@@ -305,4 +305,22 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 type pinNode struct {
 	entry
 	fields map[string]entry
+}
+
+// ReadLock reads the boxes.lock at path, naming it display in errors; a
+// missing lock is (nil, nil).
+func ReadLock(path, display string) (*Lock, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := ParseLock(display, data)
+	if err != nil {
+		return nil, err
+	}
+	l.Path = path
+	return l, nil
 }

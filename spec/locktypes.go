@@ -44,23 +44,3 @@ type Image struct {
 	Built  time.Time         // build (or pin) time, UTC
 	Tools  map[string]string // tool → version, read from inside the image
 }
-
-// Tool is the pin of a tool by its boxes.lock key (node, claude, codex,
-// executor, hermes, uv), or nil for any other name.
-func (p *Pins) Tool(name string) *ToolPin {
-	switch name {
-	case "node":
-		return &p.Node
-	case "claude":
-		return &p.Claude
-	case "codex":
-		return &p.Codex
-	case "executor":
-		return &p.Executor
-	case "hermes":
-		return &p.Hermes
-	case "uv":
-		return &p.UV
-	}
-	return nil
-}

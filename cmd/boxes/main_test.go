@@ -1,16 +1,28 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +45,40 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"registries": startRegistries,
+			"archive":    writeArchive,
+			"steady":     steady,
 		},
+	})
+}
+
+// TestIntegrationScripts checks the results commands print against a real
+// engine: each testdata/script-engine/*.txtar runs the real boxes on the
+// test image (BOXES_TEST_IMAGE, default hermes-box-lite:test). Its boxes
+// are removed afterwards, whatever happened.
+func TestIntegrationScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	image := os.Getenv("BOXES_TEST_IMAGE")
+	if image == "" {
+		image = "hermes-box-lite:test"
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script-engine",
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("BOXES_TEST_IMAGE", image)
+			e.Setenv("NO_COLOR", "1")
+			e.Defer(func() {
+				// Every box a script declares goes, with its volumes.
+				file := filepath.Join(e.WorkDir, "boxes.yaml")
+				for _, name := range spec.ReadNames(file).Boxes {
+					cli.MainContext(context.Background(), cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard},
+						[]string{"-f", file, "rm", name, "--confirm", name})
+				}
+			})
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"saved": savedMatches},
 	})
 }
 
@@ -81,4 +126,86 @@ func startRegistries(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("BOXES_NODE_DIST", srv.URL+"/node")
 	ts.Setenv("BOXES_GITHUB_API", srv.URL+"/api")
 	ts.Setenv("BOXES_GITHUB_DOWNLOADS", srv.URL+"/gh")
+}
+
+// writeArchive writes a small archive of box alpha, saved at a fixed time:
+// "archive FILE PASSPHRASE [flip|truncate]". flip changes one byte of the
+// encrypted payload, truncate cuts off its end.
+func writeArchive(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: archive FILE PASSPHRASE [flip|truncate]")
+	}
+	var data bytes.Buffer
+	tw := tar.NewWriter(&data)
+	for _, d := range []string{"data/", "data/home/", "data/home/agent/"} {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755})
+	}
+	for _, f := range [][2]string{{"data/home/agent/.bashrc", "# mine\n"}, {"data/home/agent/notes", "all work and no play\n"}} {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f[0], Mode: 0o644, Size: int64(len(f[1]))})
+		tw.Write([]byte(f[1]))
+	}
+	tw.Close()
+	old := archive.ScryptWorkFactor
+	archive.ScryptWorkFactor = 10
+	defer func() { archive.ScryptWorkFactor = old }()
+	r, err := archive.PassphraseRecipient(args[1])
+	ts.Check(err)
+	var out bytes.Buffer
+	m := archive.Manifest{Box: "alpha", Created: time.Date(2026, 12, 2, 10, 15, 0, 0, time.UTC), Image: "sha256:" + strings.Repeat("ab", 32)}
+	_, err = archive.Write(&out, m, &data, r)
+	ts.Check(err)
+	b := out.Bytes()
+	if len(args) == 3 {
+		switch args[2] {
+		case "flip":
+			b[len(b)-40] ^= 0x10
+		case "truncate":
+			b = b[:len(b)-100]
+		default:
+			ts.Fatalf("archive: %q is neither flip nor truncate", args[2])
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// volatile are the parts of progress lines that differ from run to run: the
+// time of day, and how fast and long a read took.
+var volatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `), "TIME "},
+	{regexp.MustCompile(` in [0-9.]+m?s, [0-9.]+ [KMG]?i?B/s`), " in DURATION, RATE"},
+}
+
+// steady rewrites FILE with the volatile parts of its progress lines
+// replaced by words, so that a script compares the rest exactly: "steady FILE".
+func steady(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: steady FILE")
+	}
+	b := []byte(ts.ReadFile(args[0]))
+	for _, v := range volatile {
+		b = v.re.ReplaceAll(b, []byte(v.with))
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// savedMatches checks that the save --json result on stdout describes the
+// archive it names: its size and SHA-256. "saved".
+func savedMatches(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: saved")
+	}
+	var res struct {
+		Archive string `json:"archive"`
+		Bytes   int64  `json:"archive_bytes"`
+		SHA256  string `json:"sha256"`
+	}
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &res))
+	b, err := os.ReadFile(ts.MkAbs(res.Archive))
+	ts.Check(err)
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != res.SHA256 || int64(len(b)) != res.Bytes {
+		ts.Fatalf("%s has %d bytes and SHA-256 %x; the result says %d and %s", res.Archive, len(b), sum, res.Bytes, res.SHA256)
+	}
 }

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/progress"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -66,18 +65,9 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 
 	var p *reconcile.Plan
 	if planPath != "" {
-		saved, err := reconcile.ReadSaved(planPath, shown(planPath))
-		if err != nil {
+		if p, err = ws.SavedPlan(ctx, planPath, shown(planPath)); err != nil {
 			return err
 		}
-		now, err := ws.Plan(ctx, saved.Options)
-		if err != nil {
-			return err
-		}
-		if err := saved.Fresh(shown(planPath), ws.Files, ws.Config.Fleet, ws.Observed, now); err != nil {
-			return err
-		}
-		p = saved.Plan
 	} else {
 		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target})
 		if err != nil {
@@ -130,45 +120,22 @@ func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspa
 
 // executeWith is execute with the moved boxes whose old copy may be deleted.
 func executeWith(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
-	progress := newProgress(out, env.IsTTY, p)
-	seeder, err := newSeeder(ctx, env, ws, p, progress)
-	if err != nil {
-		return err
-	}
+	var order, actions []string
 	for _, b := range p.Boxes {
 		if b.Action != reconcile.NoOp {
-			if _, err := ws.Engine(ctx, b.Host); err != nil {
-				return err
-			}
-			if b.Move != nil {
-				if _, err := ws.Engine(ctx, b.Move.From); err != nil {
-					return err
-				}
-			}
+			order, actions = append(order, b.Name), append(actions, string(b.Action))
 		}
 	}
-	// Secrets made readable by others get their modes back before anything else.
-	fixed, err := ws.Tokens.Restrict()
+	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
+	o := workspace.ApplyOptions{Parallelism: parallelism, Progress: pr, Held: held, Mover: newMover(ws, pr), ConfirmedDeletes: deleteOld}
+	seeder, err := newSeeder(ctx, env, ws, p, pr)
 	if err != nil {
 		return err
 	}
-	for _, e := range fixed {
-		env.Warnf("%s was readable by others; made it %04o", e.Path, e.Want)
-	}
-	applier := &reconcile.Applier{Config: ws.Config, Engines: ws.Engines(), Tokens: ws.Tokens, Parallelism: parallelism, Progress: progress, Held: held,
-		Mover: newMover(ws, progress), ConfirmedDeletes: deleteOld}
 	if seeder != nil {
-		applier.Seeder = seeder
+		o.Seeder = seeder
 	}
-	applier.Thawer = backup.Thawer{Config: ws.Path, Engine: func(ctx context.Context, host string) (backup.Engine, error) {
-		return engineOf(ctx, ws, host)
-	}}
-	err = applier.Apply(ctx, p)
-	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
-		n := len(failed.Unwrap())
-		return withHint(errors.Join(err, fmt.Errorf("apply failed for %d of %d boxes; the others were done", n, len(p.Boxes)-p.Summary().NoOp)), "boxes plan shows what is left")
-	}
-	return err
+	return ws.Apply(ctx, p, o)
 }
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.
@@ -201,58 +168,4 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 		}
 	}
 	return nil
-}
-
-// progress shows one line per box: redrawn in place on a terminal, else
-// timestamped lines as steps happen.
-type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	tty   bool
-	order []string
-	lines map[string]string
-	drawn int
-}
-
-func newProgress(w io.Writer, tty bool, p *reconcile.Plan) *progress {
-	pr := &progress{w: w, tty: tty, lines: map[string]string{}}
-	for _, b := range p.Boxes {
-		if b.Action != reconcile.NoOp {
-			pr.order = append(pr.order, b.Name)
-			pr.lines[b.Name] = string(b.Action) + ": waiting"
-		}
-	}
-	fmt.Fprintln(w)
-	return pr
-}
-
-func (p *progress) Step(box, msg string) { p.set(box, msg) }
-
-func (p *progress) Done(box string, err error) {
-	if err != nil {
-		p.set(box, "failed: "+err.Error())
-		return
-	}
-	p.set(box, "done")
-}
-
-func (p *progress) set(box, msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lines[box] = msg
-	if !p.tty {
-		fmt.Fprintf(p.w, "%s %s: %s\n", time.Now().UTC().Format(time.RFC3339), box, msg)
-		return
-	}
-	p.redraw()
-}
-
-func (p *progress) redraw() {
-	if p.drawn > 0 {
-		fmt.Fprintf(p.w, "\x1b[%dA", p.drawn)
-	}
-	for _, name := range p.order {
-		fmt.Fprintf(p.w, "\x1b[2K%-12s %s\n", name, p.lines[name])
-	}
-	p.drawn = len(p.order)
 }

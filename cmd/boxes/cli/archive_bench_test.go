@@ -15,6 +15,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/benchtable"
 )
@@ -159,7 +160,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 	if err := os.WriteFile(keyFile, []byte(key.String()+"\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	b.Setenv(envIdentity, keyFile)
+	b.Setenv(backup.EnvIdentity, keyFile)
 	yaml := "version: 1\nfleet: it\narchive:\n  recipients: [" + key.Recipient().String() + "]\nboxes:\n  " + src + ": {}\n  " + dst + ": {}\n"
 	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(yaml), 0o644); err != nil {
 		b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 )
 
@@ -100,7 +101,7 @@ func TestIntegrationArchiveCrashes(t *testing.T) {
 	}
 	keyFile := filepath.Join(dir, "key.txt")
 	writeFile(t, keyFile, key.String()+"\n")
-	t.Setenv(envIdentity, keyFile)
+	t.Setenv(backup.EnvIdentity, keyFile)
 	yaml := "version: 1\narchive:\n  recipients: [" + key.Recipient().String() + "]\nboxes:\n  " + src + ": {}\n  " + dst + ": {}\n"
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml)
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {

@@ -1,95 +1,85 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"filippo.io/age"
-	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// envPassphrase holds the archive passphrase for scripts; without it boxes asks on the terminal.
-const envPassphrase = "BOXES_PASSPHRASE"
-
-// envIdentity names an age identity file, for archives saved to boxes.yaml's
-// archive.recipients.
-const envIdentity = "BOXES_IDENTITY"
-
 func newSaveCommand(env *Env) *cobra.Command {
 	var out string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "save NAME",
 		Short: "Archive a box's /data, encrypted, to backups/NAME-YYYYMMDD-HHMMSS" + archive.Ext,
 		Long: `Archive a box's /data to an age-encrypted file: under the per-box lock,
 quiesce the box (hb quiesce), stream /data out with a manifest of the image
 and tool versions, encrypt it to boxes.yaml's archive.recipients (age keys;
-load and extract then read ` + envIdentity + `, an age identity file) or else with
-a passphrase (` + envPassphrase + `, else asked on the terminal), verify it by
+load and extract then read ` + backup.EnvIdentity + `, an age identity file) or else with
+a passphrase (` + backup.EnvPassphrase + `, else asked on the terminal), verify it by
 decrypting and reading it all back, then publish it without overwriting
 anything. The box is resumed whatever happens.`,
 		Args: exactlyOne("save", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return save(cmd.Context(), env, args[0], out)
+			return save(cmd.Context(), env, args[0], out, asJSON)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the archive to FILE (default backups/NAME-YYYYMMDD-HHMMSS"+archive.Ext+" beside boxes.yaml)")
 	return cmd
 }
 
-func save(ctx context.Context, env *Env, name, out string) error {
+func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 	if out == "" {
-		out = filepath.Join(env.Dir(), "backups", name+"-"+time.Now().UTC().Format("20060102-150405")+archive.Ext)
+		out = workspace.ArchivePath(env.Dir(), name, time.Now())
 	}
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
 	}
-	ws, e, agent, err := boxContainer(ctx, env, name, compose.AgentService, false, "boxes save")
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	recipients, identity, err := backup.Keys(ws.Config.Recipients, func() (string, error) {
-		return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
+	saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+		Passphrase: func() (string, error) {
+			return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
+		},
+		Writer: "boxes " + versionString(),
+		Init:   initWait(env, name),
+		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
+		Warn:   env.Warnf,
 	})
 	if err != nil {
 		return err
 	}
-	s := backup.Save{
-		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
-		Writer: "boxes " + versionString(),
-		Init:   initWait(env, name),
-		Config: ws.Path,
-		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
-		Warn:   env.Warnf,
+	res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
+		Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
+	res.Host, _ = ws.HostOf(name)
+	if asJSON {
+		if res.SHA256, err = backup.FileSHA256(out); err != nil {
+			return err
+		}
 	}
-	s.Host, _ = ws.HostOf(name)
-	if l := ws.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
-		s.Tools = l.Image.Tools
-	}
-	saved, err := s.Run(ctx, e)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Out, "saved %s to %s: %d files, %d directories, %s of data, %s archive, verified\n",
-		name, shown(out), saved.Summary.Files, saved.Summary.Dirs, reconcile.HumanSize(saved.Summary.Bytes), reconcile.HumanSize(saved.Size))
-	return nil
+	return done(env, asJSON, res, "saved %s to %s: %s, %s, %s of data, %s archive, verified", name, shown(out),
+		plural(saved.Summary.Files, "file", "files"), plural(saved.Summary.Dirs, "directory", "directories"),
+		reconcile.HumanSize(saved.Summary.Bytes), reconcile.HumanSize(saved.Size))
 }
 
 // initWait is how long a command waits for box name's hb init, saying so
@@ -110,25 +100,20 @@ func newExtractCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir := archive.TrimExt(filepath.Base(file))
-			if len(args) == 2 {
-				dir = args[1]
-			}
-			// Before the passphrase is asked for: extract never writes into files it did not make.
-			if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-				return withHint(fmt.Errorf("%s is not empty; extract writes only into a new or empty directory", dir), "name another directory: boxes extract %s DIR", file)
+			dir, err := backup.ExtractDir(file, strings.Join(args[1:], ""))
+			if err != nil {
+				return err
 			}
 			id, err := openIdentity(cmd.Context(), env, file)
 			if err != nil {
 				return err
 			}
-			m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{
-				Options: archive.Options{Identities: id, Progress: watch(env)}, Reserve: extractReserve})
+			m, sum, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %d files, %d directories, %s\n",
-				shown(file), m.Box, m.Created.Format(time.RFC3339), filepath.Join(dir, "data"), sum.Files, sum.Dirs, reconcile.HumanSize(sum.Bytes))
+			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %s, %s, %s\n", shown(file), m.Box, m.Created.Format(time.RFC3339),
+				filepath.Join(dir, "data"), plural(sum.Files, "file", "files"), plural(sum.Dirs, "directory", "directories"), reconcile.HumanSize(sum.Bytes))
 			return nil
 		},
 	}
@@ -137,21 +122,14 @@ func newExtractCommand(env *Env) *cobra.Command {
 // openIdentity is what decrypts archive file: the age identities in the
 // file $BOXES_IDENTITY names, else the passphrase.
 func openIdentity(ctx context.Context, env *Env, file string) ([]age.Identity, error) {
-	ids, err := backup.Identities(file, os.Getenv(envIdentity), func() (string, error) {
+	return backup.IdentitiesFromEnv(file, shown(file), func() (string, error) {
 		return passphrase(ctx, env, "the passphrase of "+filepath.Base(file), false)
 	})
-	var perr *fs.PathError
-	if errors.As(err, &perr) && perr.Path == os.Getenv(envIdentity) {
-		return nil, fmt.Errorf("%s: %w", envIdentity, err)
-	}
-	if errors.Is(err, backup.ErrNotArchive) {
-		return nil, fmt.Errorf("%s is %w", shown(file), backup.ErrNotArchive)
-	}
-	return ids, err
 }
 
 func newLoadCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "load FILE NAME",
 		Short: "Create box NAME from an archive: checked first, restored quiesced, fresh token, rewired, doctored",
 		Long: `Create box NAME (declared in boxes.yaml, with no resources yet) from an
@@ -166,56 +144,22 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return load(cmd.Context(), env, args[0], args[1])
+			return load(cmd.Context(), env, args[0], args[1], asJSON)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
-func load(ctx context.Context, env *Env, file, name string) error {
+func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	box, ok := ws.Config.Box(name)
-	if !ok {
-		return ws.Undeclared(name)
-	}
-	if err := ws.LockBox(name, "boxes load"); err != nil {
-		return err
-	}
-	// What needs no passphrase first: the box and the image. A box on
-	// any host is one load must not overwrite.
-	if err := ws.Observe(ctx); err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(file)
+	box, p, err := ws.LoadPlan(ctx, file, name)
 	if err != nil {
 		return err
-	}
-	// A load cut short is finished by loading the same archive again.
-	unfinished, resume := reconcile.RestoresBeside(ws.Path).Get(name)
-	for _, host := range ws.Hosts() {
-		if o := ws.Observed[host]; o != nil && !o.Of(name).Empty() {
-			if resume && host == box.Host && unfinished.Host == host {
-				if !backup.SameArchive(ws.Dir(), unfinished.Archive, abs) {
-					return withHint(fmt.Errorf("box %s has a restore from %s that was cut short; load finishes it only from the same archive", name, shown(unfinished.Archive)), "boxes load %s %s, or boxes apply", shown(unfinished.Archive), name)
-				}
-				continue
-			}
-			return withHint(fmt.Errorf("box %s already exists on %s; load creates boxes, it never overwrites one", name, reconcile.HostLabel(host)), "load it under another name, or boxes save then boxes rm %s first", name)
-		}
-	}
-	image := ws.Image()
-	if image == "" {
-		return reconcile.ErrNoImage
-	}
-	if !ws.Observed[box.Host].Images[image] {
-		return fmt.Errorf("%w: %s lacks %s", reconcile.ErrImageMissing, reconcile.HostLabel(box.Host), reconcile.ShortID(image))
-	}
-	p := reconcile.LoadPlan(box, image, abs)
-	if r := ws.Observed[box.Host].Of(name); !r.Empty() {
-		p = reconcile.ReloadPlan(box, image, unfinished.Archive)
 	}
 	if err := runOne(ctx, env, ws, p); err != nil {
 		return err
@@ -223,21 +167,30 @@ func load(ctx context.Context, env *Env, file, name string) error {
 	if err := ws.Observe(ctx, box.Host); err != nil {
 		return err
 	}
-	rep, err := doctorBox(ctx, ws, name)
+	rep, err := ws.Doctor(ctx, name)
 	if err != nil {
 		return err
 	}
-	printDoctor(env, rep)
+	if !asJSON {
+		printDoctor(env, rep)
+	}
+	res := boxResult{Box: name, Host: box.Host, State: "running", Archive: shown(file), Doctor: rep}
 	if box.State == spec.Stopped {
 		if err := runOne(ctx, env, ws, reconcile.StopPlan(box.Host, name)); err != nil {
 			return err
 		}
+		res.State = "stopped"
 	}
 	if !rep.OK {
-		return fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+		err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+		if asJSON {
+			if jerr := done(env, true, res, ""); jerr != nil {
+				return jerr
+			}
+		}
+		return err
 	}
-	fmt.Fprintf(env.Out, "loaded %s from %s\n", name, shown(file))
-	return nil
+	return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
 }
 
 // newSeeder asks for the passphrase and checks every restore archive of p
@@ -250,70 +203,32 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 		return nil, err
 	}
 	for _, c := range checked {
-		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %d files, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), c.Summary.Files)
+		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %s, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), plural(c.Summary.Files, "file", "files"))
 		if c.Manifest.Legacy() {
-			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), runtimeVersions(c.Manifest))
+			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), c.Manifest.RuntimeVersions())
 		}
 		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
 			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
 	}
-	return &backup.Seeder{
-		Dir:        ws.Dir(),
-		Identities: ids,
-		Engine: func(ctx context.Context, host string) (backup.Engine, error) {
-			return engineOf(ctx, ws, host)
-		},
-		Init:  hb.Wait{Timeout: InitTimeout},
-		Sizes: backup.Bounds(checked),
-		Step:  progress.Step,
-	}, nil
+	return ws.Seeder(ids, backup.Bounds(checked), hb.Wait{Timeout: InitTimeout}, progress.Step), nil
 }
 
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.
-var errNoPassphrase = errors.New("no passphrase: " + envPassphrase + " is not set and there is no terminal to ask on")
+var errNoPassphrase = errors.New("no passphrase: " + backup.EnvPassphrase + " is not set and there is no terminal to ask on")
 
 // passphrase is $BOXES_PASSPHRASE, else asked on the terminal (twice when
 // confirm) without echo. A cancelled ctx (Ctrl-C) ends the prompt with the
 // terminal's echo restored.
 func passphrase(ctx context.Context, env *Env, what string, confirm bool) (string, error) {
-	if p, err := envPassphraseValue(); p != "" || err != nil {
+	if p, err := backup.PassphraseFromEnv(); p != "" || err != nil {
 		return p, err
 	}
-	in, ok := env.In.(*os.File)
-	if !ok || !term.IsTerminal(in.Fd()) {
+	prompt, err := terminal.NewPrompter(env.In, env.Err)
+	if err != nil {
 		return "", errNoPassphrase
 	}
-	lines := bufio.NewReader(in)
-	read := func(prompt string) (string, error) {
-		state, err := term.SaveState(in.Fd())
-		if err != nil {
-			return "", err
-		}
-		defer term.RestoreTerminal(in.Fd(), state)
-		if err := term.DisableEcho(in.Fd(), state); err != nil {
-			return "", err
-		}
-		fmt.Fprintf(env.Err, "%s: ", prompt)
-		type answer struct {
-			line string
-			err  error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			line, err := lines.ReadString('\n')
-			got <- answer{line, err}
-		}()
-		select {
-		case a := <-got:
-			fmt.Fprintln(env.Err)
-			return strings.TrimRight(a.line, "\r\n"), a.err
-		case <-ctx.Done():
-			fmt.Fprintln(env.Err)
-			return "", ctx.Err()
-		}
-	}
-	p, err := read("Enter " + what)
+	p, err := prompt.Secret(ctx, "Enter "+what)
 	if err != nil {
 		return "", err
 	}
@@ -321,7 +236,7 @@ func passphrase(ctx context.Context, env *Env, what string, confirm bool) (strin
 		return "", errors.New("the passphrase is empty")
 	}
 	if confirm {
-		again, err := read("Enter it again")
+		again, err := prompt.Secret(ctx, "Enter it again")
 		if err != nil {
 			return "", err
 		}

@@ -10,6 +10,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 )
 
@@ -39,12 +40,17 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, dir, "apply", "--auto-approve", "--target", src); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 	// Right after apply hb init may still run: save waits for it, and the
 	// box keeps running, resumed.
 	early := filepath.Join(t.TempDir(), "early"+archive.Ext)
-	if r := boxes(t, dir, "save", src, "-o", early); r.code != 0 {
+	r := boxes(t, dir, "save", src, "-o", early, "--json")
+	if r.code != 0 {
 		t.Fatalf("save right after apply: %+v", r)
+	}
+	if res := decodeResult(t, r); res.Box != src || res.Archive != early || !res.Verified || res.SHA256 != fileSHA256(t, early) ||
+		res.ArchiveBytes != fileSize(t, early) || res.Files == nil || *res.Files == 0 || res.State != "" {
+		t.Errorf("save --json: %+v", res)
 	}
 	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}} {{.RestartCount}}", compose.ContainerName(src, compose.AgentService)); state != "running 0" {
 		t.Errorf("agent after an early save: %s", state)
@@ -53,10 +59,10 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, dir, "exec", src, "--", "sh", "-c", "mkdir -p notes && echo '"+marker+"' > notes/marker && ln -s notes/marker link"); r.code != 0 {
 		t.Fatalf("writing the marker: %+v", r)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 
 	// save: a verified archive under backups/, the box resumed.
-	r := boxes(t, dir, "save", src)
+	r = boxes(t, dir, "save", src)
 	if r.code != 0 || !strings.Contains(r.stdout, "verified") {
 		t.Fatalf("save: %+v", r)
 	}
@@ -105,8 +111,12 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		t.Errorf("plan after load: %+v", r)
 	}
 	// A box declared stopped is loaded, checked, and stopped again.
-	if r := boxes(t, dir, "load", file, dstStopped); r.code != 0 {
+	r = boxes(t, dir, "load", file, dstStopped, "--json")
+	if r.code != 0 {
 		t.Fatalf("load of a stopped box: %+v", r)
+	}
+	if res := decodeResult(t, r); res.Box != dstStopped || res.State != "stopped" || res.Archive != file || res.Doctor == nil || !res.Doctor.OK {
+		t.Errorf("load --json: %+v", res)
 	}
 	if state := dockerOut(t, "inspect", "-f", "{{.State.Status}}", compose.ContainerName(dstStopped, compose.AgentService)); state != "exited" {
 		t.Errorf("stopped box after load: %s", state)
@@ -117,14 +127,14 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	// Without the fleet line writeFile put last, so that the box goes under boxes:.
 	yaml := strings.TrimSuffix(readFile(t, filepath.Join(dir, "boxes.yaml")), "fleet: it\n")
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml+"  "+seeded+": {state: stopped, restore: backups/"+entries[0].Name()+"}\n")
-	t.Setenv(envPassphrase, "wrong")
+	t.Setenv(backup.EnvPassphrase, "wrong")
 	if r := boxes(t, dir, "apply", "--auto-approve", "--target", seeded); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "box "+seeded+": restore:") {
 		t.Errorf("apply with a wrong passphrase: %+v", r)
 	}
 	if ids := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"="+seeded); ids != "" {
 		t.Errorf("apply with a wrong passphrase created containers: %s", ids)
 	}
-	t.Setenv(envPassphrase, "correct horse battery staple")
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 	if r := boxes(t, dir, "plan", "--target", seeded); !strings.Contains(r.stdout, "restore") {
 		t.Errorf("plan does not show the restore: %+v", r)
 	}
@@ -159,9 +169,9 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		"extract into a full dir":   {[]string{"extract", file, out}, "", "not empty"},
 	} {
 		if tc.pass != "" {
-			t.Setenv(envPassphrase, tc.pass)
+			t.Setenv(backup.EnvPassphrase, tc.pass)
 		} else {
-			t.Setenv(envPassphrase, "correct horse battery staple")
+			t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
 		}
 		r := boxes(t, dir, tc.args...)
 		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
@@ -192,17 +202,17 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-pass")); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
 		t.Errorf("extract of a recipients archive with a passphrase: %+v", r)
 	}
-	t.Setenv(envIdentity, filepath.Join(keyDir, "key.txt"))
+	t.Setenv(backup.EnvIdentity, filepath.Join(keyDir, "key.txt"))
 	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-key")); r.code != 0 {
 		t.Errorf("extract with the identity: %+v", r)
 	}
 	if got := readFile(t, filepath.Join(keyDir, "with-key", "data", "home", "agent", "notes", "marker")); got != marker+"\n" {
 		t.Errorf("marker from the recipients archive: %q", got)
 	}
-	os.Unsetenv(envIdentity)
+	os.Unsetenv(backup.EnvIdentity)
 
-	os.Unsetenv(envPassphrase)
-	if r := boxes(t, dir, "save", src); r.code != 1 || !strings.Contains(r.stderr, "no passphrase: "+envPassphrase+" is not set") {
+	os.Unsetenv(backup.EnvPassphrase)
+	if r := boxes(t, dir, "save", src); r.code != 1 || !strings.Contains(r.stderr, "no passphrase: "+backup.EnvPassphrase+" is not set") {
 		t.Errorf("save without a passphrase: %+v", r)
 	}
 }

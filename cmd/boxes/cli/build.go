@@ -2,19 +2,13 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/imagebuild"
-	"github.com/hermes-box/boxes/spec"
 )
 
 type buildFlags struct {
@@ -58,34 +52,13 @@ build says so and does nothing; --force rebuilds.`,
 }
 
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
-	lock, err := loadLock(env)
-	if err != nil {
-		return err
-	}
-	if lock == nil {
-		lock = &spec.Lock{Version: 1, Path: env.LockFile()}
-	}
-	recipe, err := recipes.RecipeDir(f.recipe)
-	if err != nil {
-		return err
-	}
-	o := imagebuild.Options{Recipe: recipe, Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: buildPrinter(env, f.quiet)}
-	p, err := imagebuild.Prepare(lock, o)
+	o := imagebuild.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: imagebuild.Printer(env.Err, f.quiet)}
+	rep, err := imagebuild.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
 	switch {
 	case errors.Is(err, imagebuild.ErrPins) && f.offline:
 		return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
 	case errors.Is(err, imagebuild.ErrPins):
 		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
-	case err != nil:
-		return err
-	}
-	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	rep, err := imagebuild.Run(ctx, e, lock, p, o)
-	switch {
 	case errors.Is(err, imagebuild.ErrNoBase):
 		return withHint(err, "an offline build needs a base the engine has; make test-image makes %s", "hermes-box-lite-base:bookworm")
 	case errors.Is(err, imagebuild.ErrBuild):
@@ -96,45 +69,12 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	if !rep.Built {
 		return printBuild(env, f, rep, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
 	}
-	if !f.noLock {
-		if err := spec.WriteLock(env.LockFile(), lock); err != nil {
-			return err
-		}
-		rep.Lock = shown(env.LockFile())
-	}
-	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %d steps from the cache", rep.Ref, rep.Seconds, rep.Cached, rep.Steps))
-}
-
-// buildPrinter shows the builder's output on stderr: every step, whether it
-// came from the cache, and (unless quiet) what its command printed. The
-// builder's bookkeeping lines (layer IDs, intermediate containers) are left out.
-func buildPrinter(env *Env, quiet bool) func(string) {
-	return func(l string) {
-		t := strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "Step "):
-			// An instruction can be hundreds of characters (the ARG list).
-			if r := []rune(l); len(r) > 120 {
-				l = string(r[:119]) + "…"
-			}
-			fmt.Fprintf(env.Err, "%s %s\n", time.Now().Format("15:04:05"), l)
-		case t == "---> Using cache":
-			fmt.Fprintln(env.Err, "         (from the cache)")
-		case t == "", strings.HasPrefix(t, "---> "), strings.HasPrefix(t, "Removing intermediate container"),
-			strings.HasPrefix(t, "Successfully built"), strings.HasPrefix(t, "Successfully tagged"):
-		default:
-			if !quiet {
-				fmt.Fprintf(env.Err, "         %s\n", l)
-			}
-		}
-	}
+	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %s from the cache", rep.Ref, rep.Seconds, rep.Cached, plural(rep.Steps, "step", "steps")))
 }
 
 func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {
 	if f.json {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	fmt.Fprintln(env.Out, summary)
 	fmt.Fprintf(env.Out, "image %s (%s), inputs %s\n", rep.Image, rep.Ref, rep.Inputs)

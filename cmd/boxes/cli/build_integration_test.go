@@ -205,8 +205,8 @@ func TestIntegrationBuildRefusals(t *testing.T) {
 	}{
 		"offline without a base": {[]string{"--offline"}, []string{"boxes: error: boxes.lock lacks what the build needs: pins.base (image and digest)\n",
 			"boxes: hint: an offline build needs --base IMAGE"}},
-		"pins missing": {[]string{"--base", testBase}, []string{"lacks what the build needs: pins.node.version, pins.node.integrity, pins.uv.version",
-			"pins.codex.integrity", "boxes: hint: boxes lock update fills the tool pins"}},
+		"pins missing": {[]string{"--base", testBase}, []string{"lacks what the build needs: pins.node.version, pins.node.integrity, pins.claude.version",
+			"pins.codex.integrity", "pins.hermes.version, pins.uv.version, pins.uv.integrity\n", "boxes: hint: boxes lock update fills the tool pins"}},
 		"no such recipe":          {[]string{"--offline", "--base", testBase, "--recipe", filepath.Join(recipe, "nope")}, []string{"boxes: error: --recipe: stat "}},
 		"recipe lacks Dockerfile": {[]string{"--offline", "--base", testBase, "--recipe", filepath.Join(recipe, "guest")}, []string{"boxes: error: the recipe has no docker/Dockerfile"}},
 		"failing step": {[]string{"--offline", "--base", testBase, "--recipe", failing, "--tag", "hermes-box-lite:it-build-fails"},

@@ -3,12 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-box/boxes/spec"
 )
 
 func newCompletionCommand(env *Env) *cobra.Command {
@@ -55,13 +54,13 @@ func addCompletions(root *cobra.Command, env *Env) {
 		for _, name := range []string{"target", "replace", "confirm-delete", "confirm"} {
 			if c.Flags().Lookup(name) != nil {
 				_ = c.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-					return namesIn(env.File).boxes, cobra.ShellCompDirectiveNoFileComp
+					return spec.ReadNames(env.File).Boxes, cobra.ShellCompDirectiveNoFileComp
 				})
 			}
 		}
 		if c.Flags().Lookup("host") != nil {
 			_ = c.RegisterFlagCompletionFunc("host", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return namesIn(env.File).hosts, cobra.ShellCompDirectiveNoFileComp
+				return spec.ReadNames(env.File).Hosts, cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, sub := range c.Commands() {
@@ -92,9 +91,9 @@ func completeArgs(env *Env, words []string) cobra.CompletionFunc {
 		}
 		switch w := words[len(args)]; {
 		case w == "NAME":
-			return namesIn(env.File).boxes, cobra.ShellCompDirectiveNoFileComp
+			return spec.ReadNames(env.File).Boxes, cobra.ShellCompDirectiveNoFileComp
 		case w == "HOST":
-			return namesIn(env.File).hosts, cobra.ShellCompDirectiveNoFileComp
+			return spec.ReadNames(env.File).Hosts, cobra.ShellCompDirectiveNoFileComp
 		case w == "FILE" || w == "PLANFILE":
 			return nil, cobra.ShellCompDirectiveDefault
 		case w == "DIR":
@@ -104,40 +103,4 @@ func completeArgs(env *Env, words []string) cobra.CompletionFunc {
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-type declaredNames struct{ boxes, hosts []string }
-
-// namesIn reads the box and host names of a boxes.yaml leniently: a file being
-// edited still completes, whatever else is wrong with it.
-func namesIn(file string) declaredNames {
-	var out declaredNames
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return out
-	}
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return out
-	}
-	top := doc.Content[0].Content
-	for i := 0; i+1 < len(top); i += 2 {
-		var into *[]string
-		switch top[i].Value {
-		case "boxes":
-			into = &out.boxes
-		case "hosts":
-			into = &out.hosts
-		default:
-			continue
-		}
-		if m := top[i+1]; m.Kind == yaml.MappingNode {
-			for j := 0; j+1 < len(m.Content); j += 2 {
-				*into = append(*into, m.Content[j].Value)
-			}
-		}
-	}
-	sort.Strings(out.boxes)
-	sort.Strings(out.hosts)
-	return out
 }

@@ -3,12 +3,8 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 )
-
-// composeNoImage stands in for the image when boxes.lock has none yet.
-const composeNoImage = "<no image locked: run boxes build>"
 
 func newComposeCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
@@ -21,20 +17,10 @@ func newComposeCommand(env *Env) *cobra.Command {
 				return err
 			}
 			defer ws.Close()
-			box, ok := ws.Config.Box(args[0])
-			if !ok {
-				return ws.Undeclared(args[0])
-			}
-			image := ws.Image()
-			if image == "" {
-				image = composeNoImage
+			out, placeholder, err := ws.ComposeYAML(args[0])
+			if placeholder {
 				env.Warnf("boxes.lock has no image; the project shows a placeholder: run boxes build")
 			}
-			p, err := compose.Project(compose.Input{Box: box, Image: image, WorkDir: env.Dir(), ConfigFile: env.File})
-			if err != nil {
-				return err
-			}
-			out, err := compose.YAML(p)
 			if err != nil {
 				return err
 			}

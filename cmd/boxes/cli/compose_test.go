@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/boxes/workspace"
 )
 
 const composeTestImage = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
@@ -78,7 +80,7 @@ func TestComposeWithoutImage(t *testing.T) {
 			if !strings.HasPrefix(errOut, "boxes: warning: ") || !strings.Contains(errOut, "run boxes build") {
 				t.Errorf("stderr %q, want a warning naming boxes build", errOut)
 			}
-			if !strings.Contains(out, "image: '"+composeNoImage+"'") {
+			if !strings.Contains(out, "image: '"+workspace.NoImage+"'") {
 				t.Errorf("output lacks the placeholder image:\n%s", out)
 			}
 		})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"github.com/hermes-box/boxes/docker"
 
@@ -71,9 +70,7 @@ func runDiff(cmd *cobra.Command, env *Env, f diffFlags, ref string) error {
 	}
 	switch {
 	case f.json:
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res.JSON()); err != nil {
+		if err := printJSON(env, res.JSON()); err != nil {
 			return err
 		}
 	case f.markdown:

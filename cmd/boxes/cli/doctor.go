@@ -1,17 +1,12 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/doctor"
-	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 func newDoctorCommand(env *Env) *cobra.Command {
@@ -29,14 +24,12 @@ func newDoctorCommand(env *Env) *cobra.Command {
 			if _, _, err := ws.ObserveBox(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			rep, err := doctorBox(cmd.Context(), ws, args[0])
+			rep, err := ws.Doctor(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := printJSON(env, rep); err != nil {
 					return err
 				}
 			} else {
@@ -50,28 +43,6 @@ func newDoctorCommand(env *Env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	return cmd
-}
-
-// doctorBox checks box name as ws last observed it.
-func doctorBox(ctx context.Context, ws *workspace.Workspace, name string) (*doctor.Report, error) {
-	host, _, err := ws.Container(name, compose.AgentService, false)
-	if err != nil {
-		return nil, err
-	}
-	e, err := engineOf(ctx, ws, host)
-	if err != nil {
-		return nil, err
-	}
-	b := doctor.Box{Name: name, Host: host, Resources: ws.Observed[host].Of(name), Image: ws.Image()}
-	if decl, ok := ws.Config.Box(name); ok {
-		b.Bind = decl.Executor.Bind
-	}
-	b.Token, _, b.TokenErr = ws.Tokens.Get(name)
-	b.Exposed, _ = ws.Tokens.Exposed()
-	if r, ok := reconcile.RestoresBeside(ws.Path).Get(name); ok {
-		b.Restoring = &r
-	}
-	return doctor.Check(ctx, b, doctor.Probes{Runner: e}), nil
 }
 
 func printDoctor(env *Env, rep *doctor.Report) {

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,23 +24,6 @@ func shown(path string) string {
 		return path
 	}
 	return rel
-}
-
-// loadLock reads boxes.lock; a missing lock is (nil, nil).
-func loadLock(env *Env) (*spec.Lock, error) {
-	data, err := os.ReadFile(env.LockFile())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := spec.ParseLock(shown(env.LockFile()), data)
-	if err != nil {
-		return nil, err
-	}
-	l.Path = env.LockFile()
-	return l, nil
 }
 
 func newSchemaCommand(env *Env) *cobra.Command {

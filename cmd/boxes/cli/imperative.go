@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -25,15 +23,9 @@ func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspa
 		return err
 	}
 	defer ws.Close()
-	if err := ws.LockBox(name, what); err != nil {
-		return err
-	}
-	host, r, err := ws.ObserveBox(ctx, name)
+	host, r, err := ws.LockedBox(ctx, name, what)
 	if err != nil {
 		return err
-	}
-	if r.Empty() {
-		return withHint(fmt.Errorf("box %s has no resources on %s", name, reconcile.HostLabel(host)), "run boxes plan to see what boxes.yaml asks for")
 	}
 	return fn(ws, host, r)
 }
@@ -48,7 +40,8 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: exactlyOne("stop", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -56,48 +49,39 @@ func newStopCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, reconcile.StopPlan(host, name)); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "stopped %s\n", name)
-				return nil
+				return done(env, asJSON, boxResult{Box: name, Host: host, State: "stopped"}, "stopped %s", name)
 			})
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 func newStartCommand(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "start NAME", Short: "Start a stopped box now", Args: exactlyOne("start", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
-				p, err := startPlan(ws, host, name, r)
+				p, err := ws.StartPlan(host, name, r)
 				if err != nil {
 					return err
 				}
 				if err := runOne(cmd.Context(), env, ws, p); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "started %s\n", name)
-				return nil
+				return done(env, asJSON, boxResult{Box: name, Host: host, State: "running"}, "started %s", name)
 			})
 		},
 	}
-}
-
-// startPlan starts box name's containers as they are, on the image they
-// run: boxes.lock need not have one.
-func startPlan(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
-	if _, ok := ws.Config.Box(name); !ok {
-		return nil, ws.Undeclared(name)
-	}
-	agent, ok := r.Container(compose.AgentService)
-	if !ok {
-		return nil, &workspace.NoContainerError{Box: name, Service: compose.AgentService}
-	}
-	return reconcile.StartPlan(host, name, agent.Image), nil
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 func newRmCommand(env *Env) *cobra.Command {
 	var confirm string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -108,12 +92,18 @@ func newRmCommand(env *Env) *cobra.Command {
 				if shownBackup == "" {
 					shownBackup = "no backup found"
 				}
-				fmt.Fprintf(env.Out, "box %s: %d containers, %d networks, %d volumes; backup: %s\n", name, len(r.Containers), len(r.Networks), len(r.Volumes), shownBackup)
+				// With --json, stdout holds only the result.
+				talk := env.Out
+				if asJSON {
+					talk = env.Err
+				}
+				fmt.Fprintf(talk, "box %s: %s, %s, %s; backup: %s\n", name, plural(len(r.Containers), "container", "containers"),
+					plural(len(r.Networks), "network", "networks"), plural(len(r.Volumes), "volume", "volumes"), shownBackup)
 				if confirm != name {
 					if !env.IsTTY {
 						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
-					fmt.Fprintf(env.Out, "Type the box's name to delete it with its volumes: ")
+					fmt.Fprintf(talk, "Type the box's name to delete it with its volumes: ")
 					answer, _ := bufio.NewReader(env.In).ReadString('\n')
 					if strings.TrimSpace(answer) != name {
 						return errors.New("not confirmed; nothing was changed")
@@ -122,8 +112,13 @@ func newRmCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, reconcile.DeletePlan(host, name, r, backup)); err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Out, "removed %s\n", name)
-				if _, declared := ws.Config.Box(name); declared {
+				_, declared := ws.Config.Box(name)
+				containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
+				res := boxResult{Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes, Backup: &backup, Declared: &declared}
+				if err := done(env, asJSON, res, "removed %s", name); err != nil {
+					return err
+				}
+				if declared {
 					env.Warnf("%s is still declared in boxes.yaml; the next apply creates it again", name)
 				}
 				return nil
@@ -131,6 +126,7 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -149,9 +145,7 @@ func newLsCommand(env *Env) *cobra.Command {
 			}
 			rows := ws.List(all)
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return printJSON(env, rows)
 			}
 			tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
 			if all {

@@ -94,14 +94,14 @@ func TestStartPlanUsesTheBoxsHostAndImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := startPlan(ws, host, "alpha", r)
+	p, err := ws.StartPlan(host, "alpha", r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Image != "sha256:running" || p.Boxes[0].Host != "nexus" || p.Boxes[0].Action != reconcile.Start {
 		t.Errorf("start plan: image %q, %+v", p.Image, p.Boxes[0])
 	}
-	if _, err := startPlan(ws, "", "ghost", r); err == nil {
+	if _, err := ws.StartPlan("", "ghost", r); err == nil {
 		t.Error("start of an undeclared box was planned")
 	}
 }

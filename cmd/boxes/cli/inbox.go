@@ -3,25 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/moby/term"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/terminal"
 )
-
-// inHome runs cmd from the user's home when it exists: right after a create
-// hb init may not have made it yet, and a missing working directory would
-// fail the exec itself.
-func inHome(cmd ...string) []string {
-	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
-}
 
 func newExecCommand(env *Env) *cobra.Command {
 	var user string
@@ -39,12 +29,12 @@ func newExecCommand(env *Env) *cobra.Command {
 			if tty && !env.IsTTY {
 				return withHint(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
 			}
-			opts := docker.ExecOptions{Cmd: inHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
+			opts := docker.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
 			if interactive {
 				opts.Stdin = env.In
 			}
 			if tty {
-				opts.Env = []string{"TERM=" + termName()}
+				opts.Env = []string{"TERM=" + terminal.Name()}
 			}
 			return runInBox(cmd.Context(), env, args[0], opts)
 		},
@@ -65,8 +55,8 @@ func newEnterCommand(env *Env) *cobra.Command {
 				return withHint(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
 			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
-				Cmd:  inHome("tmux", "new-session", "-A", "-s", "main"),
-				User: hb.AgentUser, Env: []string{"TERM=" + termName()},
+				Cmd:  hb.InHome("tmux", "new-session", "-A", "-s", "main"),
+				User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
 		},
@@ -89,9 +79,9 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 		}
 	}
 	if opts.TTY {
-		restore := rawTerminal(env)
+		restore := terminal.Raw(env.In)
 		defer restore()
-		opts.Started = func(resize func(h, w uint)) { followWindowSize(ctx, env, resize) }
+		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
 	}
 	code, err := e.Exec(ctx, c.ID, opts)
 	if err != nil {
@@ -105,57 +95,6 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 
 // InitTimeout bounds how long enter and exec wait for a new box's hb init.
 var InitTimeout = 60 * time.Second
-
-// termName is the TERM the box's terminal claims: the user's, else one tmux knows.
-func termName() string {
-	if t := os.Getenv("TERM"); t != "" && t != "dumb" {
-		return t
-	}
-	return "xterm-256color"
-}
-
-// rawTerminal puts the user's terminal in raw mode, so keys reach the box
-// as typed, and returns what restores it. Streams that are not a terminal
-// (tests) are left as they are.
-func rawTerminal(env *Env) func() {
-	in, ok := env.In.(*os.File)
-	if !ok || !term.IsTerminal(in.Fd()) {
-		return func() {}
-	}
-	state, err := term.SetRawTerminal(in.Fd())
-	if err != nil {
-		return func() {}
-	}
-	return func() { _ = term.RestoreTerminal(in.Fd(), state) }
-}
-
-// followWindowSize gives the box's terminal the size of the user's, now
-// and whenever it changes, until ctx ends.
-func followWindowSize(ctx context.Context, env *Env, resize func(h, w uint)) {
-	out, ok := env.Out.(*os.File)
-	if !ok {
-		return
-	}
-	apply := func() {
-		if ws, err := term.GetWinsize(out.Fd()); err == nil {
-			resize(uint(ws.Height), uint(ws.Width))
-		}
-	}
-	apply()
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	go func() {
-		defer signal.Stop(winch)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-winch:
-				apply()
-			}
-		}
-	}()
-}
 
 func newLogsCommand(env *Env) *cobra.Command {
 	var o docker.LogOptions

@@ -318,14 +318,22 @@ boxes:
 		if rows[0].Name != "it-alpha" || rows[0].State != "running" || rows[0].Image != "current" || !strings.HasPrefix(rows[0].URL, "http://127.0.0.1:") || strings.Contains(r.stdout, mustToken(t, dir, "it-alpha")) {
 			t.Errorf("ls row %+v", rows[0])
 		}
-		if r := boxes(t, dir, "stop", "it-alpha"); r.code != 0 {
+		r = boxes(t, dir, "stop", "it-alpha", "--json")
+		if r.code != 0 {
 			t.Fatalf("stop: %+v", r)
+		}
+		if res := decodeResult(t, r); res.Box != "it-alpha" || res.State != "stopped" || res.Host != "" {
+			t.Errorf("stop --json: %+v", res)
 		}
 		if r := boxes(t, dir, "plan", "--json"); !strings.Contains(r.stdout, `"action": "start"`) {
 			t.Errorf("plan after an imperative stop does not report the drift: %s", r.stdout)
 		}
-		if r := boxes(t, dir, "start", "it-alpha"); r.code != 0 {
+		r = boxes(t, dir, "start", "it-alpha", "--json")
+		if r.code != 0 {
 			t.Fatalf("start: %+v", r)
+		}
+		if res := decodeResult(t, r); res.Box != "it-alpha" || res.State != "running" {
+			t.Errorf("start --json: %+v", res)
 		}
 		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
 			t.Errorf("plan after start: %+v", r)
@@ -337,8 +345,13 @@ boxes:
 		if got := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"=it-beta"); got == "" {
 			t.Fatal("rm without confirm removed it-beta")
 		}
-		if r := boxes(t, dir, "rm", "it-beta", "--confirm", "it-beta"); r.code != 0 {
+		r = boxes(t, dir, "rm", "it-beta", "--confirm", "it-beta", "--json")
+		if r.code != 0 {
 			t.Fatalf("rm: %+v", r)
+		}
+		if res := decodeResult(t, r); res.Box != "it-beta" || res.State != "removed" || res.Containers == nil || *res.Containers != 2 ||
+			res.Volumes == nil || *res.Volumes == 0 || res.Backup == nil || *res.Backup != "" || res.Declared == nil {
+			t.Errorf("rm --json: %+v", res)
 		}
 		if got := dockerOut(t, "volume", "ls", "-q", "--filter", "label="+compose.BoxLabel+"=it-beta"); got != "" {
 			t.Errorf("rm left volumes %q", got)

@@ -1,13 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/imagebuild"
-	"github.com/hermes-box/boxes/spec"
 )
 
 func newLockCommand(env *Env) *cobra.Command {
@@ -28,27 +27,15 @@ func newLockCommand(env *Env) *cobra.Command {
 }
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
-	lock, err := loadLock(env)
-	if err != nil {
-		return err
-	}
-	if lock == nil {
-		lock = &spec.Lock{Version: 1}
-	}
-	e, err := docker.Connect(cmd.Context(), spec.Host{}, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	id, toolsErr, err := imagebuild.Pin(cmd.Context(), e, lock, ref)
-	if err != nil {
+	id, toolsErr, err := imagebuild.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
+	if errors.Is(err, imagebuild.ErrNoImage) {
 		return withHint(err, "docker image ls shows what the engine has")
+	}
+	if err != nil {
+		return err
 	}
 	if toolsErr != nil {
 		env.Warnf("could not read tool versions from %s: %v", ref, toolsErr)
-	}
-	if err := spec.WriteLock(env.LockFile(), lock); err != nil {
-		return err
 	}
 	fmt.Fprintf(env.Out, "boxes.lock: image %s (%s)\n", id, ref)
 	return nil

@@ -64,10 +64,10 @@ func startRegistries(t *testing.T) *fakeRegistries {
 		w.Write(data)
 	}))
 	t.Cleanup(srv.Close)
-	t.Setenv(envNPM, srv.URL+"/npm")
-	t.Setenv(envNode, srv.URL+"/node")
-	t.Setenv(envGitHubAPI, srv.URL+"/api")
-	t.Setenv(envGitHub, srv.URL+"/gh")
+	t.Setenv(pins.EnvNPM, srv.URL+"/npm")
+	t.Setenv(pins.EnvNode, srv.URL+"/node")
+	t.Setenv(pins.EnvGitHubAPI, srv.URL+"/api")
+	t.Setenv(pins.EnvGitHub, srv.URL+"/gh")
 	return f
 }
 

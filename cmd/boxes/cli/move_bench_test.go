@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/internal/benchtable"
 	"github.com/hermes-box/boxes/internal/testhost"
 )
@@ -30,7 +31,7 @@ func BenchmarkMove(b *testing.B) {
 	b.Cleanup(func() { removeBoxes(box, hand) })
 	remote := testhost.Start(b, testhost.Options{SSH: true, Images: []string{ref}})
 	b.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
-	b.Setenv(envPassphrase, "bench-passphrase")
+	b.Setenv(backup.EnvPassphrase, "bench-passphrase")
 	dir := b.TempDir()
 	config := func(boxes string) {
 		text := fmt.Sprintf("version: 1\nfleet: it-h9\nhosts:\n  remote: {docker: %q}\nboxes:\n%s", remote.SSH, boxes)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -17,7 +18,7 @@ var sentinelHints = []struct {
 	hint string
 }{
 	{reconcile.ErrLocked, "wait for it to finish; a killed boxes process releases its lock by itself"},
-	{archive.ErrWrongPassphrase, "check " + envPassphrase + ", or " + envIdentity + " for an archive saved to age recipients"},
+	{archive.ErrWrongPassphrase, "check " + backup.EnvPassphrase + ", or " + backup.EnvIdentity + " for an archive saved to age recipients"},
 	{reconcile.ErrNoToken, "run boxes plan, which recovers it from the box's containers"},
 	{reconcile.ErrUndeclared, "declare it under boxes: in boxes.yaml first"},
 	{workspace.ErrNoConfig, "run boxes init to write one, or pass -f FILE"},
@@ -26,7 +27,7 @@ var sentinelHints = []struct {
 	{reconcile.ErrUnmanagedConflict, "boxes never touches resources it did not label; rename or remove them yourself, or rename the box"},
 	{backup.ErrExists, "name another file with -o"},
 	{backup.ErrNotArchive, "boxes save writes NAME-YYYYMMDD-HHMMSS" + archive.Ext + "; rename an archive only back to the name it was given"},
-	{errNoPassphrase, "set " + envPassphrase},
+	{errNoPassphrase, "set " + backup.EnvPassphrase},
 }
 
 // hints are the hints of every error in err's tree, outermost first: those
@@ -68,10 +69,22 @@ func hintOf(e error) string {
 		return "declared boxes: " + strings.Join(t.Declared, ", ")
 	case *workspace.NotRunningError:
 		return "boxes start " + t.Box
+	case *backup.NotEmptyError:
+		return "name another directory: boxes extract " + t.File + " DIR"
+	case *workspace.ExistsError:
+		return fmt.Sprintf("load it under another name, or boxes save then boxes rm %s first", t.Box)
+	case *workspace.UnfinishedError:
+		return fmt.Sprintf("boxes load %s %s, or boxes apply", shown(t.Archive), t.Box)
+	case *workspace.PartialError:
+		return "boxes plan shows what is left"
+	case *workspace.NoResourcesError:
+		return "run boxes plan to see what boxes.yaml asks for"
 	case *workspace.NoContainerError:
 		return "boxes plan shows what apply would create"
 	case *hb.NotReadyError:
 		return fmt.Sprintf("boxes logs %s shows what hb init is doing", t.Box)
+	case *handoff.NoBrowserError:
+		return "set " + handoff.EnvBrowser + " to the browser's command, e.g. " + handoff.EnvBrowser + "=firefox"
 	case *reconcile.StaleError:
 		if t.Edited {
 			return "a saved plan is applied as it was saved; run boxes plan -out " + t.File + " again"

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,13 @@ func (e *Env) LockFile() string { return filepath.Join(e.Dir(), "boxes.lock") }
 // Warnf prints a warning line to stderr.
 func (e *Env) Warnf(format string, args ...any) {
 	fmt.Fprintf(e.Err, "boxes: warning: "+format+"\n", args...)
+}
+
+// printJSON writes v to stdout as indented JSON.
+func printJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // ExitError carries an exit code other than 1 (e.g. plan --detailed-exitcode's 2)

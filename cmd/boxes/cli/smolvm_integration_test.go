@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/boxes/backup"
 )
 
 // A box loaded from an archive made exactly as the smolvm tool made it: the
@@ -25,12 +27,12 @@ func TestIntegrationLoadSmolvmArchive(t *testing.T) {
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
 		t.Fatalf("lock image: %+v", r)
 	}
-	t.Setenv(envPassphrase, "")
-	t.Setenv(envOldPassphrase, "wrong")
+	t.Setenv(backup.EnvPassphrase, "")
+	t.Setenv(backup.EnvOldPassphrase, "wrong")
 	if r := boxes(t, dir, "load", file, name); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "nothing was created") {
 		t.Errorf("load with a wrong passphrase: %+v", r)
 	}
-	t.Setenv(envOldPassphrase, "old secret")
+	t.Setenv(backup.EnvOldPassphrase, "old secret")
 	r := boxes(t, dir, "load", file, name)
 	if r.code != 0 {
 		t.Fatalf("load: %+v", r)

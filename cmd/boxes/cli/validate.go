@@ -1,20 +1,12 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/imagebuild"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -36,24 +28,6 @@ too. After upgrading boxes, refresh it (boxes validate warns when it differs):
 
 For a boxes.yaml written before, add the line above at its top, or map the
 schema to the file in the editor's settings ("yaml.schemas" in VS Code).`
-
-// plural is "1 box", "2 boxes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// validation is what validate --json prints.
-type validation struct {
-	File     string   `json:"file"`
-	Boxes    []string `json:"boxes"`
-	Hosts    []string `json:"hosts"`
-	Lock     string   `json:"lock"` // "ok", "missing" or "no-image"
-	Image    string   `json:"image,omitempty"`
-	Warnings []string `json:"warnings"`
-}
 
 func newValidateCommand(env *Env) *cobra.Command {
 	var asJSON bool
@@ -78,53 +52,20 @@ func runValidate(env *Env, asJSON bool) error {
 		return err
 	}
 	defer ws.Close()
-	cfg, lock := ws.Config, ws.Lock
-	v := validation{File: filepath.Base(env.File), Boxes: []string{}, Hosts: []string{}, Warnings: []string{}}
-	for _, b := range cfg.Boxes {
-		v.Boxes = append(v.Boxes, b.Name)
-	}
-	for name := range cfg.Hosts {
-		v.Hosts = append(v.Hosts, name)
-	}
-	sort.Strings(v.Hosts)
-	type warning struct{ text, hint string }
-	var warnings []warning
-	switch {
-	case lock == nil:
-		v.Lock = "missing"
-		warnings = append(warnings, warning{"boxes.lock not found; plan will need it", "boxes lock update, then boxes build (or boxes lock image REF for an image the engine has)"})
-	case lock.Image == nil:
-		v.Lock = "no-image"
-		warnings = append(warnings, warning{"boxes.lock has pins but no image; plan will need one", "boxes build makes it (or boxes lock image REF pins one the engine has)"})
-	default:
-		v.Lock, v.Image = "ok", lock.Image.ID
-		if inputs, ok := imagebuild.CurrentInputs(lock); ok && lock.Image.Inputs != "" && lock.Image.Inputs != inputs {
-			warnings = append(warnings, warning{"boxes.lock: image.inputs is not the digest of this recipe and these pins: the image was built from other inputs", "boxes build makes the image of the current pins"})
-		}
-	}
-	schema, err := os.ReadFile(filepath.Join(env.Dir(), SchemaFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	v, err := ws.Validate(imagebuild.CurrentInputs)
+	if err != nil {
 		return err
-	case !bytes.Equal(schema, spec.Schema()):
-		warnings = append(warnings, warning{SchemaFile + " is not this boxes's schema of boxes.yaml", "boxes schema > " + SchemaFile})
-	}
-	for _, w := range warnings {
-		v.Warnings = append(v.Warnings, w.text)
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printJSON(env, v)
 	}
 	fmt.Fprintf(env.Out, "%s: %s OK\n", v.File, plural(len(v.Boxes), "box", "boxes"))
 	if v.Lock == "ok" {
 		fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", v.Image)
 	}
-	for _, w := range warnings {
-		env.Warnf("%s", w.text)
-		fmt.Fprintf(env.Err, "boxes: hint: %s\n", w.hint)
+	for i, w := range v.Warnings {
+		env.Warnf("%s", w)
+		fmt.Fprintf(env.Err, "boxes: hint: %s\n", v.Hints[i])
 	}
 	return nil
 }

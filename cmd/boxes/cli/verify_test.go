@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/backup"
 )
 
 // runBoxes runs boxes in-process with no terminal.
@@ -69,12 +70,12 @@ func flipMiddle(t *testing.T, file string) string {
 }
 
 func TestVerifyCommand(t *testing.T) {
-	t.Setenv(envPassphrase, "pw")
+	t.Setenv(backup.EnvPassphrase, "pw")
 	file := boxArchive(t, t.TempDir(), "pw")
 
 	r := runBoxes(t, "verify", file)
 	if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "box alpha, format 2") ||
-		!strings.Contains(r.stdout, "1 content hashes checked") {
+		!strings.Contains(r.stdout, "1 content hash checked") {
 		t.Errorf("verify: %+v", r)
 	}
 	if !strings.Contains(r.stderr, "verifying: ") {
@@ -82,7 +83,7 @@ func TestVerifyCommand(t *testing.T) {
 	}
 
 	r = runBoxes(t, "verify", "--json", file)
-	var rep verifyReport
+	var rep archive.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || !rep.OK || rep.Hashed != 1 || rep.Box != "alpha" || rep.Format != 2 {
 		t.Errorf("verify --json: %+v (%v): %+v", r, err, rep)
 	}
@@ -96,7 +97,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify --json of a flipped byte: %+v", r)
 	}
 
-	t.Setenv(envPassphrase, "wrong")
+	t.Setenv(backup.EnvPassphrase, "wrong")
 	if r := runBoxes(t, "verify", file); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
 		t.Errorf("verify with a wrong passphrase: %+v", r)
 	}
@@ -148,13 +149,13 @@ func TestVerifyAndExtractSmolvmArchive(t *testing.T) {
 	file := smolvmArchive(t, "old secret")
 	passFile := filepath.Join(t.TempDir(), "p")
 	os.WriteFile(passFile, []byte("old secret\n"), 0o600)
-	t.Setenv(envPassphrase, "")
-	t.Setenv(envOldPassphrase, "")
-	t.Setenv(envOldPassphraseFile, passFile)
+	t.Setenv(backup.EnvPassphrase, "")
+	t.Setenv(backup.EnvOldPassphrase, "")
+	t.Setenv(backup.EnvOldPassphraseFile, passFile)
 
 	r := runBoxes(t, "verify", file)
 	if r.code != 0 || !strings.Contains(r.stdout, "smolvm tool") || !strings.Contains(r.stdout, "claude=1.0.30 (Claude Code)") ||
-		!strings.Contains(r.stdout, "1 marker(s)") {
+		!strings.Contains(r.stdout, "1 marker of the smolvm tool") {
 		t.Errorf("verify: %+v", r)
 	}
 	r = runBoxes(t, "verify", flipMiddle(t, file))
@@ -173,8 +174,8 @@ func TestVerifyAndExtractSmolvmArchive(t *testing.T) {
 		t.Error("the smolvm quiesce marker was extracted")
 	}
 
-	t.Setenv(envOldPassphraseFile, "")
-	t.Setenv(envOldPassphrase, "wrong")
+	t.Setenv(backup.EnvOldPassphraseFile, "")
+	t.Setenv(backup.EnvOldPassphrase, "wrong")
 	out = filepath.Join(t.TempDir(), "y")
 	if r := runBoxes(t, "extract", file, out); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
 		t.Errorf("extract with a wrong passphrase: %+v", r)

@@ -1,25 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/internal/version"
 )
 
 // Version is set at link time (-ldflags "-X …cli.Version=v1.2.3"); otherwise the module version.
 var Version = ""
-
-// versionInfo is what version prints; --json prints it as is.
-type versionInfo struct {
-	Version string            `json:"version"`
-	Go      string            `json:"go"`
-	OS      string            `json:"os"`
-	Arch    string            `json:"arch"`
-	VCS     map[string]string `json:"vcs"`
-}
 
 func newVersionCommand(env *Env) *cobra.Command {
 	var asJSON bool
@@ -28,24 +18,13 @@ func newVersionCommand(env *Env) *cobra.Command {
 		Short: "Print the version and build information",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := versionInfo{Version: versionString(), Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, VCS: map[string]string{}}
-			var vcs []string
-			if info, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range info.Settings {
-					if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {
-						v.VCS[s.Key[len("vcs."):]] = s.Value
-						vcs = append(vcs, fmt.Sprintf("%s: %s", s.Key, s.Value))
-					}
-				}
-			}
+			v := version.Of(Version)
 			if asJSON {
-				enc := json.NewEncoder(env.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return printJSON(env, v)
 			}
 			fmt.Fprintf(env.Out, "boxes %s\n", v.Version)
 			fmt.Fprintf(env.Out, "go: %s %s/%s\n", v.Go, v.OS, v.Arch)
-			for _, line := range vcs {
+			for _, line := range v.Lines {
 				fmt.Fprintln(env.Out, line)
 			}
 			return nil
@@ -56,12 +35,4 @@ func newVersionCommand(env *Env) *cobra.Command {
 }
 
 // versionString is boxes's version: set at link time, else the module's, else "(devel)".
-func versionString() string {
-	if Version != "" {
-		return Version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
-}
+func versionString() string { return version.String(Version) }

@@ -52,33 +52,21 @@ func engineOf(ctx context.Context, ws *workspace.Workspace, host string) (*docke
 	return d, nil
 }
 
-// boxContainer opens the workspace, takes box name's lock when lockAs is
-// set, observes only the box's host, and finds its container of service
-// (see Workspace.Container); the caller closes the workspace.
+// boxContainer opens the workspace and finds box name's container of
+// service (see Workspace.BoxContainer); the caller closes the workspace.
 func boxContainer(ctx context.Context, env *Env, name, service string, running bool, lockAs string) (*workspace.Workspace, *docker.Engine, reconcile.Container, error) {
 	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return nil, nil, reconcile.Container{}, err
 	}
-	fail := func(err error) (*workspace.Workspace, *docker.Engine, reconcile.Container, error) {
+	e, c, err := ws.BoxContainer(ctx, name, service, running, lockAs)
+	d, ok := e.(*docker.Engine)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: not a Docker engine", name)
+	}
+	if err != nil {
 		ws.Close()
 		return nil, nil, reconcile.Container{}, err
 	}
-	if lockAs != "" {
-		if err := ws.LockBox(name, lockAs); err != nil {
-			return fail(err)
-		}
-	}
-	if _, _, err := ws.ObserveBox(ctx, name); err != nil {
-		return fail(err)
-	}
-	host, c, err := ws.Container(name, service, running)
-	if err != nil {
-		return fail(err)
-	}
-	e, err := engineOf(ctx, ws, host)
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", name, err))
-	}
-	return ws, e, c, nil
+	return ws, d, c, nil
 }

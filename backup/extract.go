@@ -1,0 +1,55 @@
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/archive"
+)
+
+// IdentitiesFromEnv are the Identities of archive file with the identity
+// file EnvIdentity names; errors name the archive as shown.
+func IdentitiesFromEnv(file, shown string, passphrase func() (string, error)) ([]age.Identity, error) {
+	idFile := os.Getenv(EnvIdentity)
+	ids, err := Identities(file, idFile, passphrase)
+	var perr *fs.PathError
+	if errors.As(err, &perr) && perr.Path == idFile {
+		return nil, fmt.Errorf("%s: %w", EnvIdentity, err)
+	}
+	if errors.Is(err, ErrNotArchive) {
+		return nil, fmt.Errorf("%s is %w", shown, ErrNotArchive)
+	}
+	return ids, err
+}
+
+// NotEmptyError is a directory that extract would write into but that
+// holds files: extract never writes into files it did not make.
+type NotEmptyError struct{ Dir, File string }
+
+func (e *NotEmptyError) Error() string {
+	return fmt.Sprintf("%s is not empty; extract writes only into a new or empty directory", e.Dir)
+}
+
+// ExtractDir is where archive file is unpacked: dir, else the archive's
+// name without its extension. A directory that holds anything is a
+// *NotEmptyError: that is checked before a passphrase is asked for.
+func ExtractDir(file, dir string) (string, error) {
+	if dir == "" {
+		dir = archive.TrimExt(filepath.Base(file))
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return "", &NotEmptyError{Dir: dir, File: file}
+	}
+	return dir, nil
+}
+
+// Extract decrypts, checks and unpacks archive file into dir/data, leaving
+// ExtractReserve free on its file system.
+func Extract(file, dir string, o archive.Options) (archive.Manifest, archive.Summary, error) {
+	return archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+}

@@ -1,0 +1,88 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	Parallelism int
+	Progress    reconcile.Progress
+	// Seeder restores the boxes p creates from an archive; nil when p
+	// restores none.
+	Seeder reconcile.Seeder
+	// Held names boxes whose lock the caller already holds.
+	Held map[string]bool
+	// Mover carries moves' data between hosts; nil refuses moves.
+	Mover reconcile.Mover
+	// ConfirmedDeletes names the moved boxes whose old copy may be deleted.
+	ConfirmedDeletes map[string]bool
+}
+
+// PartialError is a plan of several boxes that failed for some of them
+// while the others were done.
+type PartialError struct {
+	Err           error // the boxes' errors, joined
+	Failed, Boxes int
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("%s\napply failed for %d of %d boxes; the others were done", e.Err, e.Failed, e.Boxes)
+}
+func (e *PartialError) Unwrap() []error { return []error{e.Err} }
+
+// Apply runs p through the one applier: apply's plans and the one-box plans
+// of load, rm, start and stop alike. Every engine p changes is reached
+// first, and secrets made readable by others get their modes back before
+// anything else.
+func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
+	for _, b := range p.Boxes {
+		if b.Action != reconcile.NoOp {
+			if _, err := w.Engine(ctx, b.Host); err != nil {
+				return err
+			}
+			if b.Move != nil {
+				if _, err := w.Engine(ctx, b.Move.From); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fixed, err := w.Tokens.Restrict()
+	if err != nil {
+		return err
+	}
+	for _, e := range fixed {
+		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
+	}
+	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: o.Progress, Held: o.Held, Seeder: o.Seeder,
+		Mover: o.Mover, ConfirmedDeletes: o.ConfirmedDeletes}
+	// A box a save that died left frozen is thawed before anything else is done to it.
+	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
+	err = applier.Apply(ctx, p)
+	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
+		return &PartialError{Err: err, Failed: len(failed.Unwrap()), Boxes: len(p.Boxes) - p.Summary().NoOp}
+	}
+	return err
+}
+
+// SavedPlan reads the plan saved at path (shown as display), and checks it
+// is still what a plan with its options makes now.
+func (w *Workspace) SavedPlan(ctx context.Context, path, display string) (*reconcile.Plan, error) {
+	saved, err := reconcile.ReadSaved(path, display)
+	if err != nil {
+		return nil, err
+	}
+	now, err := w.Plan(ctx, saved.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := saved.Fresh(display, w.Files, w.Config.Fleet, w.Observed, now); err != nil {
+		return nil, err
+	}
+	return saved.Plan, nil
+}

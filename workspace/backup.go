@@ -1,0 +1,147 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// ArchivePath is where save writes box name's archive made at t by default:
+// backups/NAME-YYYYMMDD-HHMMSS.tar.zst.age in dir, boxes.yaml's directory.
+func ArchivePath(dir, name string, t time.Time) string {
+	return filepath.Join(dir, "backups", name+"-"+t.UTC().Format("20060102-150405")+archive.Ext)
+}
+
+// SaveOptions are what a save asks of its caller.
+type SaveOptions struct {
+	// Passphrase is asked for when boxes.yaml names no archive recipients.
+	Passphrase func() (string, error)
+	// Writer, Init, Step and Warn are backup.Save's.
+	Writer string
+	Init   hb.Wait
+	Step   func(msg string)
+	Warn   func(format string, args ...any)
+}
+
+// Save archives box name's /data to out (see backup.Save) under the box's
+// lock, taken before the box is observed.
+func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (backup.Saved, error) {
+	e, agent, err := w.BoxContainer(ctx, name, compose.AgentService, false, "boxes save")
+	if err != nil {
+		return backup.Saved{}, err
+	}
+	be, ok := e.(backup.Engine)
+	if !ok {
+		return backup.Saved{}, fmt.Errorf("%s: %w", name, errNoRunner)
+	}
+	recipients, identity, err := backup.Keys(w.Config.Recipients, o.Passphrase)
+	if err != nil {
+		return backup.Saved{}, err
+	}
+	s := backup.Save{
+		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
+		Writer: o.Writer, Init: o.Init, Step: o.Step, Warn: o.Warn,
+		Config: w.Path,
+	}
+	s.Host, _ = w.HostOf(name)
+	if l := w.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
+		s.Tools = l.Image.Tools
+	}
+	return s.Run(ctx, be)
+}
+
+// ExistsError is a box that load would overwrite.
+type ExistsError struct{ Box, Host string }
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("box %s already exists on %s; load creates boxes, it never overwrites one", e.Box, reconcile.HostLabel(e.Host))
+}
+
+// UnfinishedError is a load of another archive over a box whose restore
+// from Archive was cut short.
+type UnfinishedError struct{ Box, Archive string }
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("box %s has a restore from %s that was cut short; load finishes it only from the same archive", e.Box, e.Archive)
+}
+
+// LoadPlan is the one-box plan that creates box name from archive file,
+// made under the box's lock after what needs no passphrase is checked: the
+// box is declared, exists on no host, and its host has boxes.lock's image.
+func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, *reconcile.Plan, error) {
+	box, ok := w.Config.Box(name)
+	if !ok {
+		return box, nil, w.Undeclared(name)
+	}
+	if err := w.LockBox(name, "boxes load"); err != nil {
+		return box, nil, err
+	}
+	if err := w.Observe(ctx); err != nil {
+		return box, nil, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return box, nil, err
+	}
+	// A load cut short is finished by loading the same archive again.
+	unfinished, resume := reconcile.RestoresBeside(w.Path).Get(name)
+	for _, host := range w.Hosts() {
+		if o := w.Observed[host]; o != nil && !o.Of(name).Empty() {
+			if resume && host == box.Host && unfinished.Host == host {
+				if !backup.SameArchive(w.Dir(), unfinished.Archive, abs) {
+					return box, nil, &UnfinishedError{Box: name, Archive: unfinished.Archive}
+				}
+				continue
+			}
+			return box, nil, &ExistsError{Box: name, Host: host}
+		}
+	}
+	image := w.Image()
+	if image == "" {
+		return box, nil, reconcile.ErrNoImage
+	}
+	if !w.Observed[box.Host].Images[image] {
+		return box, nil, fmt.Errorf("%w: %s lacks %s", reconcile.ErrImageMissing, reconcile.HostLabel(box.Host), reconcile.ShortID(image))
+	}
+	if !w.Observed[box.Host].Of(name).Empty() {
+		return box, reconcile.ReloadPlan(box, image, unfinished.Archive), nil
+	}
+	return box, reconcile.LoadPlan(box, image, abs), nil
+}
+
+// Seeder restores archives, decrypted with ids, into the boxes a plan
+// creates, on w's engines.
+// sizes bounds each archive's restore (see backup.Bounds).
+func (w *Workspace) Seeder(ids []age.Identity, sizes map[string]int64, init hb.Wait, step func(box, msg string)) *backup.Seeder {
+	return &backup.Seeder{
+		Dir:        w.Dir(),
+		Identities: ids,
+		Engine:     w.backupEngine,
+		Init:       init,
+		Sizes:      sizes,
+		Step:       step,
+	}
+}
+
+// backupEngine is host's engine as backup uses it.
+func (w *Workspace) backupEngine(ctx context.Context, host string) (backup.Engine, error) {
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	be, ok := e.(backup.Engine)
+	if !ok {
+		return nil, errNoRunner
+	}
+	return be, nil
+}

@@ -1,0 +1,101 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// NoResourcesError is a box a command works on that has nothing on its host.
+type NoResourcesError struct{ Box, Host string }
+
+func (e *NoResourcesError) Error() string {
+	return fmt.Sprintf("box %s has no resources on %s", e.Box, reconcile.HostLabel(e.Host))
+}
+
+// LockedBox takes box name's lock as what, before it is observed, then
+// observes only the box's host: where the box is and what it has there. A
+// box with nothing there is a *NoResourcesError.
+func (w *Workspace) LockedBox(ctx context.Context, name, what string) (string, reconcile.Resources, error) {
+	if err := w.LockBox(name, what); err != nil {
+		return "", reconcile.Resources{}, err
+	}
+	host, r, err := w.ObserveBox(ctx, name)
+	if err != nil {
+		return "", reconcile.Resources{}, err
+	}
+	if r.Empty() {
+		return "", reconcile.Resources{}, &NoResourcesError{Box: name, Host: host}
+	}
+	return host, r, nil
+}
+
+// StartPlan starts box name's containers r as they are, on the image they
+// run: boxes.lock need not have one.
+func (w *Workspace) StartPlan(host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
+	if _, ok := w.Config.Box(name); !ok {
+		return nil, w.Undeclared(name)
+	}
+	agent, ok := r.Container(compose.AgentService)
+	if !ok {
+		return nil, &NoContainerError{Box: name, Service: compose.AgentService}
+	}
+	return reconcile.StartPlan(host, name, agent.Image), nil
+}
+
+// BoxContainer takes box name's lock as lockAs when it is not empty,
+// observes only the box's host, and finds its container of service (see
+// Container) and the engine it is on.
+func (w *Workspace) BoxContainer(ctx context.Context, name, service string, running bool, lockAs string) (Engine, reconcile.Container, error) {
+	if lockAs != "" {
+		if err := w.LockBox(name, lockAs); err != nil {
+			return nil, reconcile.Container{}, err
+		}
+	}
+	if _, _, err := w.ObserveBox(ctx, name); err != nil {
+		return nil, reconcile.Container{}, err
+	}
+	host, c, err := w.Container(name, service, running)
+	if err != nil {
+		return nil, reconcile.Container{}, err
+	}
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return nil, reconcile.Container{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return e, c, nil
+}
+
+// errNoRunner is an engine that cannot run commands in a container.
+var errNoRunner = errors.New("the engine cannot run commands in a container")
+
+// Doctor checks box name as w last observed it.
+func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, error) {
+	host, _, err := w.Container(name, compose.AgentService, false)
+	if err != nil {
+		return nil, err
+	}
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	runner, ok := e.(hb.Runner)
+	if !ok {
+		return nil, errNoRunner
+	}
+	b := doctor.Box{Name: name, Host: host, Resources: w.Observed[host].Of(name), Image: w.Image()}
+	if decl, ok := w.Config.Box(name); ok {
+		b.Bind = decl.Executor.Bind
+	}
+	b.Token, _, b.TokenErr = w.Tokens.Get(name)
+	b.Exposed, _ = w.Tokens.Exposed()
+	if r, ok := reconcile.RestoresBeside(w.Path).Get(name); ok {
+		b.Restoring = &r
+	}
+	return doctor.Check(ctx, b, doctor.Probes{Runner: runner}), nil
+}

@@ -1,0 +1,104 @@
+package workspace_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// A one-box command finds a box with nothing on its host as such, having
+// reached only that host.
+func TestLockedBoxWithNoResources(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots["nexus"] = &reconcile.Observed{}
+	ws := f.open(t)
+	_, _, err := ws.LockedBox(context.Background(), "gamma", "boxes stop")
+	var none *workspace.NoResourcesError
+	if !errors.As(err, &none) || none.Box != "gamma" || none.Host != "nexus" {
+		t.Fatalf("err %v", err)
+	}
+	if err.Error() != "box gamma has no resources on host nexus" {
+		t.Errorf("message %q", err)
+	}
+	if !reflect.DeepEqual(f.connected, []string{"nexus"}) {
+		t.Errorf("connected to %q", f.connected)
+	}
+}
+
+// load refuses a box that exists on any host, and needs the lock's image
+// on the box's host, before anything is asked or changed.
+func TestLoadPlanChecks(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots["nexus"] = box("alpha") // alpha is declared on the local engine
+	f.snapshots["zulu"] = &reconcile.Observed{}
+	ws := f.open(t)
+	_, _, err := ws.LoadPlan(context.Background(), "a.tar.zst.age", "alpha")
+	var exists *workspace.ExistsError
+	if !errors.As(err, &exists) || exists.Host != "nexus" {
+		t.Fatalf("load over a box on another host: %v", err)
+	}
+	if _, _, err := ws.LoadPlan(context.Background(), "a.tar.zst.age", "nope"); !errors.Is(err, workspace.ErrUndeclared) {
+		t.Errorf("load of an undeclared box: %v", err)
+	}
+
+	ws.Close()
+	loadPlan := func() (spec.Box, *reconcile.Plan, error) {
+		ws := f.open(t)
+		defer ws.Close()
+		return ws.LoadPlan(context.Background(), "a.tar.zst.age", "gamma")
+	}
+	f.snapshots["nexus"] = &reconcile.Observed{}
+	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrNoImage) {
+		t.Errorf("load with no image locked: %v", err)
+	}
+	lock := &spec.Lock{Version: 1, Image: &spec.Image{ID: "sha256:" + strings.Repeat("1", 64)}}
+	if err := spec.WriteLock(filepath.Join(f.dir, "boxes.lock"), lock); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrImageMissing) {
+		t.Errorf("load with the image missing on the host: %v", err)
+	}
+	f.snapshots["nexus"] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}}
+	b, p, err := loadPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "gamma" || len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.Create || !filepath.IsAbs(p.Boxes[0].Restore) {
+		t.Errorf("load plan %+v", p.Boxes)
+	}
+}
+
+// validate warns of a missing lock and of a stale schema file, with a hint each.
+func TestValidateWarnings(t *testing.T) {
+	f := newFleet(t)
+	if err := os.WriteFile(filepath.Join(f.dir, workspace.SchemaFile), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.open(t).Validate(func(*spec.Lock) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Lock != "missing" || len(v.Warnings) != 2 || len(v.Hints) != 2 || !reflect.DeepEqual(v.Hosts, []string{"nexus", "zulu"}) || len(v.Boxes) != 2 {
+		t.Errorf("validation %+v", v)
+	}
+}
+
+func TestPartialErrorKeepsEveryError(t *testing.T) {
+	inner := errors.Join(&reconcile.BoxError{Box: "a", Err: reconcile.ErrNoToken}, &reconcile.BoxError{Box: "b", Err: errors.New("boom")})
+	err := error(&workspace.PartialError{Err: inner, Failed: 2, Boxes: 3})
+	if !errors.Is(err, reconcile.ErrNoToken) {
+		t.Error("the boxes' errors are lost")
+	}
+	if want := inner.Error() + "\napply failed for 2 of 3 boxes; the others were done"; err.Error() != want {
+		t.Errorf("message %q", err)
+	}
+}
