@@ -74,7 +74,7 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
-	p.SetVolumeSizes(sizes())
+	p.SetVolumeSizes(sizes(0))
 	s := p.Summary()
 	if s != (reconcile.Summary{Create: 1, Recreate: 1, Start: 1, Delete: 1, NoOp: 1}) {
 		t.Fatalf("summary = %+v", s)

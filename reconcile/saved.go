@@ -20,6 +20,10 @@ const SavedVersion = 1
 type PlanOptions struct {
 	Replace []string `json:"replace,omitempty"`
 	Target  []string `json:"target,omitempty"`
+	// WaitSizes waits for the sizes of the volumes a plan deletes, however
+	// long they take to read, instead of at most a fifth of the plan's own
+	// time (see Measuring): for apply, which asks to confirm their loss.
+	WaitSizes bool `json:"-"`
 }
 
 // Saved is what plan -out writes: the plan, its options and a fingerprint

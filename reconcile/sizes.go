@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // VolumeSize is a measured volume: Bytes, or why it could not be read.
@@ -21,17 +23,22 @@ type VolumeSizer interface {
 // Sizes maps host → volume name → its size.
 type Sizes map[string]map[string]VolumeSize
 
+// Measuring waits for the sizes being measured: at most budget (none: until
+// they are all in). A host whose sizes are not in by then has each of its
+// volumes reported unread, saying so; its measuring is cancelled.
+type Measuring func(budget time.Duration) Sizes
+
 // MeasureDeletes starts measuring the volumes of every box the plan of in
 // deletes (only those: never another fleet's box), every engine in
-// parallel, and returns a function that waits for the sizes. Started before
-// NewPlan, the measuring overlaps the planning.
-func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer) func() Sizes {
+// parallel. Started before NewPlan, the measuring overlaps the planning.
+func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer) Measuring {
 	byHost := map[string][]string{}
 	for _, d := range deletions(in) {
 		for _, v := range d.r.Volumes {
 			byHost[d.host] = append(byHost[d.host], v.Name)
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
@@ -52,9 +59,39 @@ func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) Volum
 			mu.Unlock()
 		}()
 	}
-	return func() Sizes {
+	all := make(chan struct{})
+	go func() {
 		wg.Wait()
-		return sizes
+		close(all)
+	}()
+	return func(budget time.Duration) Sizes {
+		defer cancel()
+		if budget > 0 {
+			select {
+			case <-all:
+			case <-time.After(budget):
+			}
+		} else {
+			<-all
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out := Sizes{}
+		for host, vols := range byHost {
+			if got, ok := sizes[host]; ok {
+				out[host] = got
+				continue
+			}
+			if sizer(host) == nil || in.Observed[host] == nil {
+				continue
+			}
+			why := fmt.Sprintf("not measured within the %s a plan gives it; boxes apply waits for it", budget.Round(time.Millisecond))
+			out[host] = map[string]VolumeSize{}
+			for _, v := range vols {
+				out[host][v] = VolumeSize{Unread: why}
+			}
+		}
+		return out
 	}
 }
 

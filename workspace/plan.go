@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
@@ -12,6 +13,7 @@ import (
 // Plan observes every host and decides. It reads the tokens of existing
 // boxes, recovering a lost one from the box's containers (with a warning).
 func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reconcile.Plan, error) {
+	began := time.Now()
 	for _, n := range opts.Replace {
 		if _, ok := w.Config.Box(n); !ok {
 			return nil, fmt.Errorf("--replace %s: %w", n, w.Undeclared(n))
@@ -40,6 +42,19 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
+	engines := map[string]reconcile.VolumeSizer{}
+	for _, host := range w.Hosts() {
+		if w.Observed[host] == nil {
+			continue
+		}
+		e, err := w.Engine(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		engines[host] = e
+	}
+	// Sizing starts first, to overlap all the rest.
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
 	for _, b := range w.Config.Boxes {
 		o := w.Observed[b.Host]
 		if o == nil {
@@ -52,6 +67,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		}
 		token, ok, err := w.Tokens.Get(b.Name)
 		if err != nil {
+			sizes(time.Nanosecond)
 			return nil, err
 		}
 		if !ok {
@@ -61,24 +77,20 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 			in.Tokens[b.Name] = token
 		}
 	}
-	engines := map[string]reconcile.VolumeSizer{}
-	for _, host := range w.Hosts() {
-		if w.Observed[host] == nil {
-			continue
-		}
-		e, err := w.Engine(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		engines[host] = e
-	}
-	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
-		sizes()
+		sizes(time.Nanosecond)
 		return nil, err
 	}
-	p.SetVolumeSizes(sizes())
+	// Sizing a volume means an exec in the box (a whole disk-usage call
+	// costs seconds): slower than the rest of a plan on a busy engine. A
+	// plan with deletes may take at most a fifth longer than one without;
+	// a size not read by then is said to be unread.
+	budget := max(time.Since(began)/5, time.Millisecond)
+	if opts.WaitSizes {
+		budget = 0
+	}
+	p.SetVolumeSizes(sizes(budget))
 	return p, nil
 }
 
