@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +47,14 @@ func BenchmarkPlanWithDelete(b *testing.B) {
 	}
 	if code, out := cli("apply", "--auto-approve"); code != 0 {
 		b.Fatal(out)
+	}
+	// hb's healthcheck reports the size of /data, where the plan reads it
+	// without an exec; a box being deleted has usually run long enough.
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		out, _ := exec.Command("docker", "inspect", "-f", "{{json .State.Health}}", "hbl-"+gone+"-agent-1", "hbl-"+gone+"-executor-1").Output()
+		if strings.Count(string(out), "hb-size: ") >= 2 {
+			break
+		}
 	}
 	const rounds = 7
 	plan := func(content string, want int) time.Duration {
