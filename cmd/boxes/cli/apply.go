@@ -145,8 +145,12 @@ func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspa
 	}
 	err = applier.Apply(ctx, p)
 	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
-		n := len(failed.Unwrap())
-		return withHint(errors.Join(err, fmt.Errorf("apply failed for %d of %d boxes; the others were done", n, len(p.Boxes)-p.Summary().NoOp)), "boxes plan shows what is left")
+		n, all := len(failed.Unwrap()), len(p.Boxes)-p.Summary().NoOp
+		summary := fmt.Errorf("apply failed for %d of %d boxes; the others were done", n, all)
+		if n == all {
+			summary = fmt.Errorf("apply failed for all %d boxes", n)
+		}
+		return withHint(errors.Join(err, summary), "boxes plan shows what is left")
 	}
 	return err
 }

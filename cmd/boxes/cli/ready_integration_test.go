@@ -30,6 +30,7 @@ func TestIntegrationApplyWaitsForTheAgent(t *testing.T) {
 		!strings.Contains(r.stderr, "its last log lines: ") || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("apply of a box whose agent cannot start: %+v", r)
 	}
+	t.Logf("apply of a box whose agent cannot start:\n%s", r.stderr)
 	if strings.Contains(r.stdout, "ready at") {
 		t.Errorf("reported ready: %s", r.stdout)
 	}
