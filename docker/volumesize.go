@@ -21,13 +21,13 @@ const sizeTimeout = 5 * time.Second
 
 // VolumeSizes reads each volume's size from a running container of the
 // snapshot that mounts it: the size hb's healthcheck last reported (one
-// inspect), else du run as root (one exec: tens to hundreds of
+// inspect), else, with du, du run as root (one exec: tens to hundreds of
 // milliseconds). The engine's disk-usage call would size every image layer
 // and container on the engine (seconds to minutes), and API 1.41 engines
 // ignore its per-type filter. Volumes are read in parallel. A volume no
 // running container mounts (a stopped box) is reported unread, with the
 // reason.
-func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string, du bool) map[string]reconcile.VolumeSize {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 	defer cancel()
 	type where struct{ id, dir string }
@@ -56,6 +56,10 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes
 						results[i] = size
 						return nil
 					}
+				}
+				if !du {
+					results[i] = reconcile.VolumeSize{Unread: "the box has not reported it (yet); boxes apply measures it"}
+					return nil
 				}
 				results[i] = e.du(ctx, at.id, at.dir)
 				return nil

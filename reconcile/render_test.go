@@ -69,7 +69,7 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
 			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
 		}}
-	})
+	}, true)
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)

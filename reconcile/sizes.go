@@ -15,9 +15,10 @@ type VolumeSize struct {
 }
 
 // VolumeSizer measures volumes on one engine, from inside the containers of
-// the snapshot that mount them.
+// the snapshot that mount them: from what the box reported of its own, and
+// with du only when du is set.
 type VolumeSizer interface {
-	VolumeSizes(ctx context.Context, o *Observed, volumes []string) map[string]VolumeSize
+	VolumeSizes(ctx context.Context, o *Observed, volumes []string, du bool) map[string]VolumeSize
 }
 
 // Sizes maps host → volume name → its size.
@@ -31,7 +32,10 @@ type Measuring func(budget time.Duration) Sizes
 // MeasureDeletes starts measuring the volumes of every box the plan of in
 // deletes (only those: never another fleet's box), every engine in
 // parallel. Started before NewPlan, the measuring overlaps the planning.
-func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer) Measuring {
+// du measures the volumes whose box has not reported their size (see
+// VolumeSizer): apply's choice, not plan's, whose cost must not depend on
+// how fast the engine starts a process in a container.
+func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer, du bool) Measuring {
 	byHost := map[string][]string{}
 	for _, d := range deletions(in) {
 		for _, v := range d.r.Volumes {
@@ -53,7 +57,7 @@ func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) Volum
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got := s.VolumeSizes(ctx, o, vols)
+			got := s.VolumeSizes(ctx, o, vols, du)
 			mu.Lock()
 			sizes[host] = got
 			mu.Unlock()

@@ -16,7 +16,7 @@ type fakeSizer struct {
 	asked []string
 }
 
-func (f *fakeSizer) VolumeSizes(_ context.Context, _ *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (f *fakeSizer) VolumeSizes(_ context.Context, _ *reconcile.Observed, volumes []string, _ bool) map[string]reconcile.VolumeSize {
 	f.asked = append(f.asked, volumes...)
 	out := map[string]reconcile.VolumeSize{}
 	for _, v := range volumes {
@@ -36,7 +36,7 @@ func TestMeasureDeletes(t *testing.T) {
 		agent:   {Bytes: 3 << 30},
 		scratch: {Unread: "du took longer than 5s"},
 	}}
-	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return f })
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return f }, true)
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestMeasureDeletes(t *testing.T) {
 // slowSizer answers only once released.
 type slowSizer struct{ release chan struct{} }
 
-func (s slowSizer) VolumeSizes(ctx context.Context, _ *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (s slowSizer) VolumeSizes(ctx context.Context, _ *reconcile.Observed, volumes []string, _ bool) map[string]reconcile.VolumeSize {
 	select {
 	case <-s.release:
 	case <-ctx.Done():
@@ -80,7 +80,7 @@ func TestMeasureDeletesWithinABudget(t *testing.T) {
 	slow := slowSizer{release: make(chan struct{})}
 	defer close(slow.release)
 	began := time.Now()
-	got := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return slow })(20 * time.Millisecond)
+	got := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return slow }, false)(20 * time.Millisecond)
 	if took := time.Since(began); took > 2*time.Second {
 		t.Errorf("waited %s for a 20ms budget", took)
 	}
@@ -90,7 +90,7 @@ func TestMeasureDeletesWithinABudget(t *testing.T) {
 
 	quick := slowSizer{release: make(chan struct{})}
 	close(quick.release)
-	got = reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return quick })(0)
+	got = reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return quick }, false)(0)
 	if v := got[""][agent]; v.Bytes != 1<<20 || v.Unread != "" {
 		t.Errorf("size without a budget: %+v", v)
 	}

@@ -54,7 +54,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		engines[host] = e
 	}
 	// Sizing starts first, to overlap all the rest.
-	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] }, opts.WaitSizes)
 	for _, b := range w.Config.Boxes {
 		o := w.Observed[b.Host]
 		if o == nil {
@@ -82,10 +82,11 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		sizes(time.Nanosecond)
 		return nil, err
 	}
-	// Sizing a volume means an exec in the box (a whole disk-usage call
-	// costs seconds): slower than the rest of a plan on a busy engine. A
-	// plan with deletes may take at most a fifth longer than one without;
-	// a size not read by then is said to be unread.
+	// A plan reads the sizes the boxes reported (one inspect each) and
+	// may take at most a fifth longer for them than a plan without
+	// deletes; a size not read by then is said to be unread. apply also
+	// measures with du what was not reported (an exec each: tens to
+	// hundreds of milliseconds on a busy engine), and waits.
 	budget := max(time.Since(began)/5, time.Millisecond)
 	if opts.WaitSizes {
 		budget = 0
