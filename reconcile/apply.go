@@ -150,6 +150,9 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 				err := run(bp)
 				var nr *NotReadyError
 				switch {
+				case err == nil && bp.State == spec.Stopped:
+					// Created, never started: that proves nothing, and
+					// the next box is the canary.
 				case err == nil:
 					// The image proved itself: the rest in parallel.
 					for _, rest := range gated[i+1:] {

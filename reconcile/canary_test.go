@@ -164,3 +164,27 @@ func TestApplierCanaryFailingBeforeTheChange(t *testing.T) {
 		}
 	}
 }
+
+// A box declared stopped is recreated without being started: it proves
+// nothing of the image, and the next box is the canary.
+func TestApplierCanaryMustRun(t *testing.T) {
+	a, j, e := onOldImage(t, "alpha", "beta", "gamma")
+	a.Config.Boxes[0].State = spec.Stopped
+	e.bad = testImage
+	asleep := imageChange("alpha")
+	asleep.State = spec.Stopped
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{asleep, imageChange("beta"), imageChange("gamma")}}
+	err := a.Apply(context.Background(), p)
+	if !errors.Is(err, reconcile.ErrCanaryFailed) {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, []string{"record", "create --force", "done"}) {
+		t.Errorf("alpha: %q", got)
+	}
+	if got := j.of("beta"); len(got) < 2 || got[1] != "create --force" {
+		t.Errorf("beta was not the canary: %q", got)
+	}
+	if got := j.of("gamma"); len(got) != 1 || !strings.Contains(got[0], "failed on beta first") {
+		t.Errorf("gamma: %q", got)
+	}
+}
