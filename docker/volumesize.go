@@ -19,15 +19,15 @@ import (
 // deletes: the plan says "size not read" rather than hang on a huge volume.
 const sizeTimeout = 5 * time.Second
 
-// VolumeSizes reads each volume's size from a running container of the
-// snapshot that mounts it: the size hb's healthcheck last reported (one
-// inspect), else, with du, du run as root (one exec: tens to hundreds of
-// milliseconds). The engine's disk-usage call would size every image layer
-// and container on the engine (seconds to minutes), and API 1.41 engines
-// ignore its per-type filter. Volumes are read in parallel. A volume no
-// running container mounts (a stopped box) is reported unread, with the
-// reason.
-func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string, du bool) map[string]reconcile.VolumeSize {
+// VolumeSizes measures each volume with du, run as root in a running
+// container of the snapshot that mounts it. The engine's disk-usage call
+// would size every image layer and container on the engine (seconds to
+// minutes), and API 1.41 engines ignore its per-type filter; this costs one
+// exec per volume, in parallel. Where du fails or takes longer than
+// sizeTimeout (a huge volume), the size hb's healthcheck last reported
+// stands in (see healthSize). A volume no running container mounts (a
+// stopped box) is reported unread, with the reason.
+func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 	defer cancel()
 	type where struct{ id, dir string }
@@ -51,17 +51,15 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes
 		switch {
 		case ok:
 			g.Go(func() error {
+				var reported reconcile.VolumeSize
+				ok := false
 				if at.dir == hb.Data {
-					if size, ok := e.healthSize(ctx, at.id); ok {
-						results[i] = size
-						return nil
-					}
-				}
-				if !du {
-					results[i] = reconcile.VolumeSize{Unread: "the box has not reported it (yet); boxes apply measures it"}
-					return nil
+					reported, ok = e.healthSize(ctx, at.id)
 				}
 				results[i] = e.du(ctx, at.id, at.dir)
+				if results[i].Unread != "" && ok {
+					results[i] = reported
+				}
 				return nil
 			})
 		case stopped[v]:

@@ -69,12 +69,12 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
 			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
 		}}
-	}, true)
+	})
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
-	p.SetVolumeSizes(sizes(0))
+	p.SetVolumeSizes(sizes())
 	s := p.Summary()
 	if s != (reconcile.Summary{Create: 1, Recreate: 1, Start: 1, Delete: 1, NoOp: 1}) {
 		t.Fatalf("summary = %+v", s)

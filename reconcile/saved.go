@@ -20,11 +20,6 @@ const SavedVersion = 1
 type PlanOptions struct {
 	Replace []string `json:"replace,omitempty"`
 	Target  []string `json:"target,omitempty"`
-	// WaitSizes measures the volumes a plan deletes with du where their box
-	// did not report their size, and waits for them all instead of at most
-	// a fifth of the plan's own time (see Measuring): for apply, which asks
-	// to confirm their loss.
-	WaitSizes bool `json:"-"`
 }
 
 // Saved is what plan -out writes: the plan, its options and a fingerprint

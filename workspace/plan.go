@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
@@ -13,7 +12,6 @@ import (
 // Plan observes every host and decides. It reads the tokens of existing
 // boxes, recovering a lost one from the box's containers (with a warning).
 func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reconcile.Plan, error) {
-	began := time.Now()
 	for _, n := range opts.Replace {
 		if _, ok := w.Config.Box(n); !ok {
 			return nil, fmt.Errorf("--replace %s: %w", n, w.Undeclared(n))
@@ -53,8 +51,8 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		}
 		engines[host] = e
 	}
-	// Sizing starts first, to overlap all the rest.
-	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] }, opts.WaitSizes)
+	// Sizing (an exec per container) starts first, to overlap all the rest.
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
 	for _, b := range w.Config.Boxes {
 		o := w.Observed[b.Host]
 		if o == nil {
@@ -67,7 +65,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		}
 		token, ok, err := w.Tokens.Get(b.Name)
 		if err != nil {
-			sizes(time.Nanosecond)
+			sizes()
 			return nil, err
 		}
 		if !ok {
@@ -79,19 +77,10 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	}
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
-		sizes(time.Nanosecond)
+		sizes()
 		return nil, err
 	}
-	// A plan reads the sizes the boxes reported (one inspect each) and
-	// may take at most a fifth longer for them than a plan without
-	// deletes; a size not read by then is said to be unread. apply also
-	// measures with du what was not reported (an exec each: tens to
-	// hundreds of milliseconds on a busy engine), and waits.
-	budget := max(time.Since(began)/5, time.Millisecond)
-	if opts.WaitSizes {
-		budget = 0
-	}
-	p.SetVolumeSizes(sizes(budget))
+	p.SetVolumeSizes(sizes())
 	return p, nil
 }
 

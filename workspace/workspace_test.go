@@ -49,7 +49,7 @@ func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, e
 	}
 	return f.obs, nil
 }
-func (f *fakeEngine) VolumeSizes(context.Context, *reconcile.Observed, []string, bool) map[string]reconcile.VolumeSize {
+func (f *fakeEngine) VolumeSizes(context.Context, *reconcile.Observed, []string) map[string]reconcile.VolumeSize {
 	return nil
 }
 func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {

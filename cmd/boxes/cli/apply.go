@@ -78,7 +78,7 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		}
 		p = saved.Plan
 	} else {
-		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target, WaitSizes: true})
+		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target})
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -52,14 +51,6 @@ func BenchmarkPlanWithDelete(b *testing.B) {
 		}
 	}
 	write(dirA, "version: 1\nfleet: it-bench-a\nboxes:\n  "+keep+": {}\n")
-	// hb's healthcheck reports the size of /data, where the plan reads it
-	// without an exec; a box being deleted has usually run long enough.
-	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		out, _ := exec.Command("docker", "inspect", "-f", "{{json .State.Health}}", "hbl-"+gone+"-agent-1", "hbl-"+gone+"-executor-1").Output()
-		if strings.Count(string(out), "hb-size: ") >= 2 {
-			break
-		}
-	}
 	const rounds = 7
 	unread := 0
 	plan := func(dir string, want int) time.Duration {
