@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -134,4 +135,66 @@ func (e *Engine) lastLogLines(ctx context.Context, id string, n int) string {
 func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, error) {
 	c, err := e.ServiceContainer(ctx, box, service)
 	return c.ID, err
+}
+
+// WaitInit returns once box's agent container runs and hb init has
+// finished in it (hb health agent passes). An agent that exits, restarts
+// or is restarted meanwhile fails at once with its last log lines: a
+// container whose hb init fails restarts forever, and waiting cannot help.
+func (e *Engine) WaitInit(ctx context.Context, box string) error {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	c, err := e.ServiceContainer(ctx, box, compose.AgentService)
+	if err != nil {
+		return err
+	}
+	restarts := -1
+	last := "it has not started"
+	for {
+		info, err := e.api.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return fmt.Errorf("agent of %s: %w", box, err)
+		}
+		s := info.State
+		if restarts < 0 {
+			restarts = info.RestartCount
+		}
+		switch {
+		case s.Restarting || info.RestartCount > restarts:
+			return fmt.Errorf("agent of %s: %w", box, &downError{state: withExit("restarting", s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+		case s.Status == "exited" || s.Status == "dead":
+			return fmt.Errorf("agent of %s: %w", box, &downError{state: withExit(s.Status, s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+		case s.Running && !s.Paused:
+			var stderr bytes.Buffer
+			code, err := e.Run(ctx, c.ID, "root", []string{hb.Path, "health", compose.AgentService}, nil, &stderr)
+			switch {
+			case err == nil && code == 0:
+				return nil
+			case err != nil:
+				// The container may have stopped under the exec: look again.
+				last = err.Error()
+			default:
+				last = strings.TrimSpace(stderr.String())
+			}
+		default:
+			last = "the container is " + s.Status
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("agent of %s: hb init not finished after %s: %s; its last log lines: %s", box, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3))
+			}
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// withExit is a container state with its last exit code, when it has one
+// (a container between two restarts reports 0).
+func withExit(state string, code int) string {
+	if code == 0 {
+		return state
+	}
+	return fmt.Sprintf("%s (exit %d)", state, code)
 }

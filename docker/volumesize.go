@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -21,7 +23,9 @@ const sizeTimeout = 5 * time.Second
 // container of the snapshot that mounts it. The engine's disk-usage call
 // would size every image layer and container on the engine (seconds to
 // minutes), and API 1.41 engines ignore its per-type filter; this costs one
-// exec per volume, in parallel. A volume no running container mounts (a
+// exec per volume, in parallel. Where du fails or takes longer than
+// sizeTimeout (a huge volume), the size hb's healthcheck last reported
+// stands in (see healthSize). A volume no running container mounts (a
 // stopped box) is reported unread, with the reason.
 func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
@@ -47,7 +51,15 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes
 		switch {
 		case ok:
 			g.Go(func() error {
+				var reported reconcile.VolumeSize
+				ok := false
+				if at.dir == hb.Data {
+					reported, ok = e.healthSize(ctx, at.id)
+				}
 				results[i] = e.du(ctx, at.id, at.dir)
+				if results[i].Unread != "" && ok {
+					results[i] = reported
+				}
 				return nil
 			})
 		case stopped[v]:
@@ -87,3 +99,41 @@ func (e *Engine) du(ctx context.Context, id, dir string) reconcile.VolumeSize {
 	}
 	return reconcile.VolumeSize{Unread: msg}
 }
+
+// healthSizeAge is how old a size in the healthcheck's log may be: hb
+// measures again every five minutes.
+const healthSizeAge = 15 * time.Minute
+
+// healthSize is the size of /data that hb health last printed in container
+// id ("hb-size: KIB EPOCH"), if it printed one lately.
+func (e *Engine) healthSize(ctx context.Context, id string) (reconcile.VolumeSize, bool) {
+	info, err := e.api.ContainerInspect(ctx, id)
+	if err != nil || info.State == nil || info.State.Health == nil {
+		return reconcile.VolumeSize{}, false
+	}
+	return parseHealthSize(info.State.Health.Log, time.Now())
+}
+
+func parseHealthSize(log []*container.HealthcheckResult, now time.Time) (reconcile.VolumeSize, bool) {
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i] == nil {
+			continue
+		}
+		for _, line := range strings.Split(log[i].Output, "\n") {
+			f := strings.Fields(strings.TrimPrefix(line, healthSizePrefix))
+			if !strings.HasPrefix(line, healthSizePrefix) || len(f) != 2 {
+				continue
+			}
+			kib, err1 := strconv.ParseInt(f[0], 10, 64)
+			at, err2 := strconv.ParseInt(f[1], 10, 64)
+			if err1 != nil || err2 != nil || kib < 0 || now.Sub(time.Unix(at, 0)) > healthSizeAge {
+				return reconcile.VolumeSize{}, false
+			}
+			return reconcile.VolumeSize{Bytes: kib * 1024}, true
+		}
+	}
+	return reconcile.VolumeSize{}, false
+}
+
+// healthSizePrefix starts the line of hb health that carries the size.
+const healthSizePrefix = "hb-size: "

@@ -28,6 +28,21 @@ type Engine interface {
 	// WaitReady returns once the box's Executor answers an authenticated MCP
 	// initialize, with the URL it answers on.
 	WaitReady(ctx context.Context, box, token string) (string, error)
+	// WaitInit returns once the box's agent container runs and its hb init
+	// has finished; a container that exits or restarts fails it at once,
+	// with its last log lines.
+	WaitInit(ctx context.Context, box string) error
+	// Previous records the box's containers as they are, before a recreate
+	// replaces them; nil when the box has none.
+	Previous(ctx context.Context, box string) (Previous, error)
+}
+
+// Previous is a box's containers as they were before a recreate.
+type Previous interface {
+	// Restore replaces the box's current containers with the recorded ones
+	// (same image, settings, names and labels; the volumes were never
+	// touched) and starts those that ran. It reports whether any was started.
+	Restore(ctx context.Context) (started bool, err error)
 }
 
 // Progress receives live per-box progress; it must be safe for concurrent use.
@@ -102,6 +117,13 @@ func (e *BoxError) Unwrap() error { return e.Err }
 // Apply runs every box's steps, boxes in parallel and each box's steps in
 // order. A failing box does not stop the others; all failures come back
 // joined (errors.Join), one *BoxError per box in name order.
+//
+// Recreates onto a new image go through a canary: one such box is
+// recreated on its own first, and only once it is ready do the others
+// follow. Should the canary's new containers not become ready, it is put
+// back on what it ran before and no other box is recreated onto that image;
+// they fail with ErrCanaryFailed, untouched, and the next plan still shows
+// the change.
 func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 	n := a.Parallelism
 	if n < 1 {
@@ -113,21 +135,64 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		errs []*BoxError
 		wg   sync.WaitGroup
 	)
-	for _, bp := range p.Boxes {
-		if bp.Action == NoOp {
-			continue
+	fail := func(bp BoxPlan, err error) {
+		a.Progress.Done(bp.Name, err)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, &BoxError{Box: bp.Name, Host: bp.Host, Err: err})
+			mu.Unlock()
 		}
+	}
+	run := func(bp BoxPlan) error {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		err := a.applyBox(ctx, p.Image, bp)
+		fail(bp, err)
+		return err
+	}
+	spawn := func(bp BoxPlan) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			err := a.applyBox(ctx, p.Image, bp)
-			a.Progress.Done(bp.Name, err)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, &BoxError{Box: bp.Name, Host: bp.Host, Err: err})
-				mu.Unlock()
+			_ = run(bp)
+		}()
+	}
+	var gated []BoxPlan
+	for _, bp := range p.Boxes {
+		switch {
+		case bp.Action == NoOp:
+		case bp.Action == Recreate && hasKind(bp.Reasons, "image"):
+			gated = append(gated, bp)
+		default:
+			spawn(bp)
+		}
+	}
+	if len(gated) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, bp := range gated {
+				err := run(bp)
+				var nr *NotReadyError
+				switch {
+				case err == nil && bp.State == spec.Stopped:
+					// Created, never started: that proves nothing, and
+					// the next box is the canary.
+				case err == nil:
+					// The image proved itself: the rest in parallel.
+					for _, rest := range gated[i+1:] {
+						spawn(rest)
+					}
+					return
+				case errors.As(err, &nr):
+					for _, rest := range gated[i+1:] {
+						fail(rest, &CanaryError{Canary: bp.Name, Image: p.Image, Err: nr.Err})
+					}
+					return
+				}
+				// It failed before its containers were touched (a held
+				// lock, an engine away): that says nothing of the image,
+				// and the next box is the canary.
 			}
 		}()
 	}
@@ -142,6 +207,45 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 	}
 	return errors.Join(all...)
 }
+
+// ErrCanaryFailed marks a box left alone because the canary of its change failed.
+var ErrCanaryFailed = errors.New("the canary of this change failed")
+
+// CanaryError is a recreate not started because the same change failed on
+// the canary box first.
+type CanaryError struct {
+	Canary string
+	Image  string
+	Err    error // the canary's failure
+}
+
+func (e *CanaryError) Error() string {
+	return fmt.Sprintf("not recreated, left on its current image: the new image %s failed on %s first", ShortID(e.Image), e.Canary)
+}
+func (e *CanaryError) Unwrap() error { return ErrCanaryFailed }
+
+// NotReadyError is a recreate whose new containers did not become ready,
+// and what became of the box after.
+type NotReadyError struct {
+	Err error // why the new containers are not ready
+	// Restored: the box runs its previous containers again.
+	Restored bool
+	// Back is why the previous containers could not be put back, or are
+	// not ready either; nil if they are.
+	Back error
+}
+
+func (e *NotReadyError) Error() string {
+	switch {
+	case e.Restored && e.Back == nil:
+		return fmt.Sprintf("the new containers did not become ready: %v; the box is back on its previous image and settings (volumes untouched)", e.Err)
+	case e.Restored:
+		return fmt.Sprintf("the new containers did not become ready: %v; the previous containers are back but not ready either: %v", e.Err, e.Back)
+	default:
+		return fmt.Sprintf("the new containers did not become ready: %v; could not put the previous ones back: %v", e.Err, e.Back)
+	}
+}
+func (e *NotReadyError) Unwrap() error { return e.Err }
 
 func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error {
 	if !a.Held[bp.Name] {
@@ -205,6 +309,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return err
 	}
 
+	var prev Previous
 	switch bp.Action {
 	case Create:
 		a.Progress.Step(bp.Name, "creating network, volumes and containers")
@@ -224,9 +329,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 				return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
 			}
 		}
+		if prev, err = engine.Previous(ctx, bp.Name); err != nil {
+			return fmt.Errorf("recording the containers before replacing them: %w", err)
+		}
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
 		if err := engine.Create(ctx, project, true); err != nil {
-			return err
+			return a.putBack(ctx, engine, bp, prev, token, err)
 		}
 	case Start:
 		// Start means start, whatever state boxes.yaml declares: boxes
@@ -252,11 +360,49 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if state != spec.Running && !seed {
 		return nil
 	}
-	return a.start(ctx, engine, bp, project, token, seed, state)
+	err = a.start(ctx, engine, bp, project, token, seed, state)
+	if err != nil && bp.Action == Recreate {
+		return a.putBack(ctx, engine, bp, prev, token, err)
+	}
+	return err
+}
+
+// putBack puts a recreated box whose new containers failed back on its
+// previous ones, and checks that those are ready again.
+func (a *Applier) putBack(ctx context.Context, engine Engine, bp BoxPlan, prev Previous, token string, cause error) error {
+	if ctx.Err() != nil {
+		// Interrupted, not failed: the next plan shows what is left.
+		return cause
+	}
+	e := &NotReadyError{Err: cause}
+	if prev == nil {
+		e.Back = errors.New("the box had no containers before")
+		return e
+	}
+	a.Progress.Step(bp.Name, "not ready; putting the previous containers back")
+	started, err := prev.Restore(ctx)
+	if err != nil {
+		e.Back = err
+		return e
+	}
+	e.Restored = true
+	// A box recreated for a new token ran with an older one, which
+	// .boxes/secrets no longer holds.
+	if !started || hasKind(bp.Reasons, "token") {
+		return e
+	}
+	a.Progress.Step(bp.Name, "waiting for the previous containers")
+	if _, err := engine.WaitReady(ctx, bp.Name, token); err != nil {
+		e.Back = err
+	} else if err := engine.WaitInit(ctx, bp.Name); err != nil {
+		e.Back = err
+	}
+	return e
 }
 
 // start starts the box, waits for its executor, finishes a seeded box's
-// restore, and stops it again when it is declared stopped.
+// restore, waits for the agent's hb init, and stops the box again when it
+// is declared stopped.
 func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
 	a.Progress.Step(bp.Name, "starting")
 	if err := engine.Start(ctx, project); err != nil {
@@ -276,6 +422,12 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 			return err
 		}
 	} else if err := a.thaw(ctx, bp); err != nil {
+		return err
+	}
+	// Ready means both containers: the agent must have finished hb init
+	// (and not be restarting) as well as the executor answering.
+	a.Progress.Step(bp.Name, "waiting for the agent's hb init")
+	if err := engine.WaitInit(ctx, bp.Name); err != nil {
 		return err
 	}
 	if seed && state != spec.Running {

@@ -16,10 +16,11 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// journal records every step of every box, in order per box.
+// journal records every step of every box, in order per box and overall.
 type journal struct {
 	mu    sync.Mutex
 	steps map[string][]string
+	all   []string // "box: step"
 }
 
 func (j *journal) add(box, step string) {
@@ -29,6 +30,19 @@ func (j *journal) add(box, step string) {
 		j.steps = map[string][]string{}
 	}
 	j.steps[box] = append(j.steps[box], step)
+	j.all = append(j.all, box+": "+step)
+}
+
+// at is the position of box's step in the overall order, -1 if absent.
+func (j *journal) at(box, step string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, s := range j.all {
+		if s == box+": "+step {
+			return i
+		}
+	}
+	return -1
 }
 
 func (j *journal) of(box string) []string {
@@ -37,11 +51,28 @@ func (j *journal) of(box string) []string {
 	return j.steps[box]
 }
 
-// fakeEngine is an engine that does nothing but say what it was asked.
+// fakeEngine is an engine that does nothing but say what it was asked, and
+// remember which image each box's containers run.
 type fakeEngine struct {
 	j      *journal
 	tokens reconcile.Tokens
 	fail   map[string]string // box → the step that fails
+	mu     sync.Mutex
+	images map[string]string // box → the image its containers run
+	// bad is an image whose agent never finishes hb init.
+	bad string
+}
+
+func (f *fakeEngine) imageOf(box string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.images[box]
+}
+
+func (f *fakeEngine) run(box, image string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.images[box] = image
 }
 
 func boxOf(project string) string { return strings.TrimPrefix(project, "hbl-") }
@@ -60,10 +91,15 @@ func (f *fakeEngine) Create(_ context.Context, p *types.Project, force bool) err
 	if _, ok, _ := f.tokens.Get(box); !ok {
 		f.j.add(box, "create without a stored token")
 	}
+	step := "create"
 	if force {
-		return f.step(box, "create --force")
+		step = "create --force"
 	}
-	return f.step(box, "create")
+	if err := f.step(box, step); err != nil {
+		return err
+	}
+	f.run(box, p.Services["agent"].Image)
+	return nil
 }
 func (f *fakeEngine) Start(_ context.Context, p *types.Project) error {
 	return f.step(boxOf(p.Name), "start "+p.Services["agent"].Image)
@@ -85,6 +121,38 @@ func (f *fakeEngine) WaitReady(_ context.Context, box, token string) (string, er
 		return "", errors.New("no token")
 	}
 	return "http://127.0.0.1:1", f.step(box, "ready")
+}
+func (f *fakeEngine) WaitInit(_ context.Context, box string) error {
+	if err := f.step(box, "init"); err != nil {
+		return err
+	}
+	if img := f.imageOf(box); img != "" && img == f.bad {
+		return errors.New("agent of " + box + ": the container is restarting (exit 1); its last log lines: hb: error: this image has no user agent")
+	}
+	return nil
+}
+func (f *fakeEngine) Previous(_ context.Context, box string) (reconcile.Previous, error) {
+	if err := f.step(box, "record"); err != nil {
+		return nil, err
+	}
+	img := f.imageOf(box)
+	if img == "" {
+		return nil, nil
+	}
+	return fakePrevious{f, box, img}, nil
+}
+
+type fakePrevious struct {
+	f          *fakeEngine
+	box, image string
+}
+
+func (p fakePrevious) Restore(context.Context) (bool, error) {
+	if err := p.f.step(p.box, "restore "+p.image); err != nil {
+		return false, err
+	}
+	p.f.run(p.box, p.image)
+	return true, nil
 }
 
 type fakeSeeder struct{ j *journal }
@@ -115,7 +183,7 @@ func newApplier(t *testing.T, boxes ...spec.Box) (*reconcile.Applier, *journal, 
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
 	j := &journal{}
 	tokens := reconcile.TokensBeside(cfg.Path)
-	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}}
+	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}, images: map[string]string{}}
 	return &reconcile.Applier{Config: cfg, Engines: map[string]reconcile.Engine{"": e}, Tokens: tokens,
 		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e
 }
@@ -141,11 +209,11 @@ func TestApplierStepsOfEachAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"alpha": {"create", "start " + testImage, "ready", "done"},
+		"alpha": {"create", "start " + testImage, "ready", "init", "done"},
 		// Seeded: restored before the first start, finished after it,
 		// then stopped again because beta is declared stopped.
-		"beta":  {"create", "seed backups/b.tar.gz.age", "start " + testImage, "ready", "finish", "stop", "done"},
-		"gamma": {"create --force", "start " + testImage, "ready", "done"},
+		"beta":  {"create", "seed backups/b.tar.gz.age", "start " + testImage, "ready", "finish", "init", "stop", "done"},
+		"gamma": {"record", "create --force", "start " + testImage, "ready", "init", "done"},
 		// Declared stopped: created, never started.
 		"delta": {"create", "done"},
 	}
@@ -247,7 +315,7 @@ func TestApplierOneBoxPlans(t *testing.T) {
 	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"done: box alpha: the box has no token in .boxes/secrets", "start " + oldImage, "ready", "done", "stop", "done"}
+	want := []string{"done: box alpha: the box has no token in .boxes/secrets", "start " + oldImage, "ready", "init", "done", "stop", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("%q, want %q", got, want)
 	}
@@ -288,7 +356,7 @@ func TestApplierLoadPlanLeavesTheBoxRunning(t *testing.T) {
 	if err := a.Apply(context.Background(), reconcile.LoadPlan(stopped(testBox("alpha")), testImage, "/a.tar.gz.age")); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"create", "seed /a.tar.gz.age", "start " + testImage, "ready", "finish", "done"}
+	want := []string{"create", "seed /a.tar.gz.age", "start " + testImage, "ready", "finish", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("%q, want %q", got, want)
 	}
@@ -305,7 +373,7 @@ func TestApplierRemovesStraysBeforeRecreating(t *testing.T) {
 	if err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"rm container alpha/stray", "create --force", "start " + testImage, "ready", "done"}
+	want := []string{"rm container alpha/stray", "record", "create --force", "start " + testImage, "ready", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}

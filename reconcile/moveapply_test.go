@@ -52,6 +52,11 @@ func (e hostEngine) RemoveVolume(_ context.Context, name string) error {
 	e.add("alpha", "rm volume "+name)
 	return nil
 }
+func (e hostEngine) WaitInit(_ context.Context, box string) error {
+	e.add(box, "init")
+	return nil
+}
+func (e hostEngine) Previous(context.Context, string) (reconcile.Previous, error) { return nil, nil }
 func (e hostEngine) WaitReady(_ context.Context, box, token string) (string, error) {
 	if token != testToken {
 		return "", fmt.Errorf("token %q, want the box's own", token)
@@ -250,7 +255,7 @@ func TestApplierMoveCancel(t *testing.T) {
 	if err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := j.of("alpha"), steps(delOld, []string{"far: start", "far: ready"}); !reflect.DeepEqual(got, want) {
+	if got, want := j.of("alpha"), steps(delOld, []string{"far: start", "far: ready", "far: init"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("cancel:\n got %q\nwant %q", got, want)
 	}
 	if _, found, _ := reconcile.MovesBeside(a.Config.Path).Get("alpha"); found {

@@ -114,7 +114,7 @@ func TestApplierRemovesStrayNetworksBeforeRecreating(t *testing.T) {
 	if err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"rm container alpha/executor", "rm network alpha/net2", "create --force", "start " + testImage, "ready", "done"}
+	want := []string{"rm container alpha/executor", "rm network alpha/net2", "record", "create --force", "start " + testImage, "ready", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}

@@ -164,8 +164,8 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 		t.Error("a finished restore is still recorded")
 	}
 	want := map[string][]string{
-		"alpha": {"create", "done: restoring from /a.tar.zst.age: killed", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "done"},
-		"beta":  {"start " + testImage, "ready", "thaw", "done"},
+		"alpha": {"create", "done: restoring from /a.tar.zst.age: killed", "record", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "init", "done"},
+		"beta":  {"start " + testImage, "ready", "thaw", "init", "done"},
 		"gamma": {"thaw", "stop", "done"},
 	}
 	for box, steps := range want {

@@ -31,6 +31,9 @@ type PartialError struct {
 }
 
 func (e *PartialError) Error() string {
+	if e.Failed == e.Boxes {
+		return fmt.Sprintf("%s\napply failed for all %d boxes", e.Err, e.Boxes)
+	}
 	return fmt.Sprintf("%s\napply failed for %d of %d boxes; the others were done", e.Err, e.Failed, e.Boxes)
 }
 func (e *PartialError) Unwrap() []error { return []error{e.Err} }

@@ -52,6 +52,19 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
+	engines := map[string]reconcile.VolumeSizer{}
+	for _, host := range w.Hosts() {
+		if w.Observed[host] == nil {
+			continue
+		}
+		e, err := w.Engine(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		engines[host] = e
+	}
+	// Sizing (an exec per container) starts first, to overlap all the rest.
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
 	for _, b := range w.Config.Boxes {
 		o := w.Observed[b.Host]
 		if o == nil {
@@ -64,6 +77,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		}
 		token, ok, err := w.Tokens.Get(b.Name)
 		if err != nil {
+			sizes()
 			return nil, err
 		}
 		if !ok {
@@ -73,18 +87,6 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 			in.Tokens[b.Name] = token
 		}
 	}
-	engines := map[string]reconcile.VolumeSizer{}
-	for _, host := range w.Hosts() {
-		if w.Observed[host] == nil {
-			continue
-		}
-		e, err := w.Engine(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		engines[host] = e
-	}
-	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		sizes()
