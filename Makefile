@@ -49,8 +49,11 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run)
 
+# Every benchmark once, one package at a time, gathered into one table (figure,
+# baseline measured in the same run, ratio) under a line naming the machine:
+# printed and written to bin/bench.md. BENCH=Pattern runs only some.
 bench: test-image
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./...
+	GO=$(GO) bash scripts/bench.sh
 
 # Each fuzz target for FUZZTIME (seed corpora in each package's testdata/fuzz);
 # a finding is written there as a new failing seed.
