@@ -23,13 +23,25 @@ boxes=(bin/boxes -f try/boxes.yaml)
 say() { printf 'try: %s\n' "$*"; }
 # run shows a command the way you would type it, then runs it.
 run() {
-	printf '\n$ %s\n' "$*"
+	printf '\n$ %s\n' "$(shown "$@")"
 	"$@"
 }
 # runp is run with the demo passphrase in the environment.
 runp() {
-	printf '\n$ BOXES_PASSPHRASE=%s %s\n' "$PASSPHRASE" "$*"
+	printf '\n$ BOXES_PASSPHRASE=%s %s\n' "$PASSPHRASE" "$(shown "$@")"
 	BOXES_PASSPHRASE=$PASSPHRASE "$@"
+}
+# shown quotes the arguments that need it, as you would type them.
+shown() {
+	local out='' a q="'"
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+			out+=" $a"
+		else
+			out+=" '${a//$q/$q\\$q$q}'"
+		fi
+	done
+	printf '%s' "${out# }"
 }
 
 if [ "${1:-}" = clean ]; then
@@ -88,7 +100,8 @@ run "${boxes[@]}" ls
 say "3. exec: a command in the box, as its user agent, with /data/home/agent as home"
 # shellcheck disable=SC2016 # expanded in the box
 run "${boxes[@]}" exec demo -- sh -c 'echo "written by make try at $(date -u +%H:%M:%S)" >~/try-marker.txt && cat ~/try-marker.txt && id'
-say "   enter attaches you to this tmux session (detach with C-b d); here is the session:"
+say "   enter attaches you to the tmux session main (C-b d detaches); here it is started detached:"
+run "${boxes[@]}" exec demo -- tmux new-session -d -s main
 run "${boxes[@]}" exec demo -- tmux list-sessions
 
 say "4. doctor: the box checked from the host and from inside"
