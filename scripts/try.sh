@@ -101,10 +101,10 @@ say "3. exec: a command in the box, as its user agent, with /data/home/agent as 
 # shellcheck disable=SC2016 # expanded in the box
 run "${boxes[@]}" exec demo -- sh -c 'echo "written by make try at $(date -u +%H:%M:%S)" >~/try-marker.txt && cat ~/try-marker.txt && id'
 say "   enter attaches you to the tmux session main (C-b d detaches); here it is started detached:"
-run "${boxes[@]}" exec demo -- tmux new-session -d -s main
+run "${boxes[@]}" exec demo -- sh -c 'tmux has-session -t main 2>/dev/null || tmux new-session -d -s main'
 run "${boxes[@]}" exec demo -- tmux list-sessions
 
-say "4. doctor: the box checked from the host and from inside"
+say "4. doctor: the box checked from the host and from inside (each warn is a tool this trial image leaves out)"
 run "${boxes[@]}" doctor demo
 
 say "5. save: /data archived, encrypted (here with a demo passphrase), read back and checked"
