@@ -53,7 +53,8 @@ set -e
 	echo "| --- | ---: | --- | ---: | ---: |"
 	awk -F'\t' '
 	function num(v, unit) {
-		if (v >= 100) s = sprintf("%.0f", v)
+		if (v == int(v)) s = sprintf("%d", v)
+		else if (v >= 100) s = sprintf("%.0f", v)
 		else if (v >= 10) s = sprintf("%.1f", v)
 		else if (v >= 1) s = sprintf("%.2f", v)
 		else s = sprintf("%.3g", v)

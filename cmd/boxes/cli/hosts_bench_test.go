@@ -15,7 +15,8 @@ import (
 
 // BenchmarkHosts: plan over 1, 2 and 3 hosts with 10 boxes to create on
 // each (the local engine, one reached over ssh://, one over tcp:// with
-// TLS; extra engines from internal/testhost), its time against one host's
+// TLS; extra engines from internal/testhost), its time (the median of 3,
+// connecting included, and with the engines connected) against one host's,
 // and the API calls per host; and one box created on the ssh host against
 // one created on the local engine. Skipped where extra engines cannot run
 // (see internal/testhost).
@@ -58,7 +59,7 @@ func BenchmarkHosts(b *testing.B) {
 		f.declare(c.hosts, c.boxes, settings)
 		f.plan() // warm
 		for range b.N {
-			t, again, perHost := f.planTwice()
+			t, again, perHost := f.planMedian(3)
 			took[i] += t
 			connected[i] += again
 			most := int64(0)
@@ -91,7 +92,7 @@ func BenchmarkHosts(b *testing.B) {
 	for i := range cases {
 		r := benchtable.Row{Figure: fmt.Sprintf("plan, 1 host × %d boxes to create, connecting included", n), Value: took[i].Seconds() / N, Unit: "s"}
 		if i > 0 {
-			r.Figure, r.Baseline, r.Base = fmt.Sprintf("plan, %s × %d boxes (ssh://, tcp:// with TLS), connecting included", hostsName(i), n), "the same, 1 host", took[0].Seconds()/N
+			r.Figure, r.Baseline, r.Base = fmt.Sprintf("plan, %s × %d boxes (%s), connecting included", hostsName(i), n, []string{"", "local, ssh://", "local, ssh://, tcp:// with TLS"}[i]), "the same, 1 host", took[0].Seconds()/N
 		}
 		benchtable.Report(b, r)
 	}
