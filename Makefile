@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up try test test-long test-short test-image lint bench fuzz clean render-markdown
+.PHONY: all build up try try-clean test test-long test-short test-image lint bench fuzz clean render-markdown
 
 all: build
 
@@ -15,11 +15,15 @@ build:
 # The real image needs the internet (Ubuntu base, npm, nodejs.org, GitHub):
 # up resolves the pins boxes.lock lacks (only those), builds the image (a
 # no-op when the lock's image is current), then plans and applies boxes.yaml.
+# Offline, the pinning fails: network errors are kept in bin/lock-update.log
+# and summed up in one line naming make try; other errors are shown as they are.
 up: build
 	./$(BIN) validate
-	@./$(BIN) lock update --missing || { \
-		echo "make up: pinning failed; the real image needs the internet (npm, nodejs.org, GitHub, a registry). Offline, make try brings up an example fleet on the test image."; \
+	@./$(BIN) lock update --missing 2>bin/lock-update.log || { \
+		grep -qiE 'dial tcp|no such host|network is unreachable|connection refused|i/o timeout|TLS handshake timeout' bin/lock-update.log || cat bin/lock-update.log >&2; \
+		echo "make up: the real image needs the internet (npm, nodejs.org, GitHub, a registry) and it is not reachable (details: bin/lock-update.log); make try shows boxes offline, on the test image." >&2; \
 		exit 1; }
+	@cat bin/lock-update.log >&2
 	./$(BIN) build
 	./$(BIN) plan
 	./$(BIN) apply
@@ -28,6 +32,10 @@ up: build
 # example fleet in try/ brought up on it.
 try: build
 	bash scripts/try.sh
+
+# Removes the boxes make try brought up, and try/.
+try-clean: build
+	bash scripts/try.sh clean
 
 test-image:
 	bash scripts/test-image.sh
@@ -49,8 +57,11 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run)
 
+# Every benchmark once, one package at a time, gathered into one table (figure,
+# baseline measured in the same run, ratio) under a line naming the machine:
+# printed and written to bin/bench.md. BENCH=Pattern runs only some.
 bench: test-image
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 40m ./...
+	GO=$(GO) bash scripts/bench.sh
 
 # Each fuzz target for FUZZTIME (seed corpora in each package's testdata/fuzz);
 # a finding is written there as a new failing seed.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/internal/benchtable"
 )
 
 // benchSize is the data each benchmark archives: 200 MiB of file content.
@@ -104,8 +106,10 @@ func peakHeap() (stop func() uint64) {
 // BenchmarkArchive writes and reads back (Verify) an archive of 200 MiB of
 // incompressible and of compressible data, with gzip (format 1's) and zstd
 // (format 2's). Figures: write and read MB/s, archive size, and the peak heap
-// of each phase.
+// of each phase; for the make bench table, each zstd figure against gzip's.
 func BenchmarkArchive(b *testing.B) {
+	type figures struct{ write, read, size, heap float64 }
+	got := map[string]figures{}
 	ScryptWorkFactor = 10
 	rcp, err := PassphraseRecipient("bench")
 	if err != nil {
@@ -159,7 +163,25 @@ func BenchmarkArchive(b *testing.B) {
 				b.ReportMetric(float64(size)/(1<<20), "archive-MiB")
 				b.ReportMetric(float64(wpeak)/(1<<20), "write-peak-heap-MiB")
 				b.ReportMetric(float64(rpeak)/(1<<20), "read-peak-heap-MiB")
+				n := float64(b.N)
+				got[data+"/"+c.name] = figures{write: wsec / n, read: rsec / n, size: float64(size) / (1 << 20), heap: float64(max(wpeak, rpeak)) / (1 << 20)}
 			})
+		}
+	}
+	for _, data := range []string{"incompressible", "compressible"} {
+		z, zok := got[data+"/zstd"]
+		g, gok := got[data+"/gzip"]
+		if !zok || !gok {
+			continue
+		}
+		what := "200 MiB of " + map[string]string{"incompressible": "random data", "compressible": "source-like text"}[data]
+		for _, r := range []benchtable.Row{
+			{Figure: "archive write (zstd, format 2), " + what, Value: z.write, Unit: "s", Baseline: "gzip (format 1)", Base: g.write},
+			{Figure: "archive read and verify (zstd), " + what, Value: z.read, Unit: "s", Baseline: "gzip (format 1)", Base: g.read},
+			{Figure: "archive size (zstd), " + what, Value: z.size, Unit: "MiB", Baseline: "gzip (format 1)", Base: g.size},
+			{Figure: "archive peak heap (zstd), " + what, Value: z.heap, Unit: "MiB", Baseline: "gzip (format 1)", Base: g.heap},
+		} {
+			benchtable.Report(b, r)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,14 +68,11 @@ func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, e
 	progress.Mode = progress.ModeQuiet
 
 	e := &Engine{Host: ep.Host, Endpoint: ep, calls: new(atomic.Int64)}
-	c, err := client.NewClientWithOpts(append(ep.opts, client.WithAPIVersionNegotiation())...)
-	if err == nil && opts.CountCalls {
-		// HTTPClient returns a copy already dialling the right address; wrap
-		// its transport and build the client again on it.
-		hc := c.HTTPClient()
-		hc.Transport = countingTransport{next: hc.Transport, calls: e.calls}
-		c, err = client.NewClientWithOpts(append(ep.opts, client.WithHTTPClient(hc), client.WithAPIVersionNegotiation())...)
+	apiOpts := append(slices.Clip(ep.opts), client.WithAPIVersionNegotiation())
+	if opts.CountCalls {
+		apiOpts = append(apiOpts, countCalls(e.calls))
 	}
+	c, err := client.NewClientWithOpts(apiOpts...)
 	if err != nil {
 		return nil, &HostError{Host: ep.Host, URL: ep.URL, Err: err}
 	}
@@ -138,6 +136,24 @@ func (e *Engine) Name() string { return e.name }
 // "volume config diverged, recreate it?", and yes would lose the box's data;
 // our own plan reports such divergence instead.
 func decline(string, bool) (bool, error) { return false, nil }
+
+// countCalls, the last option, wraps the client's transport in a
+// countingTransport. The client picks https from the transport it is
+// given, which the wrapper hides: the scheme is set here, as it would be.
+func countCalls(calls *atomic.Int64) client.Opt {
+	return func(c *client.Client) error {
+		hc := c.HTTPClient()
+		scheme := "http"
+		if tr, ok := hc.Transport.(*http.Transport); ok && tr.TLSClientConfig != nil {
+			scheme = "https"
+		}
+		hc.Transport = countingTransport{next: hc.Transport, calls: calls}
+		if err := client.WithScheme(scheme)(c); err != nil {
+			return err
+		}
+		return client.WithHTTPClient(hc)(c)
+	}
+}
 
 type countingTransport struct {
 	next  http.RoundTripper

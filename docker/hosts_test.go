@@ -313,6 +313,11 @@ func TestConnectBounded(t *testing.T) {
 				t.Errorf("after %s: %q hint %q", took, he.Error(), he.Hint)
 			}
 			t.Logf("%s: %s after %s (hint: %s)", h.Name, he.Error(), took.Round(time.Millisecond), he.Hint)
+			// Counting calls (the benchmarks) reaches the engine the same way.
+			_, err = Connect(context.Background(), h, Options{CountCalls: true})
+			if counted := hostError(t, err); counted.Error() != he.Error() {
+				t.Errorf("with calls counted: %q, without: %q", counted.Error(), he.Error())
+			}
 		})
 	}
 }

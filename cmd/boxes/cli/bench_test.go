@@ -1,224 +1,546 @@
-package cli
+package cli_test
+
+// The benchmarks of make bench. Each reports its figures as rows of the one
+// table (internal/benchtable), every figure next to a baseline measured in
+// the same run: boxes against itself at another size, against the raw
+// engine API doing the same work, and against docker compose. Run with
+// -benchtime 1x (scripts/bench.sh does): one real measurement of each.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
 	recipes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/internal/benchtable"
+	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
-// benchConfig writes a boxes.yaml declaring n it-bench boxes and a lock on the test image.
-func benchConfig(b *testing.B, n int) (*Env, string) {
+// benchParallelism is apply's default --parallelism, used by the raw API
+// baseline too.
+const benchParallelism = 4
+
+// benchImage is the test image (make test-image); the benchmark skips
+// under -short and fails without the image.
+func benchImage(b *testing.B) string {
 	b.Helper()
-	dir := b.TempDir()
-	var sb strings.Builder
-	sb.WriteString("version: 1\nboxes:\n")
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&sb, "  it-bench%d: {}\n", i)
+	if testing.Short() {
+		b.Skip("real Docker engine")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(sb.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	env := &Env{File: filepath.Join(dir, "boxes.yaml")}
 	ref := os.Getenv("BOXES_TEST_IMAGE")
 	if ref == "" {
 		ref = "hermes-box-lite:test"
 	}
-	e, err := docker.Connect(context.Background(), spec.Host{}, docker.Options{})
-	if err != nil {
-		b.Fatal(err)
+	if out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Id}}", ref).CombinedOutput(); err != nil {
+		b.Fatalf("test image %s missing (run make test-image): %s", ref, out)
 	}
-	defer e.Close()
-	id, err := e.ImageID(context.Background(), ref)
-	if err != nil {
-		b.Fatalf("%v (run make test-image)", err)
-	}
-	if err := spec.WriteLock(env.LockFile(), &spec.Lock{Version: 1, Image: &spec.Image{ID: id, Ref: ref}}); err != nil {
-		b.Fatal(err)
-	}
-	return env, id
+	return ref
 }
 
-// BenchmarkPlan measures observe + plan and counts the Docker API calls it makes.
-func BenchmarkPlan(b *testing.B) {
-	for _, n := range []int{1, 10, 50} {
-		b.Run(fmt.Sprintf("boxes=%d", n), func(b *testing.B) {
-			env, _ := benchConfig(b, n)
-			ctx := context.Background()
-			ws, err := openWorkspace(env, docker.Options{CountCalls: true})
-			if err != nil {
-				b.Fatal(err)
+// benchNames are it-bench0 … it-bench(n-1).
+func benchNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("it-bench%d", i)
+	}
+	return names
+}
+
+// benchFleet is a boxes.yaml in a directory of its own, locked to the test image.
+type benchFleet struct {
+	b   *testing.B
+	dir string
+}
+
+func newBenchFleet(b *testing.B, image string) *benchFleet {
+	b.Helper()
+	f := &benchFleet{b: b, dir: b.TempDir()}
+	f.declare("", nil, nil)
+	f.run("lock", "image", image)
+	return f
+}
+
+func (f *benchFleet) file() string { return filepath.Join(f.dir, "boxes.yaml") }
+
+// declare writes boxes.yaml: hosts (a YAML mapping body, may be ""), then
+// the boxes, each with its line's settings (nil: {}).
+func (f *benchFleet) declare(hosts string, names []string, settings map[string]string) {
+	f.b.Helper()
+	var sb strings.Builder
+	sb.WriteString("version: 1\nfleet: it\n")
+	if hosts != "" {
+		sb.WriteString("hosts:\n" + hosts)
+	}
+	sb.WriteString("boxes:")
+	if len(names) == 0 {
+		sb.WriteString(" {}")
+	}
+	sb.WriteString("\n")
+	for _, n := range names {
+		s := settings[n]
+		if s == "" {
+			s = "{}"
+		}
+		fmt.Fprintf(&sb, "  %s: %s\n", n, s)
+	}
+	if err := os.WriteFile(f.file(), []byte(sb.String()), 0o644); err != nil {
+		f.b.Fatal(err)
+	}
+}
+
+// run runs boxes with args on the fleet, fails the benchmark unless it
+// exits 0, and returns how long it took and what it printed.
+func (f *benchFleet) run(args ...string) (time.Duration, string) {
+	f.b.Helper()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := cli.Main(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", f.file()}, args...))
+	took := time.Since(start)
+	if code != 0 {
+		f.b.Fatalf("boxes %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out.String(), errb.String())
+	}
+	return took, out.String()
+}
+
+// plan opens the workspace with API calls counted, plans, and returns the
+// time from opening (so connecting is in it, as in boxes plan) and the calls
+// sent to each host's engine.
+func (f *benchFleet) plan() (time.Duration, map[string]int64) {
+	f.b.Helper()
+	took, _, calls := f.planTwice()
+	return took, calls
+}
+
+// planMedian is planTwice k times, with the median of each time: plans
+// take milliseconds, where one run is mostly noise.
+func (f *benchFleet) planMedian(k int) (first, again time.Duration, calls map[string]int64) {
+	f.b.Helper()
+	firsts, agains := make([]time.Duration, k), make([]time.Duration, k)
+	for i := range k {
+		firsts[i], agains[i], calls = f.planTwice()
+	}
+	return median(firsts), median(agains), calls
+}
+
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// planTwice is plan, and then the time of a second plan in the same
+// workspace, its engines connected.
+func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]int64) {
+	f.b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	ws, err := workspace.Open(f.file(), workspace.Options{
+		Connect: func(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+			return docker.Connect(ctx, h, docker.Options{CountCalls: true})
+		},
+		Warn: func(string, ...any) {},
+	})
+	if err != nil {
+		f.b.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Plan(ctx, reconcile.PlanOptions{}); err != nil {
+		f.b.Fatal(err)
+	}
+	first = time.Since(start)
+	calls = map[string]int64{}
+	for host, e := range ws.Engines() {
+		if d, ok := e.(*docker.Engine); ok {
+			calls[host] = d.Calls()
+		}
+	}
+	start = time.Now()
+	if _, err := ws.Plan(ctx, reconcile.PlanOptions{}); err != nil {
+		f.b.Fatal(err)
+	}
+	return first, time.Since(start), calls
+}
+
+// removeBench removes every container, volume and network labelled with
+// one of the box names, on the local engine.
+func removeBench(names ...string) {
+	ctx := context.Background()
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer api.Close()
+	removeBoxesOn(ctx, api, names...)
+}
+
+// removeBoxesOn removes every container, volume and network of the named
+// boxes (by their label) that api's engine has.
+func removeBoxesOn(ctx context.Context, api client.APIClient, names ...string) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	managed := filters.NewArgs(filters.Arg("label", compose.ManagedLabel+"=1"))
+	if cs, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: managed}); err == nil {
+		for _, c := range cs {
+			if want[c.Labels[compose.BoxLabel]] {
+				_ = api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 			}
-			defer ws.Close()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := ws.Plan(ctx, reconcile.PlanOptions{}); err != nil {
+		}
+	}
+	if vs, err := api.VolumeList(ctx, volume.ListOptions{Filters: managed}); err == nil {
+		for _, v := range vs.Volumes {
+			if want[v.Labels[compose.BoxLabel]] {
+				_ = api.VolumeRemove(ctx, v.Name, true)
+			}
+		}
+	}
+	if ns, err := api.NetworkList(ctx, network.ListOptions{Filters: managed}); err == nil {
+		for _, n := range ns {
+			if want[n.Labels[compose.BoxLabel]] {
+				_ = api.NetworkRemove(ctx, n.ID)
+			}
+		}
+	}
+}
+
+// cleanBench removes names before the benchmark and after it, also when it fails.
+func cleanBench(b *testing.B, names ...string) {
+	removeBench(names...)
+	b.Cleanup(func() { removeBench(names...) })
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// BenchmarkPlan: plan of 1, 10 and 50 declared boxes (none created yet):
+// time (the median of 5), connecting included, and Docker API calls,
+// against the plan of 1 box.
+func BenchmarkPlan(b *testing.B) {
+	image := benchImage(b)
+	sizes := []int{1, 10, 50}
+	took := map[int]time.Duration{}
+	calls := map[int]int64{}
+	for _, n := range sizes {
+		names := benchNames(n)
+		cleanBench(b, names...)
+		f := newBenchFleet(b, image)
+		f.declare("", names, nil)
+		f.plan() // warm: the first plan of the process pays for loading the client
+		for i := 0; i < b.N; i++ {
+			t, _, c := f.planMedian(5)
+			took[n] += t
+			calls[n] += c[""]
+		}
+	}
+	N := float64(b.N)
+	for _, n := range sizes {
+		r := benchtable.Row{Figure: "plan, 1 box to create", Value: seconds(took[n]) / N, Unit: "s"}
+		if n != 1 {
+			r.Figure, r.Baseline, r.Base = fmt.Sprintf("plan, %d boxes to create", n), "plan, 1 box", seconds(took[1])/N
+		}
+		benchtable.Report(b, r)
+	}
+	for _, n := range sizes {
+		r := benchtable.Row{Figure: "plan, 1 box: API calls", Value: float64(calls[n]) / N, Unit: "calls"}
+		if n != 1 {
+			r.Figure, r.Baseline, r.Base = fmt.Sprintf("plan, %d boxes: API calls", n), "plan, 1 box", float64(calls[1])/N
+		}
+		benchtable.Report(b, r)
+	}
+}
+
+// BenchmarkApply: one box created by boxes apply to its first authenticated
+// MCP answer against the raw engine API doing the same; 10 boxes against
+// the raw API at the same parallelism and against docker compose up -d of
+// the boxes' own compose files (boxes compose NAME), one project after
+// another and all at once; a no-op apply against a plan of the same boxes;
+// a plan with a delete against the same plan without it.
+func BenchmarkApply(b *testing.B) {
+	const n = 10
+	image := benchImage(b)
+	names := benchNames(n)
+	cleanBench(b, names...)
+	f := newBenchFleet(b, image)
+	ctx := context.Background()
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer api.Close()
+	haveCompose := exec.Command("docker", "compose", "version").Run() == nil
+
+	var one, rawOne, ten, rawTen, composeSeq, composeAll, noop, plan, withDelete, withoutDelete time.Duration
+	for i := 0; i < b.N; i++ {
+		// One box: apply, then the raw API.
+		f.declare("", names[:1], nil)
+		t, _ := f.run("apply", "--auto-approve")
+		one += t
+		removeBench(names...)
+		start := time.Now()
+		if err := rawBoxes(ctx, api, image, names[:1], 1); err != nil {
+			b.Fatal(err)
+		}
+		rawOne += time.Since(start)
+		removeBench(names...)
+
+		// Ten boxes: apply; then, with the ten up, plan, a no-op apply,
+		// and a plan that deletes one (with its volumes' sizes).
+		f.declare("", names, nil)
+		t, _ = f.run("apply", "--auto-approve", "--parallelism", fmt.Sprint(benchParallelism))
+		ten += t
+		t, out := f.run("plan")
+		if !strings.Contains(out, "No changes.") {
+			b.Fatalf("plan after apply is not empty:\n%s", out)
+		}
+		plan += t
+		t, _ = f.run("apply", "--auto-approve")
+		noop += t
+		t, _ = f.run("plan")
+		withoutDelete += t
+		f.declare("", names[:n-1], nil)
+		t, out = f.run("plan")
+		if !strings.Contains(out, names[n-1]) {
+			b.Fatalf("plan does not delete %s:\n%s", names[n-1], out)
+		}
+		withDelete += t
+
+		// The compose files, written while the lock names the image.
+		files := make([]string, n)
+		if haveCompose {
+			f.declare("", names, nil)
+			for j, name := range names {
+				_, yaml := f.run("compose", name)
+				files[j] = filepath.Join(f.dir, name+".compose.yaml")
+				if err := os.WriteFile(files[j], []byte(yaml), 0o644); err != nil {
 					b.Fatal(err)
 				}
 			}
-			e, err := engineOf(ctx, ws, "")
-			if err != nil {
-				b.Fatal(err)
+		}
+		removeBench(names...)
+
+		start = time.Now()
+		if err := rawBoxes(ctx, api, image, names, benchParallelism); err != nil {
+			b.Fatal(err)
+		}
+		rawTen += time.Since(start)
+		removeBench(names...)
+
+		if haveCompose {
+			start = time.Now()
+			for _, file := range files {
+				if err := composeUp(file); err != nil {
+					b.Fatal(err)
+				}
 			}
-			b.ReportMetric(float64(e.Calls())/float64(b.N), "calls/op")
-		})
+			composeSeq += time.Since(start)
+			removeBench(names...)
+
+			start = time.Now()
+			errs := make(chan error, n)
+			for _, file := range files {
+				go func() { errs <- composeUp(file) }()
+			}
+			for range files {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			composeAll += time.Since(start)
+			removeBench(names...)
+		}
+	}
+	N := float64(b.N)
+	rows := []benchtable.Row{
+		{Figure: "boxes apply, 1 new box, to its first authenticated MCP answer", Value: seconds(one) / N, Unit: "s",
+			Baseline: "raw engine API: create, start, first MCP answer", Base: seconds(rawOne) / N},
+		{Figure: fmt.Sprintf("boxes apply, %d new boxes (--parallelism %d), to MCP answers", n, benchParallelism), Value: seconds(ten) / N, Unit: "s",
+			Baseline: fmt.Sprintf("raw engine API, %d at a time, to MCP answers", benchParallelism), Base: seconds(rawTen) / N},
+	}
+	if haveCompose {
+		rows = append(rows,
+			benchtable.Row{Figure: fmt.Sprintf("boxes apply, %d new boxes", n), Value: seconds(ten) / N, Unit: "s",
+				Baseline: fmt.Sprintf("docker compose up -d, %d projects one after another (no readiness wait)", n), Base: seconds(composeSeq) / N},
+			benchtable.Row{Figure: fmt.Sprintf("boxes apply, %d new boxes", n), Value: seconds(ten) / N, Unit: "s",
+				Baseline: fmt.Sprintf("docker compose up -d, %d projects all at once (no readiness wait)", n), Base: seconds(composeAll) / N})
+	} else {
+		b.Log("docker compose is not installed (.ci/run builds it): no compose rows")
+	}
+	rows = append(rows,
+		benchtable.Row{Figure: fmt.Sprintf("no-op apply, %d boxes", n), Value: seconds(noop) / N, Unit: "s",
+			Baseline: fmt.Sprintf("boxes plan, the same %d boxes", n), Base: seconds(plan) / N},
+		benchtable.Row{Figure: fmt.Sprintf("plan deleting 1 of %d boxes (volume sizes)", n), Value: seconds(withDelete) / N, Unit: "s",
+			Baseline: "the same plan without the delete", Base: seconds(withoutDelete) / N},
+	)
+	for _, r := range rows {
+		benchtable.Report(b, r)
 	}
 }
 
-// BenchmarkCreate10 creates 10 boxes with boxes apply, then the same
-// containers, networks and volumes with raw engine API calls (the floor), and
-// reports both and their ratio; then a no-op apply of the 10 boxes.
-func BenchmarkCreate10(b *testing.B) {
-	const n = 10
-	if testing.Short() {
-		b.Skip("real Docker engine")
-	}
-	removeBench := func() {
-		for i := 0; i < n; i++ {
-			removeBoxes(fmt.Sprintf("it-bench%d", i))
-		}
-	}
-	removeBench()
-	b.Cleanup(removeBench)
-	env, image := benchConfig(b, n)
-	ctx := context.Background()
-	var applyTotal, rawTotal, noopTotal time.Duration
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		if err := runApply(ctx, &Env{Streams: Streams{In: strings.NewReader(""), Out: discard{}, Err: discard{}}, File: env.File}, applyFlags{autoApprove: true, parallelism: 4}, ""); err != nil {
-			b.Fatal(err)
-		}
-		applyTotal += time.Since(start)
-
-		start = time.Now()
-		if err := runApply(ctx, &Env{Streams: Streams{In: strings.NewReader(""), Out: discard{}, Err: discard{}}, File: env.File}, applyFlags{autoApprove: true, parallelism: 4}, ""); err != nil {
-			b.Fatal(err)
-		}
-		noopTotal += time.Since(start)
-		removeBench()
-		start = time.Now()
-		rawCreate(b, ctx, image, n)
-		rawTotal += time.Since(start)
-		removeBench()
-	}
-	b.ReportMetric(applyTotal.Seconds()/float64(b.N), "apply-s/op")
-	b.ReportMetric(rawTotal.Seconds()/float64(b.N), "raw-api-s/op")
-	b.ReportMetric(applyTotal.Seconds()/rawTotal.Seconds(), "ratio-vs-raw")
-	b.ReportMetric(noopTotal.Seconds()/float64(b.N), "noop-apply-s/op")
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// rawCreate makes what one box is, for n boxes, with plain engine calls, sequentially.
-func rawCreate(b *testing.B, ctx context.Context, image string, n int) {
-	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
+// composeUp runs docker compose up -d on one box's compose file.
+func composeUp(file string) error {
+	out, err := exec.Command("docker", "compose", "-f", file, "up", "-d", "--quiet-pull").CombinedOutput()
 	if err != nil {
-		b.Fatal(err)
+		return fmt.Errorf("docker compose -f %s up -d: %v\n%s", file, err, out)
 	}
-	defer e.Close()
-	api := e.Client()
-	for i := 0; i < n; i++ {
-		box := fmt.Sprintf("it-bench%d", i)
-		labels := map[string]string{"hermes-box-lite": "1", "boxes.box": box}
-		netName := "hbl-" + box + "_default"
-		if _, err := api.NetworkCreate(ctx, netName, network.CreateOptions{Labels: labels}); err != nil {
-			b.Fatal(err)
+	return nil
+}
+
+// rawBoxes makes what each box is with plain engine API calls, parallel
+// boxes at a time: its network, its two volumes, its executor and agent
+// containers as boxes makes them, both started; then it waits for the
+// executor's first answer to an authenticated MCP initialize, polled as
+// often as boxes polls it.
+func rawBoxes(ctx context.Context, api *client.Client, image string, names []string, parallel int) error {
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = rawBox(ctx, api, image, name)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		for _, svc := range []string{"agent", "executor"} {
-			vol := "hbl-" + box + "_" + map[string]string{"agent": "agent-data", "executor": "exec-data"}[svc]
-			if _, err := api.VolumeCreate(ctx, volume.CreateOptions{Name: vol, Labels: labels}); err != nil {
-				b.Fatal(err)
-			}
-			init := true
-			hc := &container.HostConfig{Init: &init, NetworkMode: container.NetworkMode(netName), Binds: []string{vol + ":/data"}}
-			cfg := &container.Config{Image: image, Labels: labels, Entrypoint: []string{"/usr/local/bin/hb", svc}, Env: []string{"EXECUTOR_TOKEN=bench"}}
-			if svc == "executor" {
-				cfg.ExposedPorts = nat.PortSet{"4788/tcp": {}}
-				hc.PortBindings = nat.PortMap{"4788/tcp": {{HostIP: "127.0.0.1"}}}
-			}
-			c, err := api.ContainerCreate(ctx, cfg, hc, nil, nil, "hbl-"+box+"-"+svc+"-1")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := api.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
-				b.Fatal(err)
-			}
+	}
+	return nil
+}
+
+func rawBox(ctx context.Context, api *client.Client, image, box string) error {
+	const token = "bench-token-not-secret"
+	labels := compose.Labels(box)
+	netName := compose.NetworkName(box)
+	if _, err := api.NetworkCreate(ctx, netName, network.CreateOptions{Labels: labels}); err != nil {
+		return err
+	}
+	var executorID string
+	for _, svc := range []string{compose.ExecutorService, compose.AgentService} {
+		vol := compose.VolumeName(box, map[string]string{compose.AgentService: compose.AgentVolume, compose.ExecutorService: compose.ExecutorVolume}[svc])
+		if _, err := api.VolumeCreate(ctx, volume.CreateOptions{Name: vol, Labels: labels}); err != nil {
+			return err
 		}
+		init := true
+		cfg := &container.Config{
+			Hostname:   svc,
+			Image:      image,
+			Labels:     labels,
+			Entrypoint: []string{compose.HB, svc},
+			Env:        []string{compose.TokenVar + "=" + token, "BOX_NAME=" + box},
+		}
+		hc := &container.HostConfig{
+			Init:          &init,
+			NetworkMode:   container.NetworkMode(netName),
+			Mounts:        []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: "/data"}},
+			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
+			Sysctls:       map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"},
+		}
+		port := nat.Port(fmt.Sprintf("%d/tcp", compose.ExecutorPort))
+		if svc == compose.ExecutorService {
+			cfg.ExposedPorts = nat.PortSet{port: {}}
+			hc.PortBindings = nat.PortMap{port: {{HostIP: "127.0.0.1"}}}
+		}
+		nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{netName: {Aliases: []string{svc}}}}
+		c, err := api.ContainerCreate(ctx, cfg, hc, nc, nil, compose.ContainerName(box, svc))
+		if err != nil {
+			return err
+		}
+		if err := api.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+			return err
+		}
+		if svc == compose.ExecutorService {
+			executorID = c.ID
+		}
+	}
+	info, err := api.ContainerInspect(ctx, executorID)
+	if err != nil {
+		return err
+	}
+	bindings := info.NetworkSettings.Ports[nat.Port(fmt.Sprintf("%d/tcp", compose.ExecutorPort))]
+	if len(bindings) == 0 {
+		return fmt.Errorf("%s: the executor publishes no port", box)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%s/mcp", bindings[0].HostPort)
+	deadline := time.Now().Add(docker.ReadyTimeout)
+	for {
+		err := mcp.Initialize(ctx, url, token)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: no MCP answer at %s: %w", box, url, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-// BenchmarkBuild measures boxes build from the offline recipe: with the lock
-// current (nothing to do), after a guest edit (the assets layer only), and
-// after a provision edit (the tools layer too: what provisioning every box at
-// create would cost each time). ratio-assets-vs-tools is the point of the
-// two layers.
+// BenchmarkBuild: boxes build from the offline recipe with the lock current
+// (nothing to do), and after a guest edit (the assets layer only) against
+// after a provision edit (the tools layer too: what provisioning every box
+// at create would cost each time). The ratio is the point of the two layers.
 func BenchmarkBuild(b *testing.B) {
+	benchImage(b)
 	base := os.Getenv("BOXES_TEST_BASE")
 	if base == "" {
-		base = testBase
+		base = "hermes-box-lite-base:bookworm"
 	}
-	var skip, assets, tools time.Duration
+	var current, assets, tools time.Duration
 	for i := 0; i < b.N; i++ {
-		dir, recipe := benchRecipe(b)
-		args := []string{"build", "--json", "--offline", "--base", base, "--recipe", recipe, "--tag", "hermes-box-lite:it-bench-build"}
-		timed := func(what string) time.Duration {
-			start := time.Now()
-			var out, errb strings.Builder
-			code := Main(Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...))
-			took := time.Since(start)
-			if code != 0 {
-				b.Fatalf("%s: exit %d\n%s", what, code, errb.String())
-			}
+		f := &benchFleet{b: b, dir: b.TempDir()}
+		f.declare("", nil, nil)
+		recipe := b.TempDir()
+		if err := os.CopyFS(recipe, recipes.Recipe); err != nil {
+			b.Fatal(err)
+		}
+		build := func() time.Duration {
+			t, out := f.run("build", "--json", "--offline", "--base", base, "--recipe", recipe, "--tag", "hermes-box-lite:it-bench-build")
 			var rep imagebuild.Result
-			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", rep.Image).Run() })
-			return took
+			return t
 		}
-		timed("first build")
-		skip += timed("build with the lock current")
+		build()
+		current += build()
 		benchAppend(b, filepath.Join(recipe, "guest", "profile.sh"))
-		assets += timed("build after a guest edit")
+		assets += build()
 		benchAppend(b, filepath.Join(recipe, "provision", "lib.sh"))
-		tools += timed("build after a provision edit")
+		tools += build()
 	}
-	n := float64(b.N)
-	b.ReportMetric(skip.Seconds()/n, "current-s/op")
-	b.ReportMetric(assets.Seconds()/n, "assets-s/op")
-	b.ReportMetric(tools.Seconds()/n, "tools-s/op")
-	b.ReportMetric(assets.Seconds()/tools.Seconds(), "ratio-assets-vs-tools")
-}
-
-// benchRecipe is a boxes directory and a copy of the built-in recipe.
-func benchRecipe(b *testing.B) (dir, recipe string) {
-	b.Helper()
-	dir, recipe = b.TempDir(), b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte("version: 1\nboxes: {}\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.CopyFS(recipe, recipes.Recipe); err != nil {
-		b.Fatal(err)
-	}
-	return dir, recipe
+	N := float64(b.N)
+	benchtable.Report(b, benchtable.Row{Figure: "boxes build, lock current (nothing to build)", Value: seconds(current) / N, Unit: "s"})
+	benchtable.Report(b, benchtable.Row{Figure: "boxes build after a guest edit (assets layer)", Value: seconds(assets) / N, Unit: "s",
+		Baseline: "after a provision edit (tools layer too)", Base: seconds(tools) / N})
 }
 
 func benchAppend(b *testing.B, path string) {
