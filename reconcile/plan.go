@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -275,6 +276,37 @@ func (p *Plan) Stable() *Plan {
 
 // Changes reports whether the plan does anything.
 func (p *Plan) Changes() bool { return p.Summary().NoOp != len(p.Boxes) }
+
+// Changing are the names of the boxes the plan changes, in order, and their actions.
+func (p *Plan) Changing() (names, actions []string) {
+	for _, b := range p.Boxes {
+		if b.Action != NoOp {
+			names, actions = append(names, b.Name), append(actions, string(b.Action))
+		}
+	}
+	return names, actions
+}
+
+// Unconfirmed are the boxes the plan deletes that confirmed does not name.
+func (p *Plan) Unconfirmed(confirmed []string) []string {
+	var names []string
+	for _, name := range p.Deletes() {
+		if !slices.Contains(confirmed, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Done is the count of what an applied plan did, e.g. "1 created, 0
+// recreated, 0 started, 0 stopped, 0 deleted", moves named only when there are some.
+func (s Summary) Done() string {
+	moved := ""
+	if s.Move > 0 {
+		moved = fmt.Sprintf(", %d moved", s.Move)
+	}
+	return fmt.Sprintf("%d created, %d recreated, %d started, %d stopped, %d deleted%s", s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moved)
+}
 
 // Deletes are the names of the boxes the plan deletes.
 func (p *Plan) Deletes() []string {

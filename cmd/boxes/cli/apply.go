@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engines"
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/progress"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -91,43 +94,27 @@ func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) erro
 		if !env.IsTTY {
 			return withHint(errors.New("apply needs approval and there is no terminal to ask"), "pass --auto-approve, or save a plan with boxes plan -out FILE and run boxes apply FILE")
 		}
-		fmt.Fprint(env.Out, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
-		answer, _ := in.ReadString('\n')
-		if strings.TrimSpace(answer) != "yes" {
+		if ask(env.Out, in, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ") != "yes" {
 			return errors.New("apply cancelled")
 		}
 	}
 	start := time.Now()
-	if err := executeWith(ctx, env, env.Out, ws, p, f.parallelism, nil, moves); err != nil {
+	if err := execute(ctx, env, env.Out, ws, p, f.parallelism, nil, moves); err != nil {
 		return err
 	}
-	s := p.Summary()
-	moved := ""
-	if s.Move > 0 {
-		moved = fmt.Sprintf(", %d moved", s.Move)
-	}
-	fmt.Fprintf(env.Out, "\nApply complete in %s: %d created, %d recreated, %d started, %d stopped, %d deleted%s.\n",
-		time.Since(start).Round(100*time.Millisecond), s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moved)
+	fmt.Fprintf(env.Out, "\nApply complete in %s: %s.\n", time.Since(start).Round(100*time.Millisecond), p.Summary().Done())
 	return nil
 }
 
 // execute runs p through the one applier, with live progress: apply's
 // plans and the one-box plans of load, rm, start and stop alike. held
-// names boxes whose lock the caller already holds.
-func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held map[string]bool) error {
-	return executeWith(ctx, env, out, ws, p, parallelism, held, nil)
-}
-
-// executeWith is execute with the moved boxes whose old copy may be deleted.
-func executeWith(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
-	var order, actions []string
-	for _, b := range p.Boxes {
-		if b.Action != reconcile.NoOp {
-			order, actions = append(order, b.Name), append(actions, string(b.Action))
-		}
-	}
+// names boxes whose lock the caller already holds, deleteOld the moved
+// boxes whose old copy may be deleted.
+func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
+	order, actions := p.Changing()
 	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	o := workspace.ApplyOptions{Parallelism: parallelism, Progress: pr, Held: held, Mover: newMover(ws, pr), ConfirmedDeletes: deleteOld}
+	mover := engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step)
+	o := workspace.ApplyOptions{Parallelism: parallelism, Progress: pr, Held: held, Mover: mover, ConfirmedDeletes: deleteOld}
 	seeder, err := newSeeder(ctx, env, ws, p, pr)
 	if err != nil {
 		return err
@@ -140,16 +127,7 @@ func executeWith(ctx context.Context, env *Env, out io.Writer, ws *workspace.Wor
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.
 func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []string) error {
-	ok := map[string]bool{}
-	for _, n := range confirmed {
-		ok[n] = true
-	}
-	var missing []string
-	for _, name := range p.Deletes() {
-		if !ok[name] {
-			missing = append(missing, name)
-		}
-	}
+	missing := p.Unconfirmed(confirmed)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -161,11 +139,47 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 		return withHint(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(missing, ", ")), "pass %s", strings.Join(flags, " "))
 	}
 	for _, name := range missing {
-		fmt.Fprintf(env.Out, "\nDeleting box %s removes its containers, network and volumes: its data.\n  Type the box's name to confirm: ", name)
-		answer, _ := in.ReadString('\n')
-		if strings.TrimSpace(answer) != name {
+		if ask(env.Out, in, "\nDeleting box "+name+" removes its containers, network and volumes: its data.\n  Type the box's name to confirm: ") != name {
 			return fmt.Errorf("delete of %s not confirmed; nothing was changed", name)
 		}
 	}
 	return nil
+}
+
+// confirmMoves names the moved boxes whose old copy apply may delete once
+// the new one is verified: those named by --confirm-delete, or whose name
+// is typed at the terminal. Without either the old copy stays, stopped.
+func confirmMoves(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []string) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range p.Boxes {
+		if b.Action != reconcile.Move || b.Move == nil {
+			continue
+		}
+		if slices.Contains(confirmed, b.Name) {
+			out[b.Name] = true
+			continue
+		}
+		if !env.IsTTY {
+			continue
+		}
+		if ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
+			b.Name, hostWord(b.Move.From), hostWord(b.Move.To), hostWord(b.Move.From))) == b.Name {
+			out[b.Name] = true
+		}
+	}
+	return out
+}
+
+func hostWord(h string) string {
+	if h == "" {
+		return "local"
+	}
+	return h
+}
+
+// ask prints prompt to w and reads one answer line from in, trimmed.
+func ask(w io.Writer, in *bufio.Reader, prompt string) string {
+	fmt.Fprint(w, prompt)
+	answer, _ := in.ReadString('\n')
+	return strings.TrimSpace(answer)
 }

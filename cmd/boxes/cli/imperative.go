@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -36,7 +35,7 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 	for _, b := range p.Boxes {
 		held[b.Name] = true
 	}
-	return execute(ctx, env, env.Err, ws, p, 1, held)
+	return execute(ctx, env, env.Err, ws, p, 1, held, nil)
 }
 
 func newStopCommand(env *Env) *cobra.Command {
@@ -103,9 +102,7 @@ func newRmCommand(env *Env) *cobra.Command {
 					if !env.IsTTY {
 						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
-					fmt.Fprintf(talk, "Type the box's name to delete it with its volumes: ")
-					answer, _ := bufio.NewReader(env.In).ReadString('\n')
-					if strings.TrimSpace(answer) != name {
+					if ask(talk, bufio.NewReader(env.In), "Type the box's name to delete it with its volumes: ") != name {
 						return errors.New("not confirmed; nothing was changed")
 					}
 				}

@@ -1,0 +1,162 @@
+// Package engines opens a workspace whose hosts are Docker engines: it
+// connects them on first use, tells them apart, thaws the boxes a dead save
+// left frozen, and wires moves between them.
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// errNotDocker is an engine of a workspace that is not a Docker engine.
+var errNotDocker = errors.New("not a Docker engine")
+
+// Open reads boxes.yaml at file and boxes.lock beside it; each host's
+// Docker engine is reached on first use, with opts. shown names files in
+// messages and warn receives warnings (see workspace.Options).
+func Open(file string, opts docker.Options, shown func(string) string, warn func(format string, args ...any)) (*workspace.Workspace, error) {
+	return workspace.Open(file, workspace.Options{
+		Connect: func(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+			return docker.Connect(ctx, h, opts)
+		},
+		Shown: shown,
+		Warn:  warn,
+		Distinct: func(engines []workspace.Engine) error {
+			all := make([]*docker.Engine, 0, len(engines))
+			for _, e := range engines {
+				if d, ok := e.(*docker.Engine); ok {
+					all = append(all, d)
+				}
+			}
+			return docker.DistinctEngines(all)
+		},
+		Thaw: func(ctx context.Context, e workspace.Engine, configPath, box string) error {
+			d, ok := e.(*docker.Engine)
+			if !ok {
+				return errNotDocker
+			}
+			return backup.Thaw(ctx, configPath, d, box)
+		},
+	})
+}
+
+// Of is host's engine as the Docker client the in-box commands need.
+func Of(ctx context.Context, ws *workspace.Workspace, host string) (*docker.Engine, error) {
+	e, err := ws.Engine(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := e.(*docker.Engine)
+	if !ok {
+		return nil, errNotDocker
+	}
+	return d, nil
+}
+
+// BoxContainer is box name's container of service and its Docker engine
+// (see Workspace.BoxContainer).
+func BoxContainer(ctx context.Context, ws *workspace.Workspace, name, service string, running bool, lockAs string) (*docker.Engine, reconcile.Container, error) {
+	e, c, err := ws.BoxContainer(ctx, name, service, running, lockAs)
+	if err != nil {
+		return nil, c, err
+	}
+	d, ok := e.(*docker.Engine)
+	if !ok {
+		return nil, c, fmt.Errorf("%s: %w", name, errNotDocker)
+	}
+	return d, c, nil
+}
+
+// Mover wires the applier's moves to ws's engines: writer names the
+// program in the archives' manifests, init bounds the wait for a moved
+// box's hb init, step shows a box's progress.
+func Mover(ws *workspace.Workspace, writer string, init hb.Wait, step func(box, msg string)) *backup.Mover {
+	return &backup.Mover{
+		Engine: func(ctx context.Context, host string) (backup.Engine, error) { return Of(ctx, ws, host) },
+		Agent: func(ctx context.Context, host, box string) (reconcile.Container, error) {
+			e, err := Of(ctx, ws, host)
+			if err != nil {
+				return reconcile.Container{}, err
+			}
+			o, err := e.Observe(ctx)
+			if err != nil {
+				return reconcile.Container{}, err
+			}
+			c, ok := o.Of(box).Container(compose.AgentService)
+			if !ok {
+				return c, &workspace.NoContainerError{Box: box, Service: compose.AgentService}
+			}
+			return c, nil
+		},
+		Recipients: ws.Config.Recipients,
+		Writer:     writer,
+		Init:       init,
+		Step:       step,
+		StreamWith: func(ctx context.Context, from, to, image string) error {
+			src, err := Of(ctx, ws, from)
+			if err != nil {
+				return err
+			}
+			dst, err := Of(ctx, ws, to)
+			if err != nil {
+				return err
+			}
+			_, err = dst.StreamImage(ctx, src, image)
+			return err
+		},
+		DoctorWith: func(ctx context.Context, host, box string) error {
+			return doctorMoved(ctx, ws, host, box)
+		},
+		SameWith: func(ctx context.Context, a, b string) (bool, error) {
+			ea, err := Of(ctx, ws, a)
+			if err != nil {
+				return false, err
+			}
+			eb, err := Of(ctx, ws, b)
+			if err != nil {
+				return false, err
+			}
+			return ea.ID() != "" && ea.ID() == eb.ID(), nil
+		},
+	}
+}
+
+// doctorMoved checks the new copy of a moved box on host, observed afresh,
+// and fails naming every failed check.
+func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string) error {
+	e, err := Of(ctx, ws, host)
+	if err != nil {
+		return err
+	}
+	o, err := e.Observe(ctx, ws.Image())
+	if err != nil {
+		return err
+	}
+	b := doctor.Box{Name: box, Host: host, Resources: o.Of(box), Image: ws.Image()}
+	if decl, ok := ws.Config.Box(box); ok {
+		b.Bind = decl.Executor.Bind
+	}
+	b.Token, _, b.TokenErr = ws.Tokens.Get(box)
+	rep := doctor.Check(ctx, b, doctor.Probes{Runner: e})
+	if rep.OK {
+		return nil
+	}
+	var failed []string
+	for _, c := range rep.Checks {
+		if !c.OK {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", c.Where, c.Name, c.Detail))
+		}
+	}
+	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
+}
