@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -46,10 +47,11 @@ type Engine interface {
 const Reserve = 256 << 20
 
 // ErrExists is an archive name that is taken: save never overwrites one.
-var ErrExists = errors.New("the archive exists; save never overwrites an archive")
+var ErrExists = hint.New("the archive exists; save never overwrites an archive", "name another file with -o")
 
 // ErrNotArchive is a file that is not a boxes archive by its name.
-var ErrNotArchive = errors.New("not a boxes archive (*" + archive.Ext + ", *" + archive.ExtGzip + " or the smolvm tool's *" + archive.ExtLegacy + ")")
+var ErrNotArchive = hint.New("not a boxes archive (*"+archive.Ext+", *"+archive.ExtGzip+" or the smolvm tool's *"+archive.ExtLegacy+")",
+	"boxes save writes NAME-YYYYMMDD-HHMMSS"+archive.Ext+"; rename an archive only back to the name it was given")
 
 // Save is one save of a box.
 type Save struct {

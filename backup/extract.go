@@ -35,6 +35,11 @@ func (e *NotEmptyError) Error() string {
 	return fmt.Sprintf("%s is not empty; extract writes only into a new or empty directory", e.Dir)
 }
 
+// Hint is what to do about it.
+func (e *NotEmptyError) Hint() string {
+	return "name another directory: boxes extract " + e.File + " DIR"
+}
+
 // ExtractDir is where archive file is unpacked: dir, else the archive's
 // name without its extension. A directory that holds anything is a
 // *NotEmptyError: that is checked before a passphrase is asked for.

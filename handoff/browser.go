@@ -22,6 +22,11 @@ func (e *NoBrowserError) Error() string {
 	return fmt.Sprintf("no browser: %s is not installed and %s is not set", e.Opener, EnvBrowser)
 }
 
+// Hint is what to do about it.
+func (e *NoBrowserError) Hint() string {
+	return "set " + EnvBrowser + " to the browser's command, e.g. " + EnvBrowser + "=firefox"
+}
+
 // Browser is $BOXES_BROWSER split into words, else the platform's opener.
 func Browser() ([]string, error) {
 	if b := strings.Fields(os.Getenv(EnvBrowser)); len(b) > 0 {

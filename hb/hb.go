@@ -76,6 +76,11 @@ type NotReadyError struct {
 func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("box %s is not ready after %s: %s", e.Box, e.Timeout, e.Detail)
 }
+
+// Hint is where to look.
+func (e *NotReadyError) Hint() string {
+	return fmt.Sprintf("boxes logs %s shows what hb init is doing", e.Box)
+}
 func (e *NotReadyError) Unwrap() error { return ErrNotReady }
 
 // Wait tunes WaitInit.

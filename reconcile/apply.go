@@ -12,6 +12,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -69,10 +70,10 @@ type Thawer interface {
 }
 
 // ErrNoToken is a box to start without a token in .boxes/secrets.
-var ErrNoToken = errors.New("the box has no token in .boxes/secrets")
+var ErrNoToken = hint.New("the box has no token in .boxes/secrets", "run boxes plan, which recovers it from the box's containers")
 
 // ErrUndeclared is a change to a box boxes.yaml does not declare.
-var ErrUndeclared = errors.New("box not declared")
+var ErrUndeclared = hint.New("box not declared", "declare it under boxes: in boxes.yaml first")
 
 // Applier carries out plans.
 type Applier struct {

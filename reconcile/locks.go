@@ -8,10 +8,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hermes-box/boxes/internal/hint"
 )
 
 // ErrLocked is returned when another boxes process holds a lock.
-var ErrLocked = errors.New("locked")
+var ErrLocked = hint.New("locked", "wait for it to finish; a killed boxes process releases its lock by itself")
 
 // FileLock is an exclusive, non-blocking lock on a file under .boxes/. The
 // kernel drops it when the process dies, so a killed apply never leaves it held.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -27,9 +28,9 @@ const (
 
 // Sentinel errors callers branch on.
 var (
-	ErrNoImage           = errors.New("boxes.lock has no image")
-	ErrImageMissing      = errors.New("the locked image is not on the engine")
-	ErrUnmanagedConflict = errors.New("a resource boxes needs is taken by one it does not manage")
+	ErrNoImage           = hint.New("boxes.lock has no image", "boxes build makes the image and records it (or boxes lock image REF pins one the engine has)")
+	ErrImageMissing      = hint.New("the locked image is not on the engine", "boxes build makes it on this engine (or boxes lock image REF pins one it has)")
+	ErrUnmanagedConflict = hint.New("a resource boxes needs is taken by one it does not manage", "boxes never touches resources it did not label; rename or remove them yourself, or rename the box")
 	ErrStalePlan         = errors.New("plan is stale")
 )
 

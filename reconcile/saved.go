@@ -48,6 +48,14 @@ func (e *StaleError) Error() string {
 	return fmt.Sprintf("%v: the files or the boxes changed since %s was saved", ErrStalePlan, e.File)
 }
 
+// Hint is what to do about it.
+func (e *StaleError) Hint() string {
+	if e.Edited {
+		return "a saved plan is applied as it was saved; run boxes plan -out " + e.File + " again"
+	}
+	return "run boxes plan -out " + e.File + " again and review it"
+}
+
 func (e *StaleError) Unwrap() error { return ErrStalePlan }
 
 // WriteSaved writes p, made with opts from what fingerprint digests, to path.

@@ -36,6 +36,9 @@ func (e *PartialError) Error() string {
 	}
 	return fmt.Sprintf("%s\napply failed for %d of %d boxes; the others were done", e.Err, e.Failed, e.Boxes)
 }
+
+// Hint is where to look next.
+func (e *PartialError) Hint() string    { return "boxes plan shows what is left" }
 func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 
 // Apply runs p through the one applier: apply's plans and the one-box plans

@@ -67,12 +67,26 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("box %s already exists on %s; load creates boxes, it never overwrites one", e.Box, reconcile.HostLabel(e.Host))
 }
 
+// Hint is what to do instead.
+func (e *ExistsError) Hint() string {
+	return fmt.Sprintf("load it under another name, or boxes save then boxes rm %s first", e.Box)
+}
+
 // UnfinishedError is a load of another archive over a box whose restore
 // from Archive was cut short.
-type UnfinishedError struct{ Box, Archive string }
+type UnfinishedError struct {
+	Box, Archive string
+	// Shown is Archive as messages name it.
+	Shown string
+}
 
 func (e *UnfinishedError) Error() string {
 	return fmt.Sprintf("box %s has a restore from %s that was cut short; load finishes it only from the same archive", e.Box, e.Archive)
+}
+
+// Hint is how to finish the restore.
+func (e *UnfinishedError) Hint() string {
+	return fmt.Sprintf("boxes load %s %s, or boxes apply", e.Shown, e.Box)
 }
 
 // LoadPlan is the one-box plan that creates box name from archive file,
@@ -99,7 +113,7 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 		if o := w.Observed[host]; o != nil && !o.Of(name).Empty() {
 			if resume && host == box.Host && unfinished.Host == host {
 				if !backup.SameArchive(w.Dir(), unfinished.Archive, abs) {
-					return box, nil, &UnfinishedError{Box: name, Archive: unfinished.Archive}
+					return box, nil, &UnfinishedError{Box: name, Archive: unfinished.Archive, Shown: w.opts.Shown(unfinished.Archive)}
 				}
 				continue
 			}

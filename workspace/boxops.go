@@ -18,6 +18,9 @@ func (e *NoResourcesError) Error() string {
 	return fmt.Sprintf("box %s has no resources on %s", e.Box, reconcile.HostLabel(e.Host))
 }
 
+// Hint is where to look next.
+func (e *NoResourcesError) Hint() string { return "run boxes plan to see what boxes.yaml asks for" }
+
 // LockedBox takes box name's lock as what, before it is observed, then
 // observes only the box's host: where the box is and what it has there. A
 // box with nothing there is a *NoResourcesError.

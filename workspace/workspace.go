@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -35,7 +36,7 @@ type Engine interface {
 type Connector func(ctx context.Context, host spec.Host) (Engine, error)
 
 // ErrNoConfig is returned when boxes.yaml does not exist.
-var ErrNoConfig = errors.New("boxes.yaml not found")
+var ErrNoConfig = hint.New("boxes.yaml not found", "run boxes init to write one, or pass -f FILE")
 
 // Options tune how a workspace is opened.
 type Options struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -215,7 +216,7 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 }
 
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.
-var errNoPassphrase = errors.New("no passphrase: " + backup.EnvPassphrase + " is not set and there is no terminal to ask on")
+var errNoPassphrase = hint.New("no passphrase: "+backup.EnvPassphrase+" is not set and there is no terminal to ask on", "set "+backup.EnvPassphrase)
 
 // passphrase is $BOXES_PASSPHRASE, else asked on the terminal (twice when
 // confirm) without echo. A cancelled ctx (Ctrl-C) ends the prompt with the

@@ -81,15 +81,16 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // HintError is an error with the next thing the user should do.
 type HintError struct {
 	Err  error
-	Hint string
+	Text string
 }
 
 func (e *HintError) Error() string { return e.Err.Error() }
 func (e *HintError) Unwrap() error { return e.Err }
+func (e *HintError) Hint() string  { return e.Text }
 
 // withHint wraps err with a hint line.
 func withHint(err error, format string, args ...any) error {
-	return &HintError{Err: err, Hint: fmt.Sprintf(format, args...)}
+	return &HintError{Err: err, Text: fmt.Sprintf(format, args...)}
 }
 
 // Main runs boxes with args and returns the process exit code. SIGINT and
