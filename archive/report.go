@@ -2,9 +2,12 @@ package archive
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hermes-box/boxes/internal/text"
 )
 
 // Report is what a check of an archive file found: verify --json prints it
@@ -61,4 +64,26 @@ func (m *Manifest) RuntimeVersions() string {
 		fmt.Fprintf(&b, " %s=%s;", k, m.Tools[k])
 	}
 	return strings.TrimSuffix(b.String(), ";")
+}
+
+// WriteVerified writes what boxes verify prints of archive file (named
+// shown) that passed every check: what it holds, and what was checked.
+func WriteVerified(w io.Writer, shown string, m Manifest, sum Summary) {
+	what := fmt.Sprintf("box %s, format %d", m.Box, m.Format)
+	if m.Legacy() {
+		what = "an archive of the smolvm tool; " + m.RuntimeVersions()
+	}
+	created := ""
+	if !m.Created.IsZero() {
+		created = ", saved " + m.Created.Format(time.RFC3339)
+	}
+	hashes := "no content hashes recorded"
+	if sum.Hashed > 0 {
+		hashes = text.Plural(sum.Hashed, "content hash", "content hashes") + " checked"
+	}
+	fmt.Fprintf(w, "verified %s (%s%s): %s, %s, %s, %s of data, %s\n", shown, what, created, text.Plural(sum.Files, "file", "files"),
+		text.Plural(sum.Dirs, "directory", "directories"), text.Plural(sum.Links, "link", "links"), text.Size(sum.Bytes), hashes)
+	if sum.Dropped > 0 {
+		fmt.Fprintf(w, "%s of the smolvm tool will be left out on load and extract\n", text.Plural(sum.Dropped, "marker", "markers"))
+	}
 }

@@ -2,10 +2,10 @@ package imagebuild
 
 import (
 	"context"
-	"errors"
 
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -45,7 +45,7 @@ func BuildLock(ctx context.Context, lockPath, display, recipeDir string, o Optio
 }
 
 // ErrNoImage is a reference to pin that the engine does not have.
-var ErrNoImage = errors.New("the engine has no such image")
+var ErrNoImage = hint.New("the engine has no such image", "docker image ls shows what the engine has")
 
 // PinLock records in the boxes.lock at lockPath (shown as display; a
 // missing one is made) an image the local engine has (see Pin).

@@ -14,6 +14,7 @@ import (
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -25,14 +26,15 @@ type Engine interface {
 	ToolVersions(ctx context.Context, image string) (map[string]string, error)
 }
 
-// Sentinels callers give hints for.
+// Sentinels callers branch on.
 var (
-	// ErrPins is a lock that lacks pins the build needs.
+	// ErrPins is a lock that lacks pins the build needs; its hint depends
+	// on whether the build was offline, so the caller gives it.
 	ErrPins = errors.New("boxes.lock lacks pins the build needs")
 	// ErrNoBase is an offline build whose base the engine lacks.
-	ErrNoBase = errors.New("the engine lacks the base image")
+	ErrNoBase = hint.New("the engine lacks the base image", "an offline build needs a base the engine has; make test-image makes hermes-box-lite-base:bookworm")
 	// ErrBuild is a build that failed in one of its steps.
-	ErrBuild = errors.New("the build failed")
+	ErrBuild = hint.New("the build failed", "the lines above show the failing step; provision.sh names what it was doing")
 )
 
 // Options are build's flags.
@@ -141,6 +143,14 @@ type kindError struct{ kind, err error }
 func (e *kindError) Error() string        { return e.err.Error() }
 func (e *kindError) Unwrap() error        { return e.err }
 func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// Hint is the sentinel's hint, if it has one.
+func (e *kindError) Hint() string {
+	if h, ok := e.kind.(interface{ Hint() string }); ok {
+		return h.Hint()
+	}
+	return ""
+}
 
 // Pin records in lock an image the engine already has (boxes lock image
 // REF). Tool versions that cannot be read are left out, with toolsErr saying why.

@@ -93,6 +93,11 @@ type ResolveError struct{ Err error }
 func (e *ResolveError) Error() string { return e.Err.Error() }
 func (e *ResolveError) Unwrap() error { return e.Err }
 
+// Hint is what to check.
+func (e *ResolveError) Hint() string {
+	return "nothing was written; check the network, or point at mirrors (boxes lock update --help)"
+}
+
 // Short abbreviates digests and commit IDs for a table; the lock has them whole.
 func Short(v string) string {
 	if d, ok := strings.CutPrefix(v, "sha256:"); ok && len(d) > 12 {

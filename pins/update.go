@@ -27,6 +27,9 @@ type UnknownPinError struct{ Name string }
 
 func (e *UnknownPinError) Error() string { return fmt.Sprintf("lock update: unknown pin %q", e.Name) }
 
+// Hint names the pins there are.
+func (e *UnknownPinError) Hint() string { return "the pins are " + strings.Join(spec.PinNames, ", ") }
+
 // Select checks pin names given by a user, once each in the order given;
 // none means every pin.
 func Select(args []string) ([]string, error) {

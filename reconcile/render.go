@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/spec"
+
+	"github.com/hermes-box/boxes/internal/text"
 )
 
 // FormatVersion is the version of the JSON plan schema; bump it on any
@@ -173,21 +175,7 @@ func (d *Deletion) backupText() string {
 }
 
 // HumanSize is n bytes the way people read them: 512 B, 1.5 MiB; a negative n is unknown.
-func HumanSize(n int64) string {
-	if n < 0 {
-		return "size unknown"
-	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
+func HumanSize(n int64) string { return text.Size(n) }
 
 // JSONPlan is the documented, versioned machine form of a plan.
 type JSONPlan struct {

@@ -3,6 +3,7 @@ package version
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -42,4 +43,13 @@ func String(linked string) string {
 		return info.Main.Version
 	}
 	return "(devel)"
+}
+
+// WriteText writes the version and build information as boxes version prints them.
+func (i Info) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "boxes %s\n", i.Version)
+	fmt.Fprintf(w, "go: %s %s/%s\n", i.Go, i.OS, i.Arch)
+	for _, line := range i.Lines {
+		fmt.Fprintln(w, line)
+	}
 }

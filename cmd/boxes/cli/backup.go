@@ -173,7 +173,7 @@ func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 		return err
 	}
 	if !asJSON {
-		printDoctor(env, rep)
+		rep.WriteText(env.Out)
 	}
 	res := boxResult{Box: name, Host: box.Host, State: "running", Archive: shown(file), Doctor: rep}
 	if box.State == spec.Stopped {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -59,27 +58,12 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 		return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
 	case errors.Is(err, imagebuild.ErrPins):
 		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
-	case errors.Is(err, imagebuild.ErrNoBase):
-		return withHint(err, "an offline build needs a base the engine has; make test-image makes %s", "hermes-box-lite-base:bookworm")
-	case errors.Is(err, imagebuild.ErrBuild):
-		return withHint(err, "the lines above show the failing step; provision.sh names what it was doing")
 	case err != nil:
 		return err
 	}
-	if !rep.Built {
-		return printBuild(env, f, rep, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
-	}
-	return printBuild(env, f, rep, fmt.Sprintf("built %s in %.1fs, %d of %s from the cache", rep.Ref, rep.Seconds, rep.Cached, plural(rep.Steps, "step", "steps")))
-}
-
-func printBuild(env *Env, f buildFlags, rep imagebuild.Result, summary string) error {
 	if f.json {
 		return printJSON(env, rep)
 	}
-	fmt.Fprintln(env.Out, summary)
-	fmt.Fprintf(env.Out, "image %s (%s), inputs %s\n", rep.Image, rep.Ref, rep.Inputs)
-	if rep.Lock != "" {
-		fmt.Fprintf(env.Out, "%s: image section written\n", rep.Lock)
-	}
+	rep.WriteText(env.Out)
 	return nil
 }

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/doctor"
 )
 
 func newDoctorCommand(env *Env) *cobra.Command {
@@ -33,7 +30,7 @@ func newDoctorCommand(env *Env) *cobra.Command {
 					return err
 				}
 			} else {
-				printDoctor(env, rep)
+				rep.WriteText(env.Out)
 			}
 			if !rep.OK {
 				return &ExitError{Code: 1}
@@ -43,19 +40,4 @@ func newDoctorCommand(env *Env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	return cmd
-}
-
-func printDoctor(env *Env, rep *doctor.Report) {
-	for _, c := range rep.Checks {
-		label := map[string]string{"ok": "ok", "warn": "warn"}[c.Severity]
-		if label == "" {
-			label = "FAIL"
-		}
-		fmt.Fprintf(env.Out, "%-4s  %-4s  %-26s %s\n", label, c.Where, c.Name, c.Detail)
-	}
-	if rep.OK {
-		fmt.Fprintf(env.Out, "box %s is healthy\n", rep.Box)
-	} else {
-		fmt.Fprintf(env.Out, "box %s has problems (FAIL lines above)\n", rep.Box)
-	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -28,9 +27,6 @@ func newLockCommand(env *Env) *cobra.Command {
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
 	id, toolsErr, err := imagebuild.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
-	if errors.Is(err, imagebuild.ErrNoImage) {
-		return withHint(err, "docker image ls shows what the engine has")
-	}
 	if err != nil {
 		return err
 	}

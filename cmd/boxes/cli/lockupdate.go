@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,14 +41,7 @@ Registries: ` + pins.EnvNPM + ` (else npm_config_registry), ` + pins.EnvNode + `
 func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string) error {
 	u, err := pins.FromEnv("boxes/"+versionString()).UpdateLock(ctx, env.LockFile(), shown(env.LockFile()), args,
 		pins.UpdateOptions{Missing: f.missing, DryRun: f.dryRun}, docker.LocalRegistryDigest)
-	var unknown *pins.UnknownPinError
-	var unresolved *pins.ResolveError
-	switch {
-	case errors.As(err, &unknown):
-		return withHint(err, "the pins are %s", strings.Join(spec.PinNames, ", "))
-	case errors.As(err, &unresolved):
-		return withHint(err, "nothing was written; check the network, or point at mirrors (boxes lock update --help)")
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	if u.Complete {
@@ -71,23 +62,12 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 }
 
 func printChanges(env *Env, f lockUpdateFlags, changes []pins.Change) error {
-	if f.json {
-		if changes == nil {
-			changes = []pins.Change{}
-		}
-		return printJSON(env, changes)
+	if !f.json {
+		pins.WriteChanges(env.Out, changes)
+		return nil
 	}
-	for _, c := range changes {
-		switch {
-		case !c.Changed:
-			fmt.Fprintf(env.Out, "  %-9s %s (newest)\n", c.Pin, pins.Short(c.New))
-		case c.Old == "":
-			fmt.Fprintf(env.Out, "+ %-9s %s (%s)\n", c.Pin, pins.Short(c.New), c.From)
-		case c.Old == c.New:
-			fmt.Fprintf(env.Out, "~ %-9s %s, integrity changed (%s)\n", c.Pin, pins.Short(c.New), c.From)
-		default:
-			fmt.Fprintf(env.Out, "~ %-9s %s -> %s (%s)\n", c.Pin, pins.Short(c.Old), pins.Short(c.New), c.From)
-		}
+	if changes == nil {
+		changes = []pins.Change{}
 	}
-	return nil
+	return printJSON(env, changes)
 }

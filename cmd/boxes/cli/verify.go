@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	bytesread "github.com/hermes-box/boxes/progress"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // watch shows the progress of reading an archive file on stderr.
@@ -60,22 +58,6 @@ func verify(ctx context.Context, env *Env, file string, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", shown(file), err)
 	}
-	what := fmt.Sprintf("box %s, format %d", m.Box, m.Format)
-	if m.Legacy() {
-		what = "an archive of the smolvm tool; " + m.RuntimeVersions()
-	}
-	created := ""
-	if !m.Created.IsZero() {
-		created = ", saved " + m.Created.Format(time.RFC3339)
-	}
-	hashes := "no content hashes recorded"
-	if sum.Hashed > 0 {
-		hashes = plural(sum.Hashed, "content hash", "content hashes") + " checked"
-	}
-	fmt.Fprintf(env.Out, "verified %s (%s%s): %s, %s, %s, %s of data, %s\n", shown(file), what, created, plural(sum.Files, "file", "files"),
-		plural(sum.Dirs, "directory", "directories"), plural(sum.Links, "link", "links"), reconcile.HumanSize(sum.Bytes), hashes)
-	if sum.Dropped > 0 {
-		fmt.Fprintf(env.Out, "%s of the smolvm tool will be left out on load and extract\n", plural(sum.Dropped, "marker", "markers"))
-	}
+	archive.WriteVerified(env.Out, shown(file), m, sum)
 	return nil
 }

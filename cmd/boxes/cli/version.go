@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/version"
@@ -22,11 +20,7 @@ func newVersionCommand(env *Env) *cobra.Command {
 			if asJSON {
 				return printJSON(env, v)
 			}
-			fmt.Fprintf(env.Out, "boxes %s\n", v.Version)
-			fmt.Fprintf(env.Out, "go: %s %s/%s\n", v.Go, v.OS, v.Arch)
-			for _, line := range v.Lines {
-				fmt.Fprintln(env.Out, line)
-			}
+			v.WriteText(env.Out)
 			return nil
 		},
 	}

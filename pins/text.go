@@ -1,0 +1,23 @@
+package pins
+
+import (
+	"fmt"
+	"io"
+)
+
+// WriteChanges writes one line per pin as boxes lock update prints them:
+// "+" added, "~" changed, blank for a pin that is the newest.
+func WriteChanges(w io.Writer, changes []Change) {
+	for _, c := range changes {
+		switch {
+		case !c.Changed:
+			fmt.Fprintf(w, "  %-9s %s (newest)\n", c.Pin, Short(c.New))
+		case c.Old == "":
+			fmt.Fprintf(w, "+ %-9s %s (%s)\n", c.Pin, Short(c.New), c.From)
+		case c.Old == c.New:
+			fmt.Fprintf(w, "~ %-9s %s, integrity changed (%s)\n", c.Pin, Short(c.New), c.From)
+		default:
+			fmt.Fprintf(w, "~ %-9s %s -> %s (%s)\n", c.Pin, Short(c.Old), Short(c.New), c.From)
+		}
+	}
+}
