@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -22,7 +23,7 @@ import (
 const Token = "boxes-diff-placeholder-token"
 
 // ErrBadRef is returned when REF names no commit.
-var ErrBadRef = errors.New("not a commit")
+var ErrBadRef = hint.New("not a commit", "name a branch, tag or commit, e.g. boxes diff origin/main (in CI, fetch the base branch first)")
 
 // Unknown is what a diff cannot know without the engines, in the order shown.
 var Unknown = []string{

@@ -21,3 +21,17 @@ func WriteChanges(w io.Writer, changes []Change) {
 		}
 	}
 }
+
+// Outcome is what the update did to the lock (named lock), for stderr after
+// its changes.
+func (u LockUpdate) Outcome(lock string) string {
+	switch {
+	case u.Complete:
+		return "boxes.lock has every pin; nothing to resolve"
+	case !u.Changed:
+		return lock + ": every pin is the newest; nothing written"
+	case !u.Written:
+		return "dry run: nothing written"
+	}
+	return lock + ": pins written; boxes build makes the image from them"
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/progress"
@@ -45,28 +44,22 @@ func newApplyCommand(env *Env) *cobra.Command {
 					return errors.New("--replace and --target belong to the plan; a saved plan already carries them")
 				}
 			}
-			return runApply(cmd.Context(), env, f, file)
+			return inWorkspace(env, func(ws *workspace.Workspace) error { return runApply(cmd.Context(), env, ws, f, file) })
 		},
 	}
 	cmd.Flags().BoolVar(&f.autoApprove, "auto-approve", false, "apply without asking (deletes still need --confirm-delete)")
 	cmd.Flags().StringSliceVar(&f.confirmDelete, "confirm-delete", nil, "allow deleting box NAME and its volumes (repeatable)")
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 4, "boxes worked on at once")
-	cmd.Flags().StringSliceVar(&f.replace, "replace", nil, "recreate box NAME even if nothing differs (repeatable)")
-	cmd.Flags().StringSliceVar(&f.target, "target", nil, "limit to box NAME (repeatable)")
+	addPlanFlags(cmd, &f.replace, &f.target, "limit to box NAME (repeatable)")
 	return cmd
 }
 
-func runApply(ctx context.Context, env *Env, f applyFlags, planPath string) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFlags, planPath string) error {
 	if err := ws.LockApply("boxes apply"); err != nil {
 		return err
 	}
-
 	var p *reconcile.Plan
+	var err error
 	if planPath != "" {
 		if p, err = ws.SavedPlan(ctx, planPath, shown(planPath)); err != nil {
 			return err

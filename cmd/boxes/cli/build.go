@@ -61,9 +61,5 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	case err != nil:
 		return err
 	}
-	if f.json {
-		return printJSON(env, rep)
-	}
-	rep.WriteText(env.Out)
-	return nil
+	return printed(env, f.json, rep, rep.WriteText)
 }

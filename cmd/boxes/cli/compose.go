@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newComposeCommand(env *Env) *cobra.Command {
@@ -12,20 +12,17 @@ func newComposeCommand(env *Env) *cobra.Command {
 		Short: "Print a box's generated compose project as YAML (token redacted)",
 		Args:  exactlyOne("compose", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ws, err := openWorkspace(env, docker.Options{})
-			if err != nil {
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
+				out, placeholder, err := ws.ComposeYAML(args[0])
+				if placeholder {
+					env.Warnf("boxes.lock has no image; the project shows a placeholder: run boxes build")
+				}
+				if err != nil {
+					return err
+				}
+				_, err = env.Out.Write(out)
 				return err
-			}
-			defer ws.Close()
-			out, placeholder, err := ws.ComposeYAML(args[0])
-			if placeholder {
-				env.Warnf("boxes.lock has no image; the project shows a placeholder: run boxes build")
-			}
-			if err != nil {
-				return err
-			}
-			_, err = env.Out.Write(out)
-			return err
+			})
 		},
 	}
 }

@@ -2,15 +2,16 @@ package cli
 
 import (
 	"errors"
-	"github.com/hermes-box/boxes/docker"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/diff"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 type diffFlags struct {
-	json, markdown, detailedExitcode bool
+	formatFlags
+	detailedExitcode bool
 }
 
 func newDiffCommand(env *Env) *cobra.Command {
@@ -36,8 +37,8 @@ changes, 1 error, 2 changes.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.json && f.markdown {
-				return errors.New("--json and --markdown cannot be combined")
+			if err := f.check(); err != nil {
+				return err
 			}
 			ref := "HEAD"
 			if len(args) == 1 {
@@ -46,8 +47,7 @@ changes, 1 error, 2 changes.`,
 			return runDiff(cmd, env, f, ref)
 		},
 	}
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the plan as JSON (plan's format_version 1, with ref, commit, notes, unknown)")
-	cmd.Flags().BoolVar(&f.markdown, "markdown", false, "print the plan for a pull-request comment")
+	f.add(cmd, "print the plan as JSON (plan's format_version 1, with ref, commit, notes, unknown)")
 	// Accepted from habit: diff's exit code is always detailed.
 	cmd.Flags().BoolVar(&f.detailedExitcode, "detailed-exitcode", false, "")
 	_ = cmd.Flags().MarkHidden("detailed-exitcode")
@@ -55,31 +55,24 @@ changes, 1 error, 2 changes.`,
 }
 
 func runDiff(cmd *cobra.Command, env *Env, f diffFlags, ref string) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	cfg, lock := ws.Config, ws.Lock
-	res, err := diff.Against(cmd.Context(), cfg, lock, ref)
-	if errors.Is(err, diff.ErrBadRef) {
-		return withHint(err, "name a branch, tag or commit, e.g. boxes diff origin/main (in CI, fetch the base branch first)")
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case f.json:
-		if err := printJSON(env, res.JSON()); err != nil {
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		res, err := diff.Against(cmd.Context(), ws.Config, ws.Lock, ref)
+		if err != nil {
 			return err
 		}
-	case f.markdown:
-		res.RenderMarkdown(env.Out)
-	default:
-		res.RenderText(env.Out, colour(env))
-	}
-	if res.Plan.Changes() {
-		return &ExitError{Code: 2}
-	}
-	return nil
+		switch {
+		case f.json:
+			if err := printJSON(env, res.JSON()); err != nil {
+				return err
+			}
+		case f.markdown:
+			res.RenderMarkdown(env.Out)
+		default:
+			res.RenderText(env.Out, colour(env))
+		}
+		if res.Plan.Changes() {
+			return &ExitError{Code: 2}
+		}
+		return nil
+	})
 }

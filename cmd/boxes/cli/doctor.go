@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newDoctorCommand(env *Env) *cobra.Command {
@@ -13,29 +13,19 @@ func newDoctorCommand(env *Env) *cobra.Command {
 		Short: "Check a box from the host and from inside (hb doctor); exit 1 on a problem",
 		Args:  exactlyOne("doctor", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ws, err := openWorkspace(env, docker.Options{})
-			if err != nil {
-				return err
-			}
-			defer ws.Close()
-			if _, _, err := ws.ObserveBox(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			rep, err := ws.Doctor(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := printJSON(env, rep); err != nil {
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
+				if _, _, err := ws.ObserveBox(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-			} else {
-				rep.WriteText(env.Out)
-			}
-			if !rep.OK {
+				rep, err := ws.Doctor(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if err := printed(env, asJSON, rep, rep.WriteText); err != nil || rep.OK {
+					return err
+				}
 				return &ExitError{Code: 1}
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")

@@ -39,38 +39,36 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use: "stop NAME", Short: "Stop a box now (plan then reports any drift from boxes.yaml)", Args: exactlyOne("stop", "box name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			return boxOp(cmd.Context(), env, name, "boxes stop", func(ws *workspace.Workspace, host string, _ reconcile.Resources) error {
-				if err := runOne(cmd.Context(), env, ws, reconcile.StopPlan(host, name)); err != nil {
-					return err
-				}
-				return done(env, asJSON, boxResult{Box: name, Host: host, State: "stopped"}, "stopped %s", name)
-			})
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped", "stopped",
+		func(_ *workspace.Workspace, host, name string, _ reconcile.Resources) (*reconcile.Plan, error) {
+			return reconcile.StopPlan(host, name), nil
+		})
 }
 
 func newStartCommand(env *Env) *cobra.Command {
+	return newStateCommand(env, "start", "Start a stopped box now", "started", "running",
+		func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
+			return ws.StartPlan(host, name, r)
+		})
+}
+
+// newStateCommand is stop or start (verb): the one-box plan of plan run
+// under the box's lock; the box is then in state, and the command says it did.
+func newStateCommand(env *Env, verb, short, did, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "start NAME", Short: "Start a stopped box now", Args: exactlyOne("start", "box name"),
+		Use: verb + " NAME", Short: short, Args: exactlyOne(verb, "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return boxOp(cmd.Context(), env, name, "boxes start", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
-				p, err := ws.StartPlan(host, name, r)
+			return boxOp(cmd.Context(), env, name, "boxes "+verb, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+				p, err := plan(ws, host, name, r)
+				if err == nil {
+					err = runOne(cmd.Context(), env, ws, p)
+				}
 				if err != nil {
 					return err
 				}
-				if err := runOne(cmd.Context(), env, ws, p); err != nil {
-					return err
-				}
-				return done(env, asJSON, boxResult{Box: name, Host: host, State: "running"}, "started %s", name)
+				return done(env, asJSON, boxResult{Box: name, Host: host, State: state}, "%s %s", did, name)
 			})
 		},
 	}

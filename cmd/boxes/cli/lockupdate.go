@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -44,30 +45,21 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 	if err != nil {
 		return err
 	}
+	// Told first when there was nothing to resolve, after the changes otherwise.
 	if u.Complete {
-		fmt.Fprintln(env.Err, "boxes.lock has every pin; nothing to resolve")
+		fmt.Fprintln(env.Err, u.Outcome(shown(env.LockFile())))
+		return printChanges(env, f.json, u.Changes)
 	}
-	if err := printChanges(env, f, u.Changes); err != nil || u.Complete {
+	if err := printChanges(env, f.json, u.Changes); err != nil {
 		return err
 	}
-	switch {
-	case !u.Changed:
-		fmt.Fprintf(env.Err, "%s: every pin is the newest; nothing written\n", shown(env.LockFile()))
-	case !u.Written:
-		fmt.Fprintln(env.Err, "dry run: nothing written")
-	default:
-		fmt.Fprintf(env.Err, "%s: pins written; boxes build makes the image from them\n", shown(env.LockFile()))
-	}
+	fmt.Fprintln(env.Err, u.Outcome(shown(env.LockFile())))
 	return nil
 }
 
-func printChanges(env *Env, f lockUpdateFlags, changes []pins.Change) error {
-	if !f.json {
-		pins.WriteChanges(env.Out, changes)
-		return nil
-	}
-	if changes == nil {
+func printChanges(env *Env, asJSON bool, changes []pins.Change) error {
+	if asJSON && changes == nil {
 		changes = []pins.Change{}
 	}
-	return printJSON(env, changes)
+	return printed(env, asJSON, changes, func(w io.Writer) { pins.WriteChanges(w, changes) })
 }

@@ -8,14 +8,36 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/workspace"
 )
 
+// formatFlags are the --json and --markdown of plan and diff.
+type formatFlags struct{ json, markdown bool }
+
+func (f *formatFlags) add(cmd *cobra.Command, jsonUsage string) {
+	cmd.Flags().BoolVar(&f.json, "json", false, jsonUsage)
+	cmd.Flags().BoolVar(&f.markdown, "markdown", false, "print the plan for a pull-request comment")
+}
+
+func (f formatFlags) check() error {
+	if f.json && f.markdown {
+		return errors.New("--json and --markdown cannot be combined")
+	}
+	return nil
+}
+
+// addPlanFlags adds --replace and --target, the options of a plan.
+func addPlanFlags(cmd *cobra.Command, replace, target *[]string, targetUsage string) {
+	cmd.Flags().StringSliceVar(replace, "replace", nil, "recreate box NAME even if nothing differs (repeatable)")
+	cmd.Flags().StringSliceVar(target, "target", nil, targetUsage)
+}
+
 type planFlags struct {
-	json, markdown, detailedExitcode bool
-	out                              string
-	replace, target                  []string
+	formatFlags
+	detailedExitcode bool
+	out              string
+	replace, target  []string
 }
 
 func newPlanCommand(env *Env) *cobra.Command {
@@ -25,27 +47,20 @@ func newPlanCommand(env *Env) *cobra.Command {
 		Short: "Show what apply would do to every box, and why",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.json && f.markdown {
-				return errors.New("--json and --markdown cannot be combined")
+			if err := f.check(); err != nil {
+				return err
 			}
-			return runPlan(cmd.Context(), env, f)
+			return inWorkspace(env, func(ws *workspace.Workspace) error { return runPlan(cmd.Context(), env, ws, f) })
 		},
 	}
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the plan as JSON (format_version 1)")
-	cmd.Flags().BoolVar(&f.markdown, "markdown", false, "print the plan for a pull-request comment")
+	f.add(cmd, "print the plan as JSON (format_version 1)")
 	cmd.Flags().BoolVar(&f.detailedExitcode, "detailed-exitcode", false, "exit 0 for no changes, 1 on error, 2 for changes")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "save the plan to FILE for boxes apply FILE")
-	cmd.Flags().StringSliceVar(&f.replace, "replace", nil, "recreate box NAME even if nothing differs (repeatable)")
-	cmd.Flags().StringSliceVar(&f.target, "target", nil, "limit the plan to box NAME (repeatable)")
+	addPlanFlags(cmd, &f.replace, &f.target, "limit the plan to box NAME (repeatable)")
 	return cmd
 }
 
-func runPlan(ctx context.Context, env *Env, f planFlags) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+func runPlan(ctx context.Context, env *Env, ws *workspace.Workspace, f planFlags) error {
 	opts := reconcile.PlanOptions{Replace: f.replace, Target: f.target}
 	p, err := ws.Plan(ctx, opts)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/imagebuild"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -47,11 +46,10 @@ inputs, a stale boxes.schema.json) go to stderr and exit 0.`,
 }
 
 func runValidate(env *Env, asJSON bool) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+	return inWorkspace(env, func(ws *workspace.Workspace) error { return validate(env, ws, asJSON) })
+}
+
+func validate(env *Env, ws *workspace.Workspace, asJSON bool) error {
 	v, err := ws.Validate(imagebuild.CurrentInputs)
 	if err != nil {
 		return err

@@ -17,11 +17,7 @@ func newVersionCommand(env *Env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version.Of(Version)
-			if asJSON {
-				return printJSON(env, v)
-			}
-			v.WriteText(env.Out)
-			return nil
+			return printed(env, asJSON, v, v.WriteText)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version and build information as JSON")
