@@ -233,3 +233,13 @@ func (b *limitedBuffer) String() string {
 	}
 	return b.buf.String()
 }
+
+// Serve runs s over in and out (standard input and output) until ctx ends
+// or the client leaves.
+func Serve(ctx context.Context, s *mcp.Server, in io.Reader, out io.Writer) error {
+	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

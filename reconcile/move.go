@@ -284,11 +284,11 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 
 // moveTitle heads a move in a plan: from where to where.
 func (b BoxPlan) moveTitle() string {
-	return fmt.Sprintf("will be moved from %s to %s", hostName(b.Move.From), hostName(b.Move.To))
+	return fmt.Sprintf("will be moved from %s to %s", HostName(b.Move.From), HostName(b.Move.To))
 }
 
-// hostName is a host as plans print it: "local" is the local engine.
-func hostName(h string) string {
+// HostName is a host as plans and prompts print it: "local" is the local engine.
+func HostName(h string) string {
 	if h == "" {
 		return "local"
 	}
@@ -298,21 +298,21 @@ func hostName(h string) string {
 func moveReason(r Reason) (string, bool) {
 	switch r.Kind {
 	case "move":
-		return fmt.Sprintf("host: %s → %s", hostName(r.Old), hostName(r.New)), true
+		return fmt.Sprintf("host: %s → %s", HostName(r.Old), HostName(r.New)), true
 	case "move-save":
 		if r.Field == "putback" {
-			return fmt.Sprintf("the move from %s to %s was put back after its new copy was verified: that copy, which may have run since, is saved and moved back here; the stopped copy on %s is replaced (its data stays in the first move's archive)", hostName(r.New), hostName(r.Old), hostName(r.New)), true
+			return fmt.Sprintf("the move from %s to %s was put back after its new copy was verified: that copy, which may have run since, is saved and moved back here; the stopped copy on %s is replaced (its data stays in the first move's archive)", HostName(r.New), HostName(r.Old), HostName(r.New)), true
 		}
 		if r.Field == "again" {
-			return fmt.Sprintf("move in progress: the save was cut short; stop the box on %s, save /data again, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
+			return fmt.Sprintf("move in progress: the save was cut short; stop the box on %s, save /data again, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", HostName(r.Old), HostName(r.New)), true
 		}
-		return fmt.Sprintf("stop the box on %s, save /data to an archive, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.Old), hostName(r.New)), true
+		return fmt.Sprintf("stop the box on %s, save /data to an archive, create it on %s, restore and check it, doctor; then delete the old copy (with confirmation)", HostName(r.Old), HostName(r.New)), true
 	case "move-restore":
-		return fmt.Sprintf("move in progress: the archive is saved; create the box on %s, restore and check it, doctor; then delete the old copy (with confirmation)", hostName(r.New)), true
+		return fmt.Sprintf("move in progress: the archive is saved; create the box on %s, restore and check it, doctor; then delete the old copy (with confirmation)", HostName(r.New)), true
 	case "move-cancel":
-		return fmt.Sprintf("the move from %s to %s was put back before its new copy was verified: remove that copy on %s; the copy here is the box", hostName(r.New), hostName(r.Old), hostName(r.Old)), true
+		return fmt.Sprintf("the move from %s to %s was put back before its new copy was verified: remove that copy on %s; the copy here is the box", HostName(r.New), HostName(r.Old), HostName(r.Old)), true
 	case "move-delete-old":
-		return fmt.Sprintf("move in progress: the copy on %s is verified; delete the old copy on %s (needs --confirm-delete or the typed name)", hostName(r.New), hostName(r.Old)), true
+		return fmt.Sprintf("move in progress: the copy on %s is verified; delete the old copy on %s (needs --confirm-delete or the typed name)", HostName(r.New), HostName(r.Old)), true
 	}
 	return "", false
 }
@@ -323,23 +323,23 @@ func (m *Moving) lines() []string {
 	if m.Size < 0 && m.Unread != "" {
 		size = "size not read: " + m.Unread
 	}
-	out := []string{fmt.Sprintf("data: %s (/data on %s)", size, hostName(m.From))}
+	out := []string{fmt.Sprintf("data: %s (/data on %s)", size, HostName(m.From))}
 	if m.Archive != "" {
 		out = append(out, "archive: "+m.Archive)
 	}
 	if m.ImageFrom != nil {
-		out = append(out, fmt.Sprintf("image: streamed from %s to %s first", hostName(*m.ImageFrom), hostName(m.To)))
+		out = append(out, fmt.Sprintf("image: streamed from %s to %s first", HostName(*m.ImageFrom), HostName(m.To)))
 	}
 	switch {
 	case m.Unverified != nil && m.Stage == MoveCancel:
-		out = append(out, fmt.Sprintf("remove the unverified copy on %s", hostName(m.From)))
+		out = append(out, fmt.Sprintf("remove the unverified copy on %s", HostName(m.From)))
 	case m.Unverified != nil && m.Stage == MoveSave:
-		out = append(out, fmt.Sprintf("replace the stopped copy on %s", hostName(m.To)))
+		out = append(out, fmt.Sprintf("replace the stopped copy on %s", HostName(m.To)))
 	case m.Unverified != nil:
-		out = append(out, fmt.Sprintf("remove the unverified copy on %s left by the interrupted move, then restore again", hostName(m.To)))
+		out = append(out, fmt.Sprintf("remove the unverified copy on %s left by the interrupted move, then restore again", HostName(m.To)))
 	}
 	if m.OldRunning && m.Stage != MoveSave {
-		out = append(out, fmt.Sprintf("warning: the old copy on %s is running; its changes since the move began are not in the archive", hostName(m.From)))
+		out = append(out, fmt.Sprintf("warning: the old copy on %s is running; its changes since the move began are not in the archive", HostName(m.From)))
 	}
 	return out
 }
@@ -351,7 +351,7 @@ func (m *Moving) note(box string) string {
 		size = "size not measured"
 	}
 	return fmt.Sprintf("\n> [!NOTE]\n> **Box `%s` moves from %s to %s with its data** (%s). The old copy is deleted only after the new one is verified, and only with `--confirm-delete %s` or the typed name; until then it stays, stopped.\n",
-		box, hostName(m.From), hostName(m.To), size, box)
+		box, HostName(m.From), HostName(m.To), size, box)
 }
 
 // Moves are the names of the boxes the plan moves.

@@ -99,11 +99,11 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 		if err := moves.Put(rec); err != nil {
 			return err
 		}
-		step("stopping the box on " + hostName(m.From) + " so that nothing writes to /data while it is saved")
+		step("stopping the box on " + HostName(m.From) + " so that nothing writes to /data while it is saved")
 		if err := from.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
 			return err
 		}
-		step("saving /data on " + hostName(m.From) + " to " + rec.Archive)
+		step("saving /data on " + HostName(m.From) + " to " + rec.Archive)
 		n, err := a.Mover.Save(ctx, m.From, bp.Name, abs(rec.Archive), abs(rec.Key))
 		if err != nil {
 			return fmt.Errorf("saving on %s: %w", HostLabel(m.From), err)
@@ -125,20 +125,20 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	}
 
 	if !a.ConfirmedDeletes[bp.Name] {
-		step(fmt.Sprintf("moved to %s and verified; the old copy stays, stopped, on %s until you confirm its delete (boxes apply --confirm-delete %s)", hostName(m.To), hostName(m.From), bp.Name))
+		step(fmt.Sprintf("moved to %s and verified; the old copy stays, stopped, on %s until you confirm its delete (boxes apply --confirm-delete %s)", HostName(m.To), HostName(m.From), bp.Name))
 		return nil
 	}
 	if m.Stage == MoveDeleteOld && m.OldRunning {
 		return fmt.Errorf("the old copy on %s runs again since the move saved it, so it may hold changes the new copy lacks; it was not deleted (stop it, or save it first)", HostLabel(m.From))
 	}
-	step("deleting the old copy on " + hostName(m.From))
+	step("deleting the old copy on " + HostName(m.From))
 	if err := removeDeletion(ctx, from, m.Old, step); err != nil {
 		return fmt.Errorf("deleting the old copy on %s: %w", HostLabel(m.From), err)
 	}
 	if err := moves.Remove(bp.Name); err != nil {
 		return err
 	}
-	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", hostName(m.To), rec.Archive))
+	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", HostName(m.To), rec.Archive))
 	return nil
 }
 
@@ -148,7 +148,7 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box spec.Box, moves Moves) error {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
-	step("removing the unverified copy on " + hostName(m.From) + " left by the move that was put back")
+	step("removing the unverified copy on " + HostName(m.From) + " left by the move that was put back")
 	if err := removeDeletion(ctx, a.Engines[m.From], m.Unverified, step); err != nil {
 		return err
 	}
@@ -180,13 +180,13 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	to := a.Engines[m.To]
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	if m.Unverified != nil {
-		step("removing the unverified copy on " + hostName(m.To) + " left by the interrupted move")
+		step("removing the unverified copy on " + HostName(m.To) + " left by the interrupted move")
 		if err := removeDeletion(ctx, to, m.Unverified, step); err != nil {
 			return err
 		}
 	}
 	if m.ImageFrom != nil {
-		step(fmt.Sprintf("streaming image %s from %s to %s", ShortID(image), hostName(*m.ImageFrom), hostName(m.To)))
+		step(fmt.Sprintf("streaming image %s from %s to %s", ShortID(image), HostName(*m.ImageFrom), HostName(m.To)))
 		if err := a.Mover.StreamImage(ctx, *m.ImageFrom, m.To, image); err != nil {
 			return err
 		}
@@ -215,11 +215,11 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	if err != nil {
 		return err
 	}
-	step("creating the box on " + hostName(m.To))
+	step("creating the box on " + HostName(m.To))
 	if err := to.Create(ctx, project, false); err != nil {
 		return err
 	}
-	step("restoring /data on " + hostName(m.To) + " from " + rec.Archive)
+	step("restoring /data on " + HostName(m.To) + " from " + rec.Archive)
 	if err := a.Mover.Restore(ctx, m.To, bp.Name, abs(rec.Archive), abs(rec.Key)); err != nil {
 		return fmt.Errorf("restoring from %s: %w", rec.Archive, err)
 	}
@@ -228,7 +228,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	if err != nil {
 		return err
 	}
-	step("starting on " + hostName(m.To))
+	step("starting on " + HostName(m.To))
 	if err := to.Start(ctx, project); err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 			return err
 		}
 	}
-	step(fmt.Sprintf("verified on %s at %s: %d files match the archive, doctor ok", hostName(m.To), url, files))
+	step(fmt.Sprintf("verified on %s at %s: %d files match the archive, doctor ok", HostName(m.To), url, files))
 	return nil
 }
 

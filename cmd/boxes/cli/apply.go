@@ -156,18 +156,11 @@ func confirmMoves(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []str
 			continue
 		}
 		if ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
-			b.Name, hostWord(b.Move.From), hostWord(b.Move.To), hostWord(b.Move.From))) == b.Name {
+			b.Name, reconcile.HostName(b.Move.From), reconcile.HostName(b.Move.To), reconcile.HostName(b.Move.From))) == b.Name {
 			out[b.Name] = true
 		}
 	}
 	return out
-}
-
-func hostWord(h string) string {
-	if h == "" {
-		return "local"
-	}
-	return h
 }
 
 // ask prints prompt to w and reads one answer line from in, trimmed.

@@ -93,12 +93,7 @@ func newExtractCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "extract FILE [DIR]",
 		Short: "Decrypt, check and unpack an archive into DIR (no Docker needed)",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) < 1 || len(args) > 2 {
-				return fmt.Errorf("extract needs an archive and, optionally, a directory")
-			}
-			return nil
-		},
+		Args:  between(1, 2, "extract needs an archive and, optionally, a directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
 			dir, err := backup.ExtractDir(file, strings.Join(args[1:], ""))
@@ -138,12 +133,7 @@ archive. The archive is decrypted and checked whole before anything is
 created; then the box is created, its /data restored while it is quiesced,
 given a fresh Executor token, started so that hb init rewires Claude and Codex
 to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return fmt.Errorf("load needs an archive and a box name: boxes load FILE NAME")
-			}
-			return nil
-		},
+		Args: between(2, 2, "load needs an archive and a box name: boxes load FILE NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return load(cmd.Context(), env, args[0], args[1], asJSON)
 		},

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -21,12 +20,7 @@ from the boxes.yaml in the current directory (or the one -f names). Load it:
   zsh:   boxes completion zsh > "${fpath[1]}/_boxes"
   fish:  boxes completion fish > ~/.config/fish/completions/boxes.fish`,
 		ValidArgs: []string{"bash", "zsh", "fish"},
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return errors.New("completion needs one shell: bash, zsh or fish")
-			}
-			return nil
-		},
+		Args:      between(1, 1, "completion needs one shell: bash, zsh or fish"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := cmd.Root()
 			switch args[0] {
@@ -46,22 +40,19 @@ from the boxes.yaml in the current directory (or the one -f names). Load it:
 // NAME is a box of boxes.yaml, HOST a host of it, a|b|c one of those words,
 // FILE and DIR paths; and flags that take a box or a host complete those.
 func addCompletions(root *cobra.Command, env *Env) {
+	boxes := func() []string { return spec.ReadNames(env.File).Boxes }
+	hosts := func() []string { return spec.ReadNames(env.File).Hosts }
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.ValidArgsFunction == nil && len(c.ValidArgs) == 0 && c.Runnable() {
-			c.ValidArgsFunction = completeArgs(env, argWords(c.Use))
+			c.ValidArgsFunction = completeArgs(argWords(c.Use), boxes, hosts)
 		}
-		for _, name := range []string{"target", "replace", "confirm-delete", "confirm"} {
-			if c.Flags().Lookup(name) != nil {
-				_ = c.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-					return spec.ReadNames(env.File).Boxes, cobra.ShellCompDirectiveNoFileComp
+		for flag, names := range map[string]func() []string{"target": boxes, "replace": boxes, "confirm-delete": boxes, "confirm": boxes, "host": hosts} {
+			if c.Flags().Lookup(flag) != nil {
+				_ = c.RegisterFlagCompletionFunc(flag, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+					return names(), cobra.ShellCompDirectiveNoFileComp
 				})
 			}
-		}
-		if c.Flags().Lookup("host") != nil {
-			_ = c.RegisterFlagCompletionFunc("host", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return spec.ReadNames(env.File).Hosts, cobra.ShellCompDirectiveNoFileComp
-			})
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -84,16 +75,16 @@ func argWords(use string) []string {
 	return out
 }
 
-func completeArgs(env *Env, words []string) cobra.CompletionFunc {
+func completeArgs(words []string, boxes, hosts func() []string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) >= len(words) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		switch w := words[len(args)]; {
 		case w == "NAME":
-			return spec.ReadNames(env.File).Boxes, cobra.ShellCompDirectiveNoFileComp
+			return boxes(), cobra.ShellCompDirectiveNoFileComp
 		case w == "HOST":
-			return spec.ReadNames(env.File).Hosts, cobra.ShellCompDirectiveNoFileComp
+			return hosts(), cobra.ShellCompDirectiveNoFileComp
 		case w == "FILE" || w == "PLANFILE":
 			return nil, cobra.ShellCompDirectiveDefault
 		case w == "DIR":

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/diff"
@@ -30,12 +28,7 @@ them. Made for pull requests checked by CI without access to the engines:
 
 The exit code is always detailed, as plan --detailed-exitcode's: 0 no
 changes, 1 error, 2 changes.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return errors.New("diff takes at most one Git revision")
-			}
-			return nil
-		},
+		Args: between(0, 1, "diff takes at most one Git revision"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/mcpserver"
@@ -25,8 +24,7 @@ Register it with an agent, for example:
   claude mcp add boxes -- boxes -f /path/to/boxes.yaml mcp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := mcpserver.New(inProcess, env.File, versionString())
-			return s.Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(env.In), Writer: nopWriteCloser{env.Out}})
+			return mcpserver.Serve(cmd.Context(), mcpserver.New(inProcess, env.File, versionString()), env.In, env.Out)
 		},
 	}
 }
@@ -35,7 +33,3 @@ Register it with an agent, for example:
 func inProcess(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return MainContext(ctx, Streams{In: strings.NewReader(""), Out: stdout, Err: stderr}, args)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -180,6 +180,17 @@ func exactlyOne(verb, what string) cobra.PositionalArgs {
 	}
 }
 
+// between is the Args check of a command taking min to max arguments,
+// failing with msg.
+func between(min, max int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return errors.New(msg)
+		}
+		return nil
+	}
+}
+
 // commands lists every subcommand constructor; each lives in its own file.
 var commands = []func(*Env) *cobra.Command{
 	newVersionCommand,
