@@ -160,3 +160,15 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 	}
 	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
 }
+
+// ReadyAgent is box name's running agent container and its engine once the
+// box's hb init has finished: right after apply creates a box it may still
+// be running, and a container whose healthcheck (that same probe) passed
+// needs no wait.
+func ReadyAgent(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wait) (*docker.Engine, reconcile.Container, error) {
+	e, c, err := BoxContainer(ctx, ws, name, compose.AgentService, true, "")
+	if err != nil || c.Healthy {
+		return e, c, err
+	}
+	return e, c, hb.WaitInit(ctx, e, name, c.ID, wait)
+}

@@ -3,7 +3,11 @@
 // Apply carries a plan out through one narrow Engine interface.
 package reconcile
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/hermes-box/boxes/internal/text"
+)
 
 // Observed is a plain snapshot of one engine: every resource boxes manages
 // (labelled hermes-box-lite=1) and the names of those it does not, so that a
@@ -137,6 +141,12 @@ type Resources struct {
 	Containers []Container
 	Volumes    []Volume
 	Networks   []Network
+}
+
+// Counts are the resources as messages count them: "1 container, 1 network, 2 volumes".
+func (r Resources) Counts() string {
+	return text.Plural(len(r.Containers), "container", "containers") + ", " + text.Plural(len(r.Networks), "network", "networks") + ", " +
+		text.Plural(len(r.Volumes), "volume", "volumes")
 }
 
 // Empty reports whether the box has no labelled resource at all.

@@ -167,11 +167,14 @@ func (d *Deletion) lines() []string {
 	return out
 }
 
-func (d *Deletion) backupText() string {
-	if d.Backup == "" {
+func (d *Deletion) backupText() string { return BackupText(d.Backup) }
+
+// BackupText names a box's newest backup as plans and rm print it.
+func BackupText(backup string) string {
+	if backup == "" {
 		return "no backup found"
 	}
-	return d.Backup
+	return backup
 }
 
 // HumanSize is n bytes the way people read them: 512 B, 1.5 MiB; a negative n is unknown.

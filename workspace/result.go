@@ -1,6 +1,9 @@
 package workspace
 
-import "github.com/hermes-box/boxes/doctor"
+import (
+	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/reconcile"
+)
 
 // BoxResult is what save, load, rm, stop and start print with --json
 // (format_version 1): the box, where it is, and what the command did.
@@ -27,4 +30,12 @@ type BoxResult struct {
 	// Still declared: the next apply creates the removed box again.
 	Declared *bool          `json:"declared,omitempty"`
 	Doctor   *doctor.Report `json:"doctor,omitempty"`
+}
+
+// Removed is rm's result: box name deleted from host with its resources r;
+// backup is its newest archive ("" when none), declared whether boxes.yaml
+// still declares it.
+func Removed(name, host string, r reconcile.Resources, backup string, declared bool) BoxResult {
+	containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
+	return BoxResult{Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes, Backup: &backup, Declared: &declared}
 }

@@ -85,17 +85,12 @@ func newRmCommand(env *Env) *cobra.Command {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				backup := ws.Backups()[name]
-				shownBackup := backup
-				if shownBackup == "" {
-					shownBackup = "no backup found"
-				}
 				// With --json, stdout holds only the result.
 				talk := env.Out
 				if asJSON {
 					talk = env.Err
 				}
-				fmt.Fprintf(talk, "box %s: %s, %s, %s; backup: %s\n", name, plural(len(r.Containers), "container", "containers"),
-					plural(len(r.Networks), "network", "networks"), plural(len(r.Volumes), "volume", "volumes"), shownBackup)
+				fmt.Fprintf(talk, "box %s: %s; backup: %s\n", name, r.Counts(), reconcile.BackupText(backup))
 				if confirm != name {
 					if !env.IsTTY {
 						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
@@ -108,9 +103,7 @@ func newRmCommand(env *Env) *cobra.Command {
 					return err
 				}
 				_, declared := ws.Config.Box(name)
-				containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
-				res := boxResult{Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes, Backup: &backup, Declared: &declared}
-				if err := done(env, asJSON, res, "removed %s", name); err != nil {
+				if err := done(env, asJSON, workspace.Removed(name, host, r, backup, declared), "removed %s", name); err != nil {
 					return err
 				}
 				if declared {

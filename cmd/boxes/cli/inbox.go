@@ -9,6 +9,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/terminal"
 )
@@ -66,17 +67,14 @@ func newEnterCommand(env *Env) *cobra.Command {
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
 func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
-	ws, e, c, err := boxContainer(ctx, env, name, compose.AgentService, true, "")
+	ws, err := openWorkspace(env, docker.Options{})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	// Right after apply creates a box, hb init may still be running; a
-	// container whose healthcheck (that same probe) passed needs none.
-	if !c.Healthy {
-		if err := hb.WaitInit(ctx, e, name, c.ID, initWait(env, name)); err != nil {
-			return err
-		}
+	e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
+	if err != nil {
+		return err
 	}
 	if opts.TTY {
 		restore := terminal.Raw(env.In)

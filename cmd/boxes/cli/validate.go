@@ -9,9 +9,6 @@ import (
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// SchemaFile is where init puts the JSON Schema of boxes.yaml.
-const SchemaFile = workspace.SchemaFile
-
 const schemaHelp = `Print the JSON Schema of boxes.yaml, for editors that complete and check it.
 
 boxes init writes it beside boxes.yaml as boxes.schema.json and names it in
