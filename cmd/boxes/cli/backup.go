@@ -78,9 +78,7 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 			return err
 		}
 	}
-	return done(env, asJSON, res, "saved %s to %s: %s, %s, %s of data, %s archive, verified", name, shown(out),
-		plural(saved.Summary.Files, "file", "files"), plural(saved.Summary.Dirs, "directory", "directories"),
-		reconcile.HumanSize(saved.Summary.Bytes), reconcile.HumanSize(saved.Size))
+	return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
 }
 
 // initWait is how long a command waits for box name's hb init, saying so
@@ -194,10 +192,7 @@ func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconc
 		return nil, err
 	}
 	for _, c := range checked {
-		fmt.Fprintf(env.Err, "restore: %s for box %s holds box %s from %s, %s, checked\n", shown(c.Archive), c.Box, c.Manifest.Box, c.Manifest.Created.Format(time.RFC3339), plural(c.Summary.Files, "file", "files"))
-		if c.Manifest.Legacy() {
-			fmt.Fprintf(env.Err, "restore: %s is an archive of the smolvm tool; %s\n", shown(c.Archive), c.Manifest.RuntimeVersions())
-		}
+		c.WriteText(env.Err, shown)
 		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
 			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
