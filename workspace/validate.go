@@ -3,11 +3,14 @@ package workspace
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -64,4 +67,13 @@ func (w *Workspace) Validate(inputs func(*spec.Lock) (string, bool)) (Validation
 		v.warn(SchemaFile+" is not this boxes's schema of boxes.yaml", "boxes schema > "+SchemaFile)
 	}
 	return v, nil
+}
+
+// WriteText writes what validate found good: the file and its boxes, and
+// the lock's image when it has one.
+func (v Validation) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s OK\n", v.File, text.Plural(len(v.Boxes), "box", "boxes"))
+	if v.Lock == "ok" {
+		fmt.Fprintf(w, "boxes.lock: image %s OK\n", v.Image)
+	}
 }

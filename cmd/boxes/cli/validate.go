@@ -51,12 +51,9 @@ func validate(env *Env, ws *workspace.Workspace, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(env, v)
-	}
-	fmt.Fprintf(env.Out, "%s: %s OK\n", v.File, plural(len(v.Boxes), "box", "boxes"))
-	if v.Lock == "ok" {
-		fmt.Fprintf(env.Out, "boxes.lock: image %s OK\n", v.Image)
+	// The warnings go to stderr with the text only; --json carries them.
+	if err := printed(env, asJSON, v, v.WriteText); err != nil || asJSON {
+		return err
 	}
 	for i, w := range v.Warnings {
 		env.Warnf("%s", w)
