@@ -298,14 +298,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if err != nil {
 		return err
 	}
-	project, err := compose.Project(compose.Input{
-		Box:        box,
-		Image:      image,
-		Token:      token,
-		HostPort:   bp.HostPort,
-		WorkDir:    filepath.Dir(a.Config.Path),
-		ConfigFile: a.Config.Path,
-	})
+	project, err := a.project(box, image, token, bp)
 	if err != nil {
 		return err
 	}
@@ -506,4 +499,16 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
 		return err
 	}
 	return a.Tokens.Remove(bp.Name)
+}
+
+// project is box's compose project as the applier makes it.
+func (a *Applier) project(box spec.Box, image, token string, bp BoxPlan) (*types.Project, error) {
+	return compose.Project(compose.Input{
+		Box:        box,
+		Image:      image,
+		Token:      token,
+		HostPort:   bp.HostPort,
+		WorkDir:    filepath.Dir(a.Config.Path),
+		ConfigFile: a.Config.Path,
+	})
 }

@@ -165,8 +165,7 @@ func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box 
 	if !ok {
 		return fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
 	}
-	project, err := compose.Project(compose.Input{Box: box, Image: image, Token: token, HostPort: bp.HostPort,
-		WorkDir: filepath.Dir(a.Config.Path), ConfigFile: a.Config.Path})
+	project, err := a.project(box, image, token, bp)
 	if err != nil {
 		return err
 	}
@@ -204,14 +203,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 			return err
 		}
 	}
-	project, err := compose.Project(compose.Input{
-		Box:        box,
-		Image:      image,
-		Token:      token,
-		HostPort:   bp.HostPort,
-		WorkDir:    filepath.Dir(a.Config.Path),
-		ConfigFile: a.Config.Path,
-	})
+	project, err := a.project(box, image, token, bp)
 	if err != nil {
 		return err
 	}
