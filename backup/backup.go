@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -124,8 +125,8 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 		tmp.Close() // after the removal: the lock says the save runs
 	}()
 	wrote, err := s.capture(ctx, e, m, tmp)
-	if err == nil {
-		err = tmp.Sync()
+	if errors.Is(err, archive.ErrReadBack) {
+		return Saved{}, fmt.Errorf("the archive was not published: %w", err)
 	}
 	var info fs.FileInfo
 	if err == nil {
@@ -133,14 +134,6 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	}
 	if err != nil {
 		return Saved{}, fmt.Errorf("writing the archive: %w", err)
-	}
-	s.Step("verifying the archive")
-	_, read, err := archive.VerifyFile(tmp.Name(), s.Identity)
-	if err != nil {
-		return Saved{}, fmt.Errorf("the archive does not read back, so it was not published: %w", err)
-	}
-	if read != wrote {
-		return Saved{}, fmt.Errorf("the archive reads back %+v but %+v was written, so it was not published", read, wrote)
 	}
 	// A hard link publishes the file whole, and fails if the name is taken.
 	if err := os.Link(tmp.Name(), s.Out); err != nil {
@@ -152,10 +145,18 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	return Saved{Summary: wrote, Size: info.Size()}, nil
 }
 
-// capture writes the archive of the box's /data to w, the box frozen (when
-// it runs) from just before its data is measured to the end of the stream.
-func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Writer) (archive.Summary, error) {
+// capture writes the archive of the box's /data to f, the box frozen (when
+// it runs) from just before its data is measured to the end of the stream,
+// and reads the file back as it is written (archive.FileWriter): once it
+// returns without error, f holds an archive that reads back with
+// s.Identity. The box is thawed as soon as its data has been read, while
+// the archive is finished, synced and its read-back completed; capture
+// returns once both are done.
+func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.File) (archive.Summary, error) {
 	id := s.Agent.ID
+	// startThaw starts thawing the box, once; thawed waits for the thaw.
+	startThaw, thawed := func() {}, func() {}
+	defer func() { thawed() }()
 	if s.Agent.State == "running" {
 		// hb init must not find the marker half-way through.
 		if err := hb.WaitInit(ctx, e, s.Box, id, s.Init); err != nil {
@@ -170,17 +171,26 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 		}
 		// The thaw is registered first: a quiesce that fails half-way may
 		// have written its marker already. It runs on a context that a
-		// cancel (Ctrl-C) does not end.
-		defer func() {
-			if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
-				held.Keep()
-				s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
-				return
-			}
-			if err := held.Release(); err != nil {
-				s.Warn("%v", err)
-			}
-		}()
+		// cancel (Ctrl-C) does not end, and is waited for before capture
+		// returns, whatever happens.
+		var once sync.Once
+		done := make(chan struct{})
+		startThaw = func() {
+			once.Do(func() {
+				go func() {
+					defer close(done)
+					if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
+						held.Keep()
+						s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
+						return
+					}
+					if err := held.Release(); err != nil {
+						s.Warn("%v", err)
+					}
+				}()
+			})
+		}
+		thawed = func() { startThaw(); <-done }
 		s.Step("quiescing")
 		// Quiesce and pause run to their end, a cancel notwithstanding: an
 		// exec or a pause the engine still carries out after the thaw would
@@ -215,7 +225,23 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 		return archive.Summary{}, err
 	}
 	defer data.Close()
-	return archive.Write(w, m, data, s.Recipients...)
+	w, err := archive.NewFileWriter(f, m, s.Identity, s.Recipients...)
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	sum, _, err := w.Copy(data)
+	if err != nil {
+		w.Abort()
+		return archive.Summary{}, err
+	}
+	// The data is read: the box is thawed while the archive is finished.
+	data.Close()
+	startThaw()
+	s.Step("finishing and verifying the archive")
+	if err := w.Close(); err != nil {
+		return archive.Summary{}, err
+	}
+	return sum, nil
 }
 
 // thaw unpauses and resumes the agent container id.
