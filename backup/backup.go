@@ -237,7 +237,7 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 	// The data is read: the box is thawed while the archive is finished.
 	data.Close()
 	startThaw()
-	s.Step("finishing and verifying the archive")
+	s.Step("verifying the archive")
 	if err := w.Close(); err != nil {
 		return archive.Summary{}, err
 	}
@@ -444,12 +444,22 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 // of running on part of the archive. maxBytes, when not zero, bounds the
 // data restored (the size a check of the whole archive found).
 func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) error {
-	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
+	contents, err := restoreData(ctx, e, id, file, identities, maxBytes)
+	if err != nil {
 		return err
+	}
+	return checkRestored(ctx, e, id, contents)
+}
+
+// restoreData is Restore without the check of the restored data: it
+// returns what to check it against.
+func restoreData(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
+	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	// A box's owners, whatever the archive says: the agent's home is the
@@ -457,21 +467,23 @@ func Restore(ctx context.Context, e Engine, id, file string, identities []age.Id
 	owner := &archive.Owner{Home: hb.AgentHome, UID: hb.AgentUID, GID: hb.AgentUID}
 	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer data.Close()
 	if err := e.CopyTo(ctx, id, "/", data); err != nil {
 		// The archive's own error says more than the engine's broken pipe.
 		data.Close()
 		if _, aerr := data.Contents(); aerr != nil && !errors.Is(aerr, io.ErrClosedPipe) {
-			return aerr
+			return nil, aerr
 		}
-		return err
+		return nil, err
 	}
-	contents, err := data.Contents()
-	if err != nil {
-		return err
-	}
+	return data.Contents()
+}
+
+// checkRestored reads container id's /data back through the engine and
+// checks it against contents.
+func checkRestored(ctx context.Context, e Engine, id string, contents *archive.Contents) error {
 	restored, err := e.CopyFrom(ctx, id, hb.Data)
 	if err != nil {
 		return fmt.Errorf("reading the restored data back: %w", err)
@@ -497,6 +509,17 @@ type Seeder struct {
 	Sizes map[string]int64
 	// Step shows progress of a box, in the applier's display.
 	Step func(box, msg string)
+
+	mu sync.Mutex
+	// checks are the checks of restored data still running, by host and
+	// box: Seed starts them, Finish waits for them.
+	checks map[[2]string]*pendingCheck
+}
+
+// pendingCheck is the check of a box's restored data, running.
+type pendingCheck struct {
+	file string
+	done chan error
 }
 
 // Path is a restore: path, relative to Dir.
@@ -533,11 +556,45 @@ func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 				archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), reconcile.HumanSize(Reserve))
 		}
 	}
-	return Restore(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
+	contents, err := restoreData(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
+	if err != nil {
+		return err
+	}
+	// The restored data is read back and checked while the box starts: it
+	// starts quiesced (the marker went in first), so nothing runs on the
+	// data before Finish has the check's verdict. A box whose check fails
+	// stays quiesced, its restore incomplete.
+	c := &pendingCheck{file: file, done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.checks == nil {
+		s.checks = map[[2]string]*pendingCheck{}
+	}
+	s.checks[[2]string{host, box}] = c
+	s.mu.Unlock()
+	go func() { c.done <- checkRestored(ctx, e, id, contents) }()
+	return nil
 }
 
-// Finish resumes the started box and waits for hb init on the restored data.
+// Finish waits for the check of the restored data that Seed started, then
+// resumes the started box and waits for hb init on the restored data.
 func (s *Seeder) Finish(ctx context.Context, host, box string) error {
+	s.mu.Lock()
+	c := s.checks[[2]string{host, box}]
+	delete(s.checks, [2]string{host, box})
+	s.mu.Unlock()
+	if c != nil {
+		select {
+		case err := <-c.done:
+			if err != nil {
+				return fmt.Errorf("restoring from %s: %w", c.file, err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if s.Step != nil {
+			s.Step(box, "restored /data checked against the archive")
+		}
+	}
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err
