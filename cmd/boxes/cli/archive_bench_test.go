@@ -301,7 +301,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 
 		b.Logf("%s: archive %d MiB; save %s (%.0f MiB RSS), docker cp out %s; load %s (%.0f MiB RSS): archive check (verify) %s, restore %s, its check done %s after, box %s; docker cp in %s; new box and doctor %s",
 			c.name, info.Size()>>20, save.took, save.rss, cpOut.took, load.took, load.rss, verify.took, started-restoring, checked-started, box, cpIn.took, newBox)
-		b.Logf("load's progress:\n%s", lines(load))
+		// On stdout: go test cuts a benchmark's long log.
+		fmt.Printf("load of %s, its progress:\n%s", c.name, lines(load))
 		for _, r := range []benchtable.Row{
 			{Figure: "save, " + c.name, Value: save.took.Seconds(), Unit: "s", Baseline: "docker cp of /data out", Base: cpOut.took.Seconds()},
 			{Figure: "load, " + c.name, Value: load.took.Seconds(), Unit: "s", Baseline: "docker cp of the same tar into a volume", Base: cpIn.took.Seconds()},
