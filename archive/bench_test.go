@@ -25,6 +25,11 @@ const benchSize = 200 << 20
 // generated on the fly: incompressible (16 files of random bytes) or
 // compressible (a node_modules-like tree of ~8 KiB text files).
 func benchTar(w io.Writer, compressible bool) error {
+	return benchTarSized(w, compressible, benchSize)
+}
+
+// benchTarSized is benchTar of size bytes of file content.
+func benchTarSized(w io.Writer, compressible bool, size int64) error {
 	tw := tar.NewWriter(w)
 	mtime := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, d := range []string{"data/", "data/home/", "data/home/agent/", "data/home/agent/m/"} {
@@ -36,11 +41,11 @@ func benchTar(w io.Writer, compressible bool) error {
 	if !compressible {
 		const n = 16
 		for i := range n {
-			h := &tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("data/home/agent/m/blob%02d", i), Mode: 0o644, Size: benchSize / n, ModTime: mtime}
+			h := &tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("data/home/agent/m/blob%02d", i), Mode: 0o644, Size: size / n, ModTime: mtime}
 			if err := tw.WriteHeader(h); err != nil {
 				return err
 			}
-			if _, err := io.CopyN(tw, rng, benchSize/n); err != nil {
+			if _, err := io.CopyN(tw, rng, size/n); err != nil {
 				return err
 			}
 		}
@@ -50,7 +55,7 @@ func benchTar(w io.Writer, compressible bool) error {
 	seps := []string{" ", " ", " ", "\n", "\n  "}
 	file := make([]byte, 0, 9<<10)
 	written, dir := int64(0), 0
-	for i := 0; written < benchSize; i++ {
+	for i := 0; written < size; i++ {
 		if i%100 == 0 {
 			dir++
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: fmt.Sprintf("data/home/agent/m/pkg%d/", dir), Mode: 0o755, ModTime: mtime}); err != nil {
@@ -64,7 +69,7 @@ func benchTar(w io.Writer, compressible bool) error {
 			file = append(file, seps[(r>>32)%uint64(len(seps))]...)
 		}
 		body := file
-		if rest := benchSize - written; int64(len(body)) > rest {
+		if rest := size - written; int64(len(body)) > rest {
 			body = body[:rest]
 		}
 		h := &tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("data/home/agent/m/pkg%d/f%d.js", dir, i), Mode: 0o644, Size: int64(len(body)), ModTime: mtime}

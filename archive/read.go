@@ -322,7 +322,15 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	d := &DataReader{PipeReader: pr, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		sum, err := rd.copyData(pw, opts.Owner)
+		// Large writes: each write to the pipe is one read at the other end,
+		// which an HTTP client sends as one chunk and flushes, so a tar of
+		// many small files written entry by entry would cross to the engine
+		// in pieces of a few hundred bytes, each a round of system calls.
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		sum, err := rd.copyData(bw, opts.Owner)
+		if err == nil {
+			err = bw.Flush()
+		}
 		if err == nil {
 			d.contents = newContents(rd.hash.list, sum)
 		}

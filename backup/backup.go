@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -126,8 +127,8 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 		tmp.Close() // after the removal: the lock says the save runs
 	}()
 	wrote, err := s.capture(ctx, e, m, tmp)
-	if err == nil {
-		err = tmp.Sync()
+	if errors.Is(err, archive.ErrReadBack) {
+		return Saved{}, fmt.Errorf("the archive was not published: %w", err)
 	}
 	var info fs.FileInfo
 	if err == nil {
@@ -135,14 +136,6 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	}
 	if err != nil {
 		return Saved{}, fmt.Errorf("writing the archive: %w", err)
-	}
-	s.Step("verifying the archive")
-	_, read, err := archive.VerifyFile(tmp.Name(), s.Identity)
-	if err != nil {
-		return Saved{}, fmt.Errorf("the archive does not read back, so it was not published: %w", err)
-	}
-	if read != wrote {
-		return Saved{}, fmt.Errorf("the archive reads back %+v but %+v was written, so it was not published", read, wrote)
 	}
 	// A hard link publishes the file whole, and fails if the name is taken.
 	if err := os.Link(tmp.Name(), s.Out); err != nil {
@@ -154,10 +147,18 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	return Saved{Summary: wrote, Size: info.Size()}, nil
 }
 
-// capture writes the archive of the box's /data to w, the box frozen (when
-// it runs) from just before its data is measured to the end of the stream.
-func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Writer) (archive.Summary, error) {
+// capture writes the archive of the box's /data to f, the box frozen (when
+// it runs) from just before its data is measured to the end of the stream,
+// and reads the file back as it is written (archive.FileWriter): once it
+// returns without error, f holds an archive that reads back with
+// s.Identity. The box is thawed as soon as its data has been read, while
+// the archive is finished, synced and its read-back completed; capture
+// returns once both are done.
+func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.File) (archive.Summary, error) {
 	id := s.Agent.ID
+	// startThaw starts thawing the box, once; thawed waits for the thaw.
+	startThaw, thawed := func() {}, func() {}
+	defer func() { thawed() }()
 	if s.Agent.State == "running" {
 		// hb init must not find the marker half-way through.
 		if err := hb.WaitInit(ctx, e, s.Box, id, s.Init); err != nil {
@@ -172,17 +173,26 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 		}
 		// The thaw is registered first: a quiesce that fails half-way may
 		// have written its marker already. It runs on a context that a
-		// cancel (Ctrl-C) does not end.
-		defer func() {
-			if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
-				held.Keep()
-				s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
-				return
-			}
-			if err := held.Release(); err != nil {
-				s.Warn("%v", err)
-			}
-		}()
+		// cancel (Ctrl-C) does not end, and is waited for before capture
+		// returns, whatever happens.
+		var once sync.Once
+		done := make(chan struct{})
+		startThaw = func() {
+			once.Do(func() {
+				go func() {
+					defer close(done)
+					if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
+						held.Keep()
+						s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
+						return
+					}
+					if err := held.Release(); err != nil {
+						s.Warn("%v", err)
+					}
+				}()
+			})
+		}
+		thawed = func() { startThaw(); <-done }
 		s.Step("quiescing")
 		// Quiesce and pause run to their end, a cancel notwithstanding: an
 		// exec or a pause the engine still carries out after the thaw would
@@ -217,7 +227,23 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, w io.Wr
 		return archive.Summary{}, err
 	}
 	defer data.Close()
-	return archive.Write(w, m, data, s.Recipients...)
+	w, err := archive.NewFileWriter(f, m, s.Identity, s.Recipients...)
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	sum, _, err := w.Copy(data)
+	if err != nil {
+		w.Abort()
+		return archive.Summary{}, err
+	}
+	// The data is read: the box is thawed while the archive is finished.
+	data.Close()
+	startThaw()
+	s.Step("verifying the archive")
+	if err := w.Close(); err != nil {
+		return archive.Summary{}, err
+	}
+	return sum, nil
 }
 
 // thaw unpauses and resumes the agent container id.
@@ -420,12 +446,22 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 // of running on part of the archive. maxBytes, when not zero, bounds the
 // data restored (the size a check of the whole archive found).
 func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) error {
-	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
+	contents, err := restoreData(ctx, e, id, file, identities, maxBytes)
+	if err != nil {
 		return err
+	}
+	return checkRestored(ctx, e, id, contents)
+}
+
+// restoreData is Restore without the check of the restored data: it
+// returns what to check it against.
+func restoreData(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
+	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	// A box's owners, whatever the archive says: the agent's home is the
@@ -433,21 +469,23 @@ func Restore(ctx context.Context, e Engine, id, file string, identities []age.Id
 	owner := &archive.Owner{Home: hb.AgentHome, UID: hb.AgentUID, GID: hb.AgentUID}
 	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer data.Close()
 	if err := e.CopyTo(ctx, id, "/", data); err != nil {
 		// The archive's own error says more than the engine's broken pipe.
 		data.Close()
 		if _, aerr := data.Contents(); aerr != nil && !errors.Is(aerr, io.ErrClosedPipe) {
-			return aerr
+			return nil, aerr
 		}
-		return err
+		return nil, err
 	}
-	contents, err := data.Contents()
-	if err != nil {
-		return err
-	}
+	return data.Contents()
+}
+
+// checkRestored reads container id's /data back through the engine and
+// checks it against contents.
+func checkRestored(ctx context.Context, e Engine, id string, contents *archive.Contents) error {
 	restored, err := e.CopyFrom(ctx, id, hb.Data)
 	if err != nil {
 		return fmt.Errorf("reading the restored data back: %w", err)
@@ -473,6 +511,17 @@ type Seeder struct {
 	Sizes map[string]int64
 	// Step shows progress of a box, in the applier's display.
 	Step func(box, msg string)
+
+	mu sync.Mutex
+	// checks are the checks of restored data still running, by host and
+	// box: Seed starts them, Finish waits for them.
+	checks map[[2]string]*pendingCheck
+}
+
+// pendingCheck is the check of a box's restored data, running.
+type pendingCheck struct {
+	file string
+	done chan error
 }
 
 // Path is a restore: path, relative to Dir.
@@ -509,11 +558,45 @@ func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 				archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), reconcile.HumanSize(Reserve))
 		}
 	}
-	return Restore(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
+	contents, err := restoreData(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
+	if err != nil {
+		return err
+	}
+	// The restored data is read back and checked while the box starts: it
+	// starts quiesced (the marker went in first), so nothing runs on the
+	// data before Finish has the check's verdict. A box whose check fails
+	// stays quiesced, its restore incomplete.
+	c := &pendingCheck{file: file, done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.checks == nil {
+		s.checks = map[[2]string]*pendingCheck{}
+	}
+	s.checks[[2]string{host, box}] = c
+	s.mu.Unlock()
+	go func() { c.done <- checkRestored(ctx, e, id, contents) }()
+	return nil
 }
 
-// Finish resumes the started box and waits for hb init on the restored data.
+// Finish waits for the check of the restored data that Seed started, then
+// resumes the started box and waits for hb init on the restored data.
 func (s *Seeder) Finish(ctx context.Context, host, box string) error {
+	s.mu.Lock()
+	c := s.checks[[2]string{host, box}]
+	delete(s.checks, [2]string{host, box})
+	s.mu.Unlock()
+	if c != nil {
+		select {
+		case err := <-c.done:
+			if err != nil {
+				return fmt.Errorf("restoring from %s: %w", c.file, err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if s.Step != nil {
+			s.Step(box, "restored /data checked against the archive")
+		}
+	}
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err

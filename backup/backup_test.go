@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -332,5 +333,57 @@ func TestSeedChecksFreeSpace(t *testing.T) {
 	s := &Seeder{Engine: func(context.Context, string) (Engine, error) { return e, nil }, Sizes: map[string]int64{"a": 200}}
 	if err := s.Seed(context.Background(), "", "alpha", "a"); !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
 		t.Errorf("got %v, copied %q", err, e.copied)
+	}
+}
+
+// Seed restores and starts the check of the restored data; Finish waits
+// for it, and resumes the box only once it passed.
+func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
+	r, id := keys(t)
+	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, good := range []bool{true, false} {
+		e := &fakeBox{}
+		release := make(chan struct{})
+		e.copyFrom = func(context.Context) (io.ReadCloser, error) {
+			<-release // the check runs on while Seed has returned
+			b := dataTar().(*bytes.Buffer).Bytes()
+			if !good {
+				b = bytes.Replace(b, []byte("hello\n"), []byte("hellO\n"), 1)
+			}
+			return io.NopCloser(bytes.NewReader(b)), nil
+		}
+		var mu sync.Mutex
+		var steps []string
+		s := &Seeder{
+			Engine:     func(context.Context, string) (Engine, error) { return e, nil },
+			Identities: []age.Identity{id},
+			Init:       hb.Wait{Timeout: 5 * time.Second},
+			Step: func(box, msg string) {
+				mu.Lock()
+				steps = append(steps, msg)
+				mu.Unlock()
+			},
+		}
+		if err := s.Seed(context.Background(), "", "beta", file); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		err := s.Finish(context.Background(), "", "beta")
+		resumed := slices.Contains(e.hbCalls, "resume")
+		if good {
+			if err != nil || !resumed || !slices.Contains(steps, "restored /data checked against the archive") {
+				t.Errorf("good restore: %v; resumed %v; steps %q", err, resumed, steps)
+			}
+			continue
+		}
+		if !errors.Is(err, archive.ErrRestoreMismatch) || !strings.Contains(err.Error(), "restoring from "+file) {
+			t.Errorf("bad restore: Finish returned %v", err)
+		}
+		if resumed {
+			t.Errorf("bad restore: the box was resumed: %q", e.hbCalls)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +21,64 @@ import (
 	"github.com/hermes-box/boxes/internal/benchtable"
 )
 
-// measured is one run of a command: how long it took and its peak RSS.
+// measured is one run of a command: how long it took, its peak RSS, and
+// when (since its start) each line it printed on stderr arrived.
 type measured struct {
-	took time.Duration
-	rss  float64 // MiB
+	took  time.Duration
+	rss   float64 // MiB
+	lines []stampedLine
+}
+
+type stampedLine struct {
+	at   time.Duration
+	text string
+}
+
+// at is when the first line from line from on that contains one of whats
+// arrived, and that line's index; -1 if none did.
+func (m measured) at(from int, whats ...string) (time.Duration, int) {
+	for i := max(from, 0); i < len(m.lines); i++ {
+		for _, what := range whats {
+			if strings.Contains(m.lines[i].text, what) {
+				return m.lines[i].at, i
+			}
+		}
+	}
+	return 0, -1
+}
+
+// stamper records the lines written to it with their arrival times.
+type stamper struct {
+	mu    sync.Mutex
+	start time.Time
+	part  []byte
+	lines []stampedLine
+}
+
+func (s *stamper) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Since(s.start)
+	s.part = append(s.part, p...)
+	for {
+		i := bytes.IndexByte(s.part, '\n')
+		if i < 0 {
+			break
+		}
+		s.lines = append(s.lines, stampedLine{at: now, text: string(s.part[:i])})
+		s.part = s.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *stamper) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, l := range s.lines {
+		b.WriteString(l.text + "\n")
+	}
+	return b.String()
 }
 
 // measure runs cmd to its end and samples its peak RSS (VmHWM) while it
@@ -31,11 +86,11 @@ type measured struct {
 // starts with vfork inherits the test process's own peak when it execs.
 func measure(b *testing.B, cmd *exec.Cmd) measured {
 	b.Helper()
-	var errb bytes.Buffer
-	if cmd.Stderr == nil {
-		cmd.Stderr = &errb
-	}
 	start := time.Now()
+	errb := &stamper{start: start}
+	if cmd.Stderr == nil {
+		cmd.Stderr = errb
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("%v: %v", cmd.Args, err)
 	}
@@ -66,9 +121,12 @@ func measure(b *testing.B, cmd *exec.Cmd) measured {
 	err := cmd.Wait()
 	m := measured{took: time.Since(start)}
 	close(done)
+	errb.mu.Lock()
+	m.lines = errb.lines
+	errb.mu.Unlock()
 	m.rss = float64(<-peak) / 1024
 	if err != nil {
-		b.Fatalf("%v: %v\n%s", cmd.Args, err, errb.String())
+		b.Fatalf("%v: %v\n%s", cmd.Args, err, errb)
 	}
 	return m
 }
@@ -129,6 +187,14 @@ func dataset(w io.Writer, compressible bool) error {
 // BenchmarkSaveLoad saves and loads 200 MiB of incompressible and of
 // compressible data, against docker cp of the same data out of and into a
 // box in the same run, and reports the peak memory of each.
+//
+// A load is two parts, each shown as its own row too, timed from the
+// progress lines load prints as it goes: its data part (the check of the
+// whole archive, timed as boxes verify of the same file, plus the restore
+// into the new volume and the check of the restored data, from "restoring
+// /data" to "restored /data checked", which overlaps the start), against docker cp of the same tar into a volume;
+// and its box part (create, start, hb init and doctor: the rest), against
+// boxes apply of a new box plus boxes doctor of it.
 func BenchmarkSaveLoad(b *testing.B) {
 	if testing.Short() {
 		b.Skip("real Docker engine")
@@ -137,8 +203,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 	if image == "" {
 		image = "hermes-box-lite:test"
 	}
-	const src, dst = "it-h10-bench-src", "it-h10-bench-dst"
-	scratch := "it-h10-bench-cp"
+	const src, dst = "it-h10b-bench-src", "it-h10b-bench-dst"
+	scratch := "it-h10b-bench-cp"
 	cleanup := func() {
 		removeBoxes(src, dst)
 		_ = exec.Command("docker", "rm", "-f", scratch).Run()
@@ -169,9 +235,11 @@ func BenchmarkSaveLoad(b *testing.B) {
 		return exec.Command(bin, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...)...)
 	}
 	measure(b, boxesCmd("lock", "image", image))
-	measure(b, boxesCmd("apply", "--auto-approve", "--target", src))
+	applyNew := measure(b, boxesCmd("apply", "--auto-approve", "--target", src))
 	agent := compose.ContainerName(src, compose.AgentService)
 	measure(b, exec.Command("docker", "exec", "-u", "0", agent, "sh", "-c", "for i in $(seq 300); do hb health agent >/dev/null 2>&1 && break; sleep 0.2; done"))
+	doctorNew := measure(b, boxesCmd("doctor", src))
+	newBox := applyNew.took + doctorNew.took
 
 	for _, c := range []struct {
 		name         string
@@ -210,16 +278,49 @@ func BenchmarkSaveLoad(b *testing.B) {
 
 		archiveFile := filepath.Join(b.TempDir(), src+"-bench.tar.zst.age")
 		save := measure(b, boxesCmd("save", src, "-o", archiveFile))
+		verify := measure(b, boxesCmd("verify", archiveFile))
 		removeBoxes(dst)
 		load := measure(b, boxesCmd("load", archiveFile, dst))
 		removeBoxes(dst)
 		info, _ := os.Stat(archiveFile)
 
-		b.Logf("%s: archive %d MiB; save %s (%.0f MiB RSS), docker cp out %s; load %s (%.0f MiB RSS), docker cp in %s",
-			c.name, info.Size()>>20, save.took, save.rss, cpOut.took, load.took, load.rss, cpIn.took)
-		benchtable.Report(b, benchtable.Row{Figure: "save, " + c.name, Value: save.took.Seconds(), Unit: "s", Baseline: "docker cp of /data out", Base: cpOut.took.Seconds()})
-		benchtable.Report(b, benchtable.Row{Figure: "load, " + c.name, Value: load.took.Seconds(), Unit: "s", Baseline: "docker cp of the same tar into a volume", Base: cpIn.took.Seconds()})
-		benchtable.Report(b, benchtable.Row{Figure: "save peak RSS, " + c.name, Value: save.rss, Unit: "MiB", Baseline: "docker cp out (CLI)", Base: cpOut.rss})
-		benchtable.Report(b, benchtable.Row{Figure: "load peak RSS, " + c.name, Value: load.rss, Unit: "MiB", Baseline: "docker cp in (CLI)", Base: cpIn.rss})
+		// Progress lines are "BOX: STEP", or "BOX STEP" redrawn on a terminal.
+		step := func(from int, msg string) (time.Duration, int) {
+			return load.at(from, dst+": "+msg, dst+" "+msg)
+		}
+		created, i := step(0, "creating network, volumes and containers")
+		restoring, j := step(i, "restoring /data from")
+		started, k := step(j, "starting")
+		checked, l := step(j, "restored /data checked against the archive")
+		if i < 0 || j < 0 || k < 0 || l < 0 {
+			b.Fatalf("load printed no creating, restoring, starting and checked steps:\n%s", lines(load))
+		}
+		// The check of the restored data runs while the box starts.
+		data := verify.took + checked - restoring
+		box := restoring - created + load.took - started
+
+		b.Logf("%s: archive %d MiB; save %s (%.0f MiB RSS), docker cp out %s; load %s (%.0f MiB RSS): archive check (verify) %s, restore %s, its check done %s after, box %s; docker cp in %s; new box and doctor %s",
+			c.name, info.Size()>>20, save.took, save.rss, cpOut.took, load.took, load.rss, verify.took, started-restoring, checked-started, box, cpIn.took, newBox)
+		// On stdout: go test cuts a benchmark's long log.
+		fmt.Printf("load of %s, its progress:\n%s", c.name, lines(load))
+		for _, r := range []benchtable.Row{
+			{Figure: "save, " + c.name, Value: save.took.Seconds(), Unit: "s", Baseline: "docker cp of /data out", Base: cpOut.took.Seconds()},
+			{Figure: "load, " + c.name, Value: load.took.Seconds(), Unit: "s", Baseline: "docker cp of the same tar into a volume", Base: cpIn.took.Seconds()},
+			{Figure: "load's data part (archive check, restore, restored-data check), " + c.name, Value: data.Seconds(), Unit: "s", Baseline: "docker cp of the same tar into a volume", Base: cpIn.took.Seconds()},
+			{Figure: "load's box part (create, start, hb init, doctor), " + c.name, Value: box.Seconds(), Unit: "s", Baseline: "boxes apply of a new box, then boxes doctor", Base: newBox.Seconds()},
+			{Figure: "save peak RSS, " + c.name, Value: save.rss, Unit: "MiB", Baseline: "docker cp out (CLI)", Base: cpOut.rss},
+			{Figure: "load peak RSS, " + c.name, Value: load.rss, Unit: "MiB", Baseline: "docker cp in (CLI)", Base: cpIn.rss},
+		} {
+			benchtable.Report(b, r)
+		}
 	}
+}
+
+// lines is what m printed on stderr.
+func lines(m measured) string {
+	var b strings.Builder
+	for _, l := range m.lines {
+		fmt.Fprintf(&b, "%7.3fs %s\n", l.at.Seconds(), l.text)
+	}
+	return b.String()
 }
