@@ -129,7 +129,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		p.syntaxError(err)
 		return nil, p.errs
 	}
-	if len(doc.Content) == 0 {
+	// A document of nothing but a "---" (or comments) is empty too; its null
+	// node sits on a line after the file's last one.
+	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" && doc.Content[0].Value == "") {
 		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
 		return nil, p.errs
 	}
