@@ -44,9 +44,9 @@ test: test-image
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
 
-# The longer trials: 50 random kills of apply.
+# The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move.
 test-long: test-image
-	BOXES_KILL_TRIALS=50 $(GO) test -count=1 -timeout 120m -run TestIntegrationRandomKills -v ./cmd/boxes/cli/
+	BOXES_KILL_TRIALS=50 BOXES_RESTORE_KILL_TRIALS=15 $(GO) test -count=1 -timeout 120m -run TestIntegrationRandomKills -v ./cmd/boxes/cli/
 
 test-short:
 	$(GO) test -short ./...

@@ -221,8 +221,12 @@ func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
 	return e.lost(ignoreNotFound(e.api.NetworkRemove(ctx, id)))
 }
 
-// RemoveVolume removes one volume by name.
+// RemoveVolume removes one volume by name, and first the throwaway
+// containers a killed command left mounting it (they would hold it).
 func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
+	if err := e.removeOneOffs(ctx, name); err != nil {
+		return e.lost(err)
+	}
 	return e.lost(ignoreNotFound(e.api.VolumeRemove(ctx, name, false)))
 }
 

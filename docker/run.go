@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hermes-box/boxes/compose"
@@ -35,7 +36,7 @@ func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]str
 // runOnce runs cmd in a new container of image (no network, removed after) and returns its stdout.
 func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byte, error) {
 	created, err := e.api.ContainerCreate(ctx,
-		&container.Config{Image: image, Entrypoint: cmd, Labels: map[string]string{"boxes.oneoff": "1"}},
+		&container.Config{Image: image, Entrypoint: cmd, Labels: map[string]string{oneOffLabel: "1"}},
 		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return nil, err
@@ -82,8 +83,16 @@ func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
+	for _, m := range c.Mounts {
+		if m.Name == "" {
+			continue
+		}
+		if err := e.removeOneOffs(ctx, m.Name); err != nil {
+			return 0, err
+		}
+	}
 	created, err := e.api.ContainerCreate(ctx,
-		&container.Config{Image: c.Image, Entrypoint: []string{"stat", "-f", "-c", "%a %S", path}, Labels: map[string]string{"boxes.oneoff": "1"}},
+		&container.Config{Image: c.Image, Entrypoint: []string{"stat", "-f", "-c", "%a %S", path}, Labels: map[string]string{oneOffLabel: "1"}},
 		&container.HostConfig{NetworkMode: "none", VolumesFrom: []string{id + ":ro"}}, nil, nil, "")
 	if err != nil {
 		return 0, err
@@ -98,4 +107,26 @@ func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) 
 		return 0, fmt.Errorf("stat -f %s: %q: %w", path, out, err)
 	}
 	return blocks * size, nil
+}
+
+// oneOffLabel marks the throwaway containers boxes runs and removes after.
+const oneOffLabel = "boxes.oneoff"
+
+// removeOneOffs removes the throwaway containers that mount volume. Those
+// on a box's volumes run under the box's lock, so any found by a command
+// holding it were left by one that was killed before it could remove them
+// (a restore's free-space check, say): they would hold the volume, and no
+// plan sees them.
+func (e *Engine) removeOneOffs(ctx context.Context, volume string) error {
+	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("volume", volume))})
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		if err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -14,16 +14,30 @@ import (
 
 // killTrials is how many random kills TestIntegrationRandomKills makes:
 // BOXES_KILL_TRIALS, 10 when unset (make test); make test-long asks for 50.
-func killTrials(t *testing.T) int {
-	v := os.Getenv("BOXES_KILL_TRIALS")
+func killTrials(t *testing.T) int { return trialsFrom(t, "BOXES_KILL_TRIALS", 10) }
+
+// trialsFrom is the number in environment variable name, def when unset.
+func trialsFrom(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
 	if v == "" {
-		return 10
+		return def
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		t.Fatalf("BOXES_KILL_TRIALS=%q: want a positive number", v)
+		t.Fatalf("%s=%q: want a positive number", name, v)
 	}
 	return n
+}
+
+// killSeed is the seed of a test's random kill times: BOXES_KILL_SEED
+// replays a run, else the clock's.
+func killSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("BOXES_KILL_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("BOXES_KILL_SEED=%d", seed)
+	return seed
 }
 
 // faultScenario sets the engine and boxes.yaml up for one kind of apply and
@@ -50,11 +64,7 @@ func TestIntegrationRandomKills(t *testing.T) {
 	trials := killTrials(t)
 	began := time.Now()
 	bin := buildBoxes(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("BOXES_KILL_SEED"); v != "" {
-		seed, _ = strconv.ParseUint(v, 10, 64)
-	}
-	t.Logf("BOXES_KILL_SEED=%d", seed)
+	seed := killSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
 	yaml := func(names ...string) string {
