@@ -184,6 +184,10 @@ func tlsHTTPClient(cfg *tls.Config, dialErr *atomic.Pointer[error]) *http.Client
 		Transport: &http.Transport{
 			TLSClientConfig:     cfg,
 			TLSHandshakeTimeout: ConnectTimeout,
+			// A plan's parallel calls each hold a connection: keep them
+			// all for the next calls rather than the default 2, so that
+			// later calls skip the TCP and TLS handshakes.
+			MaxIdleConnsPerHost: 16,
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 				c, err := dialer.DialContext(ctx, network, addr)
 				if err != nil {

@@ -19,6 +19,17 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
+// parallelCalls is how many of Observe's calls run at once. Over ssh every
+// new connection is an ssh session and a docker CLI started on the remote,
+// which costs far more than the calls: there they run one after another on
+// the connection Connect opened. Elsewhere they run all at once.
+func (e *Engine) parallelCalls() int {
+	if strings.HasPrefix(e.Endpoint.URL, "ssh://") {
+		return 1
+	}
+	return -1
+}
+
 // Observe takes one snapshot of the engine: three list calls (containers,
 // volumes, networks) however many boxes there are, plus one inspect per image
 // asked about.
@@ -39,6 +50,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		present    = make([]bool, len(images))
 	)
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.parallelCalls())
 	g.Go(func() (err error) {
 		containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
 		return err

@@ -35,3 +35,16 @@ func TestUpSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestParallelCalls(t *testing.T) {
+	for url, want := range map[string]int{
+		"ssh://me@nexus":              1, // each new connection is an ssh session
+		"tcp://10.0.0.5:2376":         -1,
+		"unix:///var/run/docker.sock": -1,
+	} {
+		e := &Engine{Endpoint: Endpoint{URL: url}}
+		if got := e.parallelCalls(); got != want {
+			t.Errorf("%s: %d calls at once, want %d", url, got, want)
+		}
+	}
+}

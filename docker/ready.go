@@ -14,15 +14,15 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/mcp"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // ReadyTimeout bounds how long WaitReady waits for a box's Executor.
 var ReadyTimeout = 90 * time.Second
 
 // WaitReady returns once box's Executor answers an authenticated MCP
-// initialize on its published port. On a remote host it asks at the host's
+// initialize on its published port, with where a person on this machine
+// reaches it: its URL, or for a port on a remote's loopback how it is
+// reached (see Reach.Where). On a remote host it asks at the host's
 // address, or from inside the box where this machine cannot reach the port
 // (see remoteProbe).
 func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, error) {
@@ -75,11 +75,7 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 	if port == 0 {
 		return "", fmt.Errorf("executor publishes no port")
 	}
-	if e.Host != "" {
-		return e.remoteProbe(ctx, c, hostIP, int(port), token)
-	}
-	url := reconcile.ExecutorURL(hostIP, int(port))
-	return url, mcp.Initialize(ctx, url+"/mcp", token)
+	return e.remoteProbe(ctx, box, c, hostIP, int(port), token)
 }
 
 func (e *Engine) executorContainer(ctx context.Context, box string) (container.Summary, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/hermes-box/boxes/mcp"
 	"net"
 	"net/url"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -31,14 +31,76 @@ func endpointAddress(raw string) string {
 }
 
 // ExecutorURL is where a person on this machine reaches an executor this
-// engine publishes on bind:port. On a remote engine a port bound to a
-// non-loopback address is reached at the engine's address; one bound to
-// the remote's loopback has no address here, and keeps the remote's.
+// engine publishes on bind:port; "" when no address here reaches it (a
+// port on a remote engine's loopback: see Reach).
 func (e *Engine) ExecutorURL(bind string, port int) string {
-	if addr := e.Address(); addr != "" && !isLoopback(bind) {
-		return reconcile.ExecutorURL(addr, port)
+	return e.Reach(bind, port).URL
+}
+
+// ExecutorReach is Reach as plain strings: how (ReachDirect,
+// ReachSSHForward, ReachHostOnly) and the URL ("" unless direct).
+func (e *Engine) ExecutorReach(bind string, port int) (how, url string) {
+	r := e.Reach(bind, port)
+	return r.How, r.URL
+}
+
+// How a person on this machine reaches a port an engine publishes.
+const (
+	// ReachDirect: at Reach.URL.
+	ReachDirect = "direct"
+	// ReachSSHForward: the port is on the loopback of a remote engine
+	// reached over ssh; boxes open forwards a local port to it.
+	ReachSSHForward = "ssh-forward"
+	// ReachHostOnly: the port is on the loopback of a remote engine
+	// reached without ssh; only that machine reaches it.
+	ReachHostOnly = "host-only"
+)
+
+// Reach is how a person on this machine reaches a published port.
+type Reach struct {
+	// How is ReachDirect, ReachSSHForward or ReachHostOnly.
+	How string
+	// URL is the executor's address from here; "" unless How is ReachDirect.
+	URL string
+	// OnHost is the address on the engine's machine, as host:port.
+	OnHost string
+}
+
+// Reach says how a person on this machine reaches a port this engine
+// publishes on bind:port. On a remote engine a port bound to a
+// non-loopback address is reached at the engine's address; one bound to
+// the remote's loopback only through an ssh forward (see Forward), and not
+// at all when the engine is reached over tcp://.
+func (e *Engine) Reach(bind string, port int) Reach {
+	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
+	addr := e.Address()
+	switch {
+	case port == 0:
+		return Reach{}
+	case addr == "":
+		return Reach{How: ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
+	case !isLoopback(bind):
+		return Reach{How: ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
+	case strings.HasPrefix(e.Endpoint.URL, "ssh://"):
+		return Reach{How: ReachSSHForward, OnHost: onHost}
 	}
-	return reconcile.ExecutorURL(bind, port)
+	return Reach{How: ReachHostOnly, OnHost: onHost}
+}
+
+// Where is the reach in words for messages about box: its URL, or how else
+// it is reached.
+func (r Reach) Where(host, box string) string {
+	machine := "host " + host + "'s"
+	if host == "" {
+		machine = "the engine's machine's"
+	}
+	switch r.How {
+	case ReachSSHForward:
+		return fmt.Sprintf("%s on %s loopback (boxes open %s forwards it here over ssh)", r.OnHost, machine, box)
+	case ReachHostOnly:
+		return fmt.Sprintf("%s on %s loopback (reachable on that machine only)", r.OnHost, machine)
+	}
+	return r.URL
 }
 
 func isLoopback(bind string) bool {
@@ -46,17 +108,18 @@ func isLoopback(bind string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// remoteProbe proves a remote box's executor ready with an authenticated MCP
+// remoteProbe proves a box's executor ready with an authenticated MCP
 // initialize, without waiting for the healthcheck's interval: straight to
-// its published port when this machine can reach it, otherwise from inside
-// the executor's own container through the engine.
-func (e *Engine) remoteProbe(ctx context.Context, c container.Summary, bind string, port int, token string) (string, error) {
-	url := e.ExecutorURL(bind, port)
-	onThisMachine := strings.HasPrefix(e.Endpoint.URL, "unix://")
-	if onThisMachine || (e.Address() != "" && !isLoopback(bind)) {
-		return url, mcp.Initialize(ctx, url+"/mcp", token)
+// its published port when this machine can reach it, otherwise (a port on
+// a remote's loopback) from inside the executor's own container through
+// the engine. It returns where a person here reaches the executor (see
+// Reach.Where).
+func (e *Engine) remoteProbe(ctx context.Context, box string, c container.Summary, bind string, port int, token string) (string, error) {
+	reach := e.Reach(bind, port)
+	if reach.How == ReachDirect {
+		return reach.URL, mcp.Initialize(ctx, reach.URL+"/mcp", token)
 	}
-	return url, e.initializeInside(ctx, c.ID, token)
+	return reach.Where(e.Host, box), e.initializeInside(ctx, c.ID, token)
 }
 
 // initializeInside sends the MCP initialize from inside container id to its

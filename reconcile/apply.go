@@ -27,7 +27,8 @@ type Engine interface {
 	RemoveNetwork(ctx context.Context, id string) error
 	RemoveVolume(ctx context.Context, name string) error
 	// WaitReady returns once the box's Executor answers an authenticated MCP
-	// initialize, with the URL it answers on.
+	// initialize, with where a person on this machine reaches it: the URL,
+	// or for a port only the box's host reaches, how it is reached.
 	WaitReady(ctx context.Context, box, token string) (string, error)
 	// WaitInit returns once the box's agent container runs and its hb init
 	// has finished; a container that exits or restarts fails it at once,

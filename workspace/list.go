@@ -14,13 +14,32 @@ import (
 type Row struct {
 	Name string `json:"name"`
 	// Fleet is the box's boxes.fleet label; "" for one made before fleets.
-	Fleet      string `json:"fleet"`
-	Host       string `json:"host"`
-	Declared   bool   `json:"declared"`
-	State      string `json:"state"`
-	Image      string `json:"image"`
-	URL        string `json:"executor_url"`
+	Fleet    string `json:"fleet"`
+	Host     string `json:"host"`
+	Declared bool   `json:"declared"`
+	State    string `json:"state"`
+	Image    string `json:"image"`
+	// URL is where a person on this machine reaches the executor; "" when
+	// no address here does (see Reach).
+	URL string `json:"executor_url"`
+	// Reach is how the executor is reached from this machine: "direct" (at
+	// URL), "ssh-forward" (on a remote's loopback: boxes open forwards a
+	// port to it over ssh) or "host-only" (on the loopback of a remote
+	// reached without ssh); "" when it publishes no port.
+	Reach      string `json:"executor_reach"`
 	LastBackup string `json:"last_backup"`
+}
+
+// Executor is where the executor is reached from this machine, in words
+// for boxes ls: its URL, or how else; "" when it publishes no port.
+func (r Row) Executor() string {
+	switch r.Reach {
+	case "ssh-forward":
+		return "via ssh forward: boxes open " + r.Name
+	case "host-only":
+		return "on host " + r.Host + "'s loopback only"
+	}
+	return r.URL
 }
 
 // List is every box as last observed, for boxes ls: the declared boxes by
@@ -58,10 +77,13 @@ func (w *Workspace) List(all bool) []Row {
 			}
 			if x, ok := r.Container(compose.ExecutorService); ok {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
-					row.URL = reconcile.ExecutorURL(p.HostIP, p.HostPort)
-					// A remote engine knows the address a person here reaches it on.
-					if e, ok := w.engines[host].(interface{ ExecutorURL(string, int) string }); ok {
-						row.URL = e.ExecutorURL(p.HostIP, p.HostPort)
+					row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
+					// A remote engine knows the address a person here
+					// reaches it on, if any.
+					if e, ok := w.engines[host].(interface {
+						ExecutorReach(string, int) (string, string)
+					}); ok {
+						row.Reach, row.URL = e.ExecutorReach(p.HostIP, p.HostPort)
 					}
 				}
 			}

@@ -82,12 +82,18 @@ func newFleet(t *testing.T) *fleet {
 
 func (f *fleet) open(t *testing.T) *workspace.Workspace {
 	t.Helper()
+	return f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine { return e })
+}
+
+// openWith opens the fleet with each host's fake engine passed through wrap.
+func (f *fleet) openWith(t *testing.T, wrap func(host string, e *fakeEngine) workspace.Engine) *workspace.Workspace {
+	t.Helper()
 	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
 		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
 			f.mu.Lock()
 			f.connected = append(f.connected, h.Name)
 			f.mu.Unlock()
-			return &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name, before: f.before}, nil
+			return wrap(h.Name, &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name, before: f.before}), nil
 		},
 	})
 	if err != nil {

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,9 +129,13 @@ func TestIntegrationRemoteReadiness(t *testing.T) {
 }
 
 // TestIntegrationHostErrors: hosts that cannot be reached or are
-// misconfigured fail the plan quickly, naming the host and what to fix.
+// misconfigured fail the plan quickly, naming the host and what to fix;
+// meanwhile a command about a box on the local engine works as ever.
 func TestIntegrationHostErrors(t *testing.T) {
 	image, _ := startIntegration(t)
+	const local = "it-h9b-local"
+	removeBoxes(local)
+	t.Cleanup(func() { removeBoxes(local) })
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	tlsDir := t.TempDir()
 	if _, _, err := testhost.WriteTLS(tlsDir, "127.0.0.1"); err != nil {
@@ -153,42 +163,92 @@ func TestIntegrationHostErrors(t *testing.T) {
 	}()
 	silentPort := silent.Addr().(*net.TCPAddr).Port
 
+	// A box on the local engine, in the same boxes.yaml as the bad host.
+	bin := buildBoxes(t)
+	dir := t.TempDir()
+	yaml := func(far string) string {
+		return "version: 1\nhosts:\n  far: " + far + "\nboxes:\n  " + local + ": {}\n  it-beta: {host: far}\n"
+	}
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  "+local+": {}\n")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply of the local box: %+v", r)
+	}
+
 	cases := []struct {
 		name, host string
 		want       []string
+		// unreachable: nothing answers there (rather than a mistake found
+		// before dialling).
+		unreachable bool
 	}{
 		{"closed port", fmt.Sprintf("{docker: \"tcp://127.0.0.1:%d\", tls: %q}", closedPort, filepath.Join(tlsDir, "client-tls")),
-			[]string{"host far (tcp://127.0.0.1:", "refused", "boxes: hint: nothing listens there"}},
+			[]string{"host far (tcp://127.0.0.1:", "refused", "boxes: hint: nothing listens there"}, true},
+		{"closed port over ssh", fmt.Sprintf("{docker: \"ssh://root@127.0.0.1:%d\"}", closedPort),
+			[]string{"host far (ssh://root@127.0.0.1:", "refused", "boxes: hint: nothing listens there"}, true},
 		{"silent listener over TLS", fmt.Sprintf("{docker: \"tcp://127.0.0.1:%d\", tls: %q}", silentPort, filepath.Join(tlsDir, "client-tls")),
-			[]string{"host far (tcp://127.0.0.1:", "no answer within"}},
+			[]string{"host far (tcp://127.0.0.1:", "no answer within"}, true},
 		{"silent listener over ssh", fmt.Sprintf("{docker: \"ssh://root@127.0.0.1:%d\"}", silentPort),
-			[]string{"host far (ssh://root@127.0.0.1:", "no answer within"}},
+			[]string{"host far (ssh://root@127.0.0.1:", "no answer within"}, true},
 		{"mistyped context", "{context: nexsu}",
-			[]string{`host far: docker context "nexsu" does not exist`, "boxes: hint: docker context ls"}},
+			[]string{`host far: docker context "nexsu" does not exist`, "boxes: hint: docker context ls"}, false},
 		{"missing TLS files", "{docker: \"tcp://127.0.0.1:2376\", tls: /nonexistent/certs}",
-			[]string{"host far (tcp://127.0.0.1:2376): TLS material: open /nonexistent/certs/ca.pem", "boxes: hint: tls: names a directory"}},
+			[]string{"host far (tcp://127.0.0.1:2376): TLS material: open /nonexistent/certs/ca.pem", "boxes: hint: tls: names a directory"}, false},
 		{"same engine twice", "{docker: \"unix:///var/run/docker.sock\"}",
-			[]string{"host far and the local host reach the same Docker engine", "boxes: hint: keep one host entry per engine"}},
+			[]string{"host far and the local host reach the same Docker engine", "boxes: hint: keep one host entry per engine"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nhosts:\n  far: "+tc.host+"\nboxes:\n  it-alpha: {}\n  it-beta: {host: far}\n")
-			if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
-				t.Fatalf("lock image: %+v", r)
-			}
+			writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml(tc.host))
+			// The plan runs as its own process while exec, here, uses
+			// the local box.
+			plan := exec.Command(bin, "-f", filepath.Join(dir, "boxes.yaml"), "plan")
+			var stderr bytes.Buffer
+			plan.Stderr = &stderr
 			start := time.Now()
-			r := boxes(t, dir, "plan")
-			took := time.Since(start)
-			if r.code != 1 || took > 15*time.Second {
-				t.Errorf("plan: exit %d after %s, want 1 within 15s", r.code, took)
+			if err := plan.Start(); err != nil {
+				t.Fatal(err)
+			}
+			planDone := make(chan struct{})
+			var took time.Duration
+			go func() {
+				plan.Wait() //nolint:errcheck // the exit code is checked below
+				took = time.Since(start)
+				close(planDone)
+			}()
+			execStart := time.Now()
+			ex := boxes(t, dir, "exec", local, "--", "echo", "still here")
+			execTook := time.Since(execStart)
+			if ex.code != 0 || strings.TrimSpace(ex.stdout) != "still here" {
+				t.Errorf("exec on the local box with host far %s: %+v", tc.name, ex)
+			}
+			<-planDone
+			stillPlanning := ""
+			if execTook < took {
+				stillPlanning = ", while the plan still ran"
+			}
+			if code := plan.ProcessState.ExitCode(); code != 1 || took > 15*time.Second {
+				t.Errorf("plan: exit %d after %s, want 1 within 15s", code, took)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
 			}
-			t.Logf("after %s:\n%s", took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
+			t.Logf("plan failed after %s; exec on the local box took %s%s:\n%s", took.Round(time.Millisecond), execTook.Round(time.Millisecond), stillPlanning, strings.TrimSpace(stderr.String()))
+			if tc.unreachable && took > 5*time.Second && execTook >= took {
+				t.Errorf("exec on the local box waited for the unreachable host (%s, the plan %s)", execTook, took)
+			}
+			// --target that leaves out far's box plans without it (two
+			// entries for one engine stay an error: both are reached).
+			if !tc.unreachable {
+				return
+			}
+			if r := boxes(t, dir, "plan", "--detailed-exitcode", "--target", local); r.code != 0 || !strings.Contains(r.stdout, "No changes.") {
+				t.Errorf("plan --target %s: %+v", local, r)
+			}
 		})
 	}
 }
@@ -221,4 +281,131 @@ func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "host sock and host ssh reach the same Docker engine") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// TestIntegrationOpenThroughForward: a box bound to the loopback of a host
+// reached over ssh is never shown at the remote's loopback as if it were
+// this machine's: apply and ls say how it is reached, and open forwards a
+// local port over ssh, through which the browser reaches the dashboard,
+// signed in, for as long as open runs.
+func TestIntegrationOpenThroughForward(t *testing.T) {
+	image, _ := startIntegration(t)
+	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
+	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
+	const box = "it-h9b-fwd"
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), fmt.Sprintf("version: 1\nhosts:\n  remote: {docker: %q}\nboxes:\n  %s: {host: remote}\n", remote.SSH, box))
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	r := boxes(t, dir, "apply", "--auto-approve")
+	if r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "on host remote's loopback (boxes open "+box+" forwards it here over ssh)") ||
+		strings.Contains(r.stdout+r.stderr, "ready at http://127.0.0.1:") {
+		t.Errorf("apply does not say how the box is reached:\n%s%s", r.stdout, r.stderr)
+	}
+	if ls := boxes(t, dir, "ls"); !strings.Contains(ls.stdout, "via ssh forward: boxes open "+box) || strings.Contains(ls.stdout, "http://127.0.0.1:") {
+		t.Errorf("ls:\n%s", ls.stdout)
+	}
+	ls := boxes(t, dir, "ls", "--json")
+	var rows []struct {
+		Name  string `json:"name"`
+		URL   string `json:"executor_url"`
+		Reach string `json:"executor_reach"`
+	}
+	if err := json.Unmarshal([]byte(ls.stdout), &rows); err != nil || len(rows) != 1 || rows[0].URL != "" || rows[0].Reach != "ssh-forward" {
+		t.Errorf("ls --json: %v %+v\n%s", err, rows, ls.stdout)
+	}
+
+	// The browser records the address it is given, follows it as a browser
+	// would, and loads the page it was sent to.
+	tmp := t.TempDir()
+	got, redirect, status := filepath.Join(tmp, "url"), filepath.Join(tmp, "redirect"), filepath.Join(tmp, "status")
+	browser := filepath.Join(tmp, "browser")
+	writeFile(t, browser, "#!/bin/sh\nprintf '%s' \"$1\" > "+got+"\nto=$(curl -s -o /dev/null -w '%{redirect_url}' \"$1\")\n"+
+		"curl -s -o /dev/null -w '%{http_code}' \"$to\" > "+status+".tmp\nprintf '%s' \"$to\" > "+redirect+"\nmv "+status+".tmp "+status+"\n")
+	if err := os.Chmod(browser, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BOXES_BROWSER", browser)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		done <- MainContext(ctx, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, []string{"-f", filepath.Join(dir, "boxes.yaml"), "open", box})
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(status); err == nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("open ended (exit %d) before the browser loaded the page:\n%s%s", code, out.String(), errb.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the browser did not load the page within 60s:\n%s%s", out.String(), errb.String())
+		}
+	}
+	t.Logf("open to the page loaded through the forward: %s", time.Since(start).Round(time.Millisecond))
+	token := mustToken(t, dir, box)
+	if u := readFile(t, got); !strings.HasPrefix(u, "http://127.0.0.1:") || strings.Contains(u, token) {
+		t.Fatalf("the browser's command line was %q: it must not hold the token", u)
+	}
+	to := readFile(t, redirect)
+	if !strings.HasPrefix(to, "http://127.0.0.1:") || !strings.HasSuffix(to, "/?token="+token) {
+		t.Fatalf("the one-time address redirected to %q", to)
+	}
+	if s := readFile(t, status); s != "200" {
+		t.Errorf("the dashboard answered %s through the forward", s)
+	}
+	// The page keeps working after the handoff, while open runs.
+	resp, err := http.Get(to)
+	if err != nil {
+		t.Fatalf("through the forward after the handoff: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("dashboard answered %s after the handoff", resp.Status)
+	}
+	cancel() // Ctrl-C
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("open ended with exit %d:\n%s%s", code, out.String(), errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("open did not end on Ctrl-C")
+	}
+	if o := out.String(); !strings.Contains(o, "forwarded over ssh to 127.0.0.1:") || !strings.Contains(o, "until Ctrl-C") || strings.Contains(o+errb.String(), token) {
+		t.Errorf("open said:\n%s%s", o, errb.String())
+	}
+	u, _ := url.Parse(to)
+	if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+		c.Close()
+		t.Errorf("the forwarded port %s still answers after open ended", u.Host)
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by a command while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

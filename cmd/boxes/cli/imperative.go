@@ -148,7 +148,7 @@ func newLsCommand(env *Env) *cobra.Command {
 				if host == "" {
 					host = "local"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, host, r.State, r.Image, orDash(r.URL), orDash(r.LastBackup))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, host, r.State, r.Image, orDash(r.Executor()), orDash(r.LastBackup))
 			}
 			return tw.Flush()
 		},

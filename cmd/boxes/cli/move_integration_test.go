@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -184,6 +185,12 @@ func TestIntegrationMove(t *testing.T) {
 // containing step appears.
 func killApplyAt(t *testing.T, bin, dir, step string, args ...string) {
 	t.Helper()
+	killApplyAfter(t, bin, dir, step, 0, args...)
+}
+
+// killApplyAfter is killApplyAt, the kill sent delay after the line.
+func killApplyAfter(t *testing.T, bin, dir, step string, delay time.Duration, args ...string) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-f", filepath.Join(dir, "boxes.yaml"), "apply", "--auto-approve"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -198,6 +205,7 @@ func killApplyAt(t *testing.T, bin, dir, step string, args ...string) {
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
 		if strings.Contains(sc.Text(), step) {
+			time.Sleep(delay)
 			_ = cmd.Process.Kill()
 			killed = true
 			break
@@ -269,6 +277,58 @@ func TestIntegrationMoveKilled(t *testing.T) {
 				t.Fatalf("copies after a kill %s (moved from %q to %q): local %v, remote %v", c.name, from, host, local, onRemote)
 			}
 		})
+	}
+}
+
+// TestIntegrationMoveKilledStreamingImage: apply is SIGKILLed while it
+// streams the image to a new host that lacks it, in the middle of a move:
+// the next plan shows the move in progress, the next apply streams the
+// image again and finishes the move, the marker survives, and exactly one
+// copy remains.
+func TestIntegrationMoveKilledStreamingImage(t *testing.T) {
+	const box = "it-h9b-mv"
+	image := startMove(t, box)
+	bin := buildBoxes(t)
+	remote := testhost.Start(t, testhost.Options{SSH: true}) // without the image
+	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	moveConfig(t, dir, remote, box, "")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	if r := boxes(t, dir, "exec", box, "--", "sh", "-c", "echo survives-a-cut-stream > /data/home/agent/marker"); r.code != 0 {
+		t.Fatalf("writing the marker: %+v", r)
+	}
+	moveConfig(t, dir, remote, box, "remote")
+	// A moment into the stream, so that the remote has part of it.
+	killApplyAfter(t, bin, dir, "streaming image", 300*time.Millisecond, "--confirm-delete", box)
+	// The image travels by ID, untagged.
+	id := dockerOut(t, "image", "inspect", "-f", "{{.Id}}", image)
+	_, err := remote.Client().ImageInspect(context.Background(), id)
+	t.Logf("after the kill the remote has the image: %v (%v)", err == nil, err)
+	plan := boxes(t, dir, "plan", "--detailed-exitcode")
+	if plan.code != 2 || !strings.Contains(plan.stdout, "will be moved") || !strings.Contains(plan.stdout, "host: local → remote") {
+		t.Fatalf("plan after a kill while streaming the image: %+v", plan)
+	}
+	t.Logf("plan after the kill:\n%s", plan.stdout)
+	r := boxes(t, dir, "apply", "--auto-approve", "--confirm-delete", box)
+	if r.code != 0 {
+		t.Fatalf("apply after a kill while streaming the image: %+v", r)
+	}
+	if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
+		t.Fatalf("plan after finishing the move: %+v", r)
+	}
+	if got := marker(t, dir, box); got != "survives-a-cut-stream" {
+		t.Fatalf("marker: %q", got)
+	}
+	if local, onRemote := copies(t, remote, box); local != [2]int{} || onRemote != [2]int{2, 2} {
+		t.Fatalf("copies after the move: local %v, remote %v", local, onRemote)
+	}
+	if _, err := remote.Client().ImageInspect(context.Background(), id); err != nil {
+		t.Errorf("the remote lacks the image after the move: %v", err)
 	}
 }
 

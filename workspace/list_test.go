@@ -1,0 +1,52 @@
+package workspace_test
+
+import (
+	"testing"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// reachEngine is a fake engine that says how its published ports are reached.
+type reachEngine struct {
+	*fakeEngine
+	how, url string
+}
+
+func (r reachEngine) ExecutorReach(string, int) (string, string) { return r.how, r.url }
+
+func executorOf(name, bind string, port int) reconcile.Container {
+	return reconcile.Container{ID: name + "-x", Box: name, Service: compose.ExecutorService, State: "running",
+		Ports: []reconcile.Port{{HostIP: bind, HostPort: port, ContainerPort: compose.ExecutorPort}}}
+}
+
+func TestListSaysHowAnExecutorIsReached(t *testing.T) {
+	f := newFleet(t)
+	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{executorOf("alpha", "127.0.0.1", 4801)}}
+	f.snapshots["nexus"] = &reconcile.Observed{Containers: []reconcile.Container{executorOf("gamma", "127.0.0.1", 4802)}}
+	f.snapshots["zulu"] = &reconcile.Observed{}
+	ws := f.openWith(t, func(host string, e *fakeEngine) workspace.Engine {
+		if host == "nexus" {
+			return reachEngine{fakeEngine: e, how: "ssh-forward"}
+		}
+		return e
+	})
+	if err := ws.Observe(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]workspace.Row{}
+	for _, r := range ws.List(false) {
+		rows[r.Name] = r
+	}
+	if r := rows["alpha"]; r.Reach != "direct" || r.URL != "http://127.0.0.1:4801" || r.Executor() != r.URL {
+		t.Errorf("local box: %+v (%q)", r, r.Executor())
+	}
+	// The remote's loopback is not shown as if it were this machine's.
+	if r := rows["gamma"]; r.Reach != "ssh-forward" || r.URL != "" || r.Executor() != "via ssh forward: boxes open gamma" {
+		t.Errorf("box on the remote's loopback: %+v (%q)", r, r.Executor())
+	}
+	if got := (workspace.Row{Name: "g", Host: "far", Reach: "host-only"}).Executor(); got != "on host far's loopback only" {
+		t.Errorf("host-only: %q", got)
+	}
+}
