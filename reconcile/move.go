@@ -120,32 +120,11 @@ func (m Moves) Put(r MoveRecord) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(m.Dir, "."+r.Box+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), m.path(r.Box))
+	return writeRecord(m.Dir, m.path(r.Box), data)
 }
 
 // Remove forgets box's record; a missing one is no error.
-func (m Moves) Remove(box string) error {
-	err := os.Remove(m.path(box))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
+func (m Moves) Remove(box string) error { return removeRecord(m.path(box)) }
 
 // All reads every record. A record whose archive is missing is read as not
 // saved, so that the move saves again rather than restore nothing.

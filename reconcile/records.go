@@ -216,11 +216,23 @@ func (s Restores) Begin(r Restoring) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.Dir, ".new-*")
+	if err := writeRecord(s.Dir, s.path(r.Box), b); err != nil {
+		return fmt.Errorf("recording the restore of %s: %w", r.Box, err)
+	}
+	return nil
+}
+
+// Done removes box's record: its restore is complete and checked.
+func (s Restores) Done(box string) error { return removeRecord(s.path(box)) }
+
+// writeRecord writes data to path, a record in dir, durably and atomically:
+// a temporary file in dir, synced, then renamed over path.
+func writeRecord(dir, path string, data []byte) error {
+	f, err := os.CreateTemp(dir, ".new-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(b, '\n'))
+	_, err = f.Write(append(data, '\n'))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -228,18 +240,17 @@ func (s Restores) Begin(r Restoring) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), s.path(r.Box))
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("recording the restore of %s: %w", r.Box, err)
 	}
-	return nil
+	return err
 }
 
-// Done removes box's record: its restore is complete and checked.
-func (s Restores) Done(box string) error {
-	err := os.Remove(s.path(box))
+// removeRecord removes the record at path; a missing one is no error.
+func removeRecord(path string) error {
+	err := os.Remove(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
