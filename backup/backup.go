@@ -54,6 +54,9 @@ var ErrExists = hint.New("the archive exists; save never overwrites an archive",
 var ErrNotArchive = hint.New("not a boxes archive (*"+archive.Ext+", *"+archive.ExtGzip+" or the smolvm tool's *"+archive.ExtLegacy+")",
 	"boxes save writes NAME-YYYYMMDD-HHMMSS"+archive.Ext+"; rename an archive only back to the name it was given")
 
+// ErrNoArchive is an archive path where there is no file.
+var ErrNoArchive = hint.New("no such archive", "boxes save writes archives under backups/ beside boxes.yaml; boxes ls shows each box's last one")
+
 // Save is one save of a box.
 type Save struct {
 	Box string
@@ -408,7 +411,9 @@ func Keys(recipients []string, passphrase func() (string, error)) ([]age.Recipie
 // else the passphrase. The file is checked first, so nobody is asked for a
 // passphrase to read what is not there.
 func Identities(file, identityFile string, passphrase func() (string, error)) ([]age.Identity, error) {
-	if _, err := os.Stat(file); err != nil {
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", file, ErrNoArchive)
+	} else if err != nil {
 		return nil, err
 	}
 	if !archive.IsArchiveName(file) {
