@@ -2,7 +2,10 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -15,6 +18,23 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
+
+// FreeArchivePath is ArchivePath for now, or for the next second while
+// that name is taken (a save a moment ago), so that two saves in one second
+// do not collide; after a few seconds the taken name is returned and save
+// refuses it.
+func FreeArchivePath(dir, name string) string {
+	var p string
+	for i := 0; i < 3; i++ {
+		now := time.Now()
+		p = ArchivePath(dir, name, now)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+		time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
+	}
+	return p
+}
 
 // ArchivePath is where save writes box name's archive made at t by default:
 // backups/NAME-YYYYMMDD-HHMMSS.tar.zst.age in dir, boxes.yaml's directory.

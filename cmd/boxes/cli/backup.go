@@ -48,7 +48,7 @@ anything. The box is resumed whatever happens.`,
 
 func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 	if out == "" {
-		out = workspace.ArchivePath(env.Dir(), name, time.Now())
+		out = workspace.FreeArchivePath(env.Dir(), name)
 	}
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
