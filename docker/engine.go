@@ -216,6 +216,11 @@ func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	return e.lost(ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions())))
 }
 
+// RenameContainer gives the container named from the name to.
+func (e *Engine) RenameContainer(ctx context.Context, from, to string) error {
+	return e.lost(e.api.ContainerRename(ctx, from, to))
+}
+
 // RemoveNetwork removes one network by ID.
 func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
 	return e.lost(ignoreNotFound(e.api.NetworkRemove(ctx, id)))

@@ -24,6 +24,8 @@ type Engine interface {
 	Start(ctx context.Context, p *types.Project) error
 	Stop(ctx context.Context, project string) error
 	RemoveContainer(ctx context.Context, id string) error
+	// RenameContainer gives the container named from the name to.
+	RenameContainer(ctx context.Context, from, to string) error
 	RemoveNetwork(ctx context.Context, id string) error
 	RemoveVolume(ctx context.Context, name string) error
 	// WaitReady returns once the box's Executor answers an authenticated MCP
@@ -322,6 +324,17 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
 			if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
 				return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
+			}
+		}
+		// The name first: compose's own replacement of a container is
+		// named from the container's, and the previous containers are
+		// put back under the names recorded next.
+		for _, r := range bp.Reasons {
+			if r.Kind == "renamed" {
+				a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
+				if err := engine.RenameContainer(ctx, r.Old, r.New); err != nil {
+					return fmt.Errorf("renaming container %s: %w", r.Old, err)
+				}
 			}
 		}
 		if prev, err = engine.Previous(ctx, bp.Name); err != nil {

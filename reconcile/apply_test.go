@@ -110,6 +110,9 @@ func (f *fakeEngine) Stop(_ context.Context, project string) error {
 func (f *fakeEngine) RemoveContainer(_ context.Context, id string) error {
 	return f.step(strings.Split(id, "/")[0], "rm container "+id)
 }
+func (f *fakeEngine) RenameContainer(_ context.Context, from, to string) error {
+	return f.step(boxOf(strings.TrimSuffix(strings.TrimSuffix(to, "-1"), "-agent")), "rename container "+from+" "+to)
+}
 func (f *fakeEngine) RemoveNetwork(_ context.Context, id string) error {
 	return f.step(strings.Split(id, "/")[0], "rm network "+id)
 }
@@ -374,6 +377,23 @@ func TestApplierRemovesStraysBeforeRecreating(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"rm container alpha/stray", "record", "create --force", "start " + testImage, "ready", "init", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+}
+
+func TestApplierRenamesBeforeRecreating(t *testing.T) {
+	a, j, _ := newApplier(t, testBox("alpha"))
+	if err := a.Tokens.Put("alpha", testToken); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "renamed", Service: "agent", Old: "0123abcd_hbl-alpha-agent-1", New: "hbl-alpha-agent-1"}}},
+	}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rename container 0123abcd_hbl-alpha-agent-1 hbl-alpha-agent-1", "record", "create --force", "start " + testImage, "ready", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}

@@ -105,6 +105,9 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		}
 		o.Containers = keep
 	})
+	add("renamed", "created", func() {
+		edit(o, "renamed", compose.AgentService, func(c *reconcile.Container) { c.Name = "0123456789ab_" + c.Name })
+	})
 	add("healthy", "running", nil)
 	// Declared stopped and restarting: stopping it is the change, not a recreate.
 	quiet := testBox("quiet")
@@ -129,7 +132,7 @@ func TestDriftGolden(t *testing.T) {
 	want := map[string]reconcile.Action{
 		"crashloop": reconcile.Recreate, "looprunning": reconcile.Recreate, "crashed": reconcile.Recreate, "oom": reconcile.Recreate, "toolong": reconcile.Recreate,
 		"nonet": reconcile.Recreate, "unplugged": reconcile.Recreate, "elsewhere": reconcile.Recreate, "fixedport": reconcile.Recreate,
-		"noscratch": reconcile.Recreate, "nocontainers": reconcile.Recreate,
+		"noscratch": reconcile.Recreate, "nocontainers": reconcile.Recreate, "renamed": reconcile.Recreate,
 		"paused": reconcile.Start, "userstop": reconcile.Start, "neverstarted": reconcile.Start,
 		"healthy": reconcile.NoOp, "quiet": reconcile.Stop,
 	}

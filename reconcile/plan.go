@@ -37,7 +37,7 @@ var (
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
 // created, paused, frozen, image, config, missing, nocontainers, dead,
 // restarting, exited, network, disconnected, published, volume, duplicate,
-// networks, replace, token, undeclared, incomplete.
+// renamed, networks, replace, token, undeclared, incomplete.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
@@ -93,6 +93,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("volume %s is missing", r.Old)
 	case "dead":
 		return fmt.Sprintf("container %s is %s", r.Service, r.Old)
+	case "renamed":
+		return fmt.Sprintf("%s is named %s, not %s (an interrupted recreate)", r.Service, r.Old, r.New)
 	case "duplicate":
 		return fmt.Sprintf("%s containers of %s (an interrupted recreate)", r.Old, r.Service)
 	case "networks":
@@ -482,7 +484,15 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		return bp, nil
 	}
 	// A box whose restore was cut short never runs on part of an archive:
-	// it is recreated and seeded again from the same one.
+	// it is seeded again from the same one. With no container yet (the cut
+	// came before compose made them) that is a create over the volumes
+	// already there; with containers, a recreate.
+	if incomplete && len(r.Containers) == 0 {
+		bp.Action = Create
+		bp.Restore = restoring.Archive
+		bp.Reasons = []Reason{{Kind: "incomplete", New: restoring.Archive}}
+		return bp, nil
+	}
 	if incomplete {
 		reasons, err := recreateReasons(in, b, r, 0)
 		if err != nil && !errors.Is(err, ErrVolumeMissing) {
@@ -690,6 +700,13 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 			continue
 		}
 		c := cs[0]
+		// compose names a replacement ID_NAME and renames it last: a
+		// recreate killed between removing the old container and the
+		// rename leaves the box's only container under the wrong name.
+		if want := compose.ContainerName(b.Name, service); c.Name != want {
+			reasons = append(reasons, Reason{Kind: "renamed", Service: service, Old: c.Name, New: want})
+			continue
+		}
 		if c.State == "dead" || c.State == "removing" {
 			reasons = append(reasons, Reason{Kind: "dead", Service: service, Old: c.State})
 			continue

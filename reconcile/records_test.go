@@ -78,18 +78,27 @@ func TestRestoreRecords(t *testing.T) {
 
 func TestPlanOfFrozenAndHalfRestoredBoxes(t *testing.T) {
 	o := emptyObserved()
-	for _, n := range []string{"frozen", "paused", "halfway", "fine"} {
+	for _, n := range []string{"frozen", "paused", "halfway", "fine", "volumesonly"} {
 		observeBox(t, o, testBox(n), testImage, "running", 0)
 	}
 	edit(o, "paused", "agent", func(c *reconcile.Container) { c.State = "paused" })
+	// Cut short after the volumes and before the containers.
+	var keep []reconcile.Container
+	for _, c := range o.Containers {
+		if c.Box != "volumesonly" {
+			keep = append(keep, c)
+		}
+	}
+	o.Containers = keep
 	in := reconcile.Input{
-		Config: testCfg(testBox("frozen"), testBox("paused"), testBox("halfway"), testBox("fine"), testBox("lost")),
+		Config: testCfg(testBox("frozen"), testBox("paused"), testBox("halfway"), testBox("fine"), testBox("lost"), testBox("volumesonly")),
 		Image:  testImage, Observed: obsMap(o),
 		Tokens: map[string]string{"frozen": testToken, "paused": testToken, "halfway": testToken, "fine": testToken},
 		Frozen: map[string]bool{"frozen": true, "paused": true},
 		Restoring: map[string]reconcile.Restoring{
-			"halfway": {Box: "halfway", Archive: "backups/h.tar.zst.age"},
-			"lost":    {Box: "lost", Archive: "/abs/l.tar.gz.gpg"},
+			"halfway":     {Box: "halfway", Archive: "backups/h.tar.zst.age"},
+			"lost":        {Box: "lost", Archive: "/abs/l.tar.gz.gpg"},
+			"volumesonly": {Box: "volumesonly", Archive: "backups/v.tar.zst.age"},
 		},
 	}
 	p, err := reconcile.NewPlan(in)
@@ -113,6 +122,8 @@ func TestPlanOfFrozenAndHalfRestoredBoxes(t *testing.T) {
 		"halfway": "recreate | restore incomplete: seeded again from backups/h.tar.zst.age | from backups/h.tar.zst.age",
 		"lost":    "create | box is declared and has no resources | restore incomplete: seeded again from /abs/l.tar.gz.gpg | from /abs/l.tar.gz.gpg",
 		"fine":    "no-op",
+		// No container to replace: a create over the volumes there.
+		"volumesonly": "create | restore incomplete: seeded again from backups/v.tar.zst.age | from backups/v.tar.zst.age",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)

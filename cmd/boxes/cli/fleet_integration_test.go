@@ -196,4 +196,16 @@ func TestIntegrationDrift(t *testing.T) {
 		t.Errorf("plan after network disconnect:\n%s%s", r.stdout, r.stderr)
 	}
 	converge("a network disconnect")
+
+	// A recreate killed after compose removed the old container and before
+	// it renamed the new one, ID_NAME, to NAME.
+	id := dockerOut(t, "inspect", "-f", "{{.Id}}", agent)
+	dockerOut(t, "rename", agent, id[:12]+"_"+agent)
+	if r := plan(); !strings.Contains(r.stdout, "-/+ box \"fl-a\"") || !strings.Contains(r.stdout, "(an interrupted recreate)") {
+		t.Errorf("plan after a rename:\n%s%s", r.stdout, r.stderr)
+	}
+	converge("a container left under compose's temporary name")
+	if got := dockerOut(t, "inspect", "-f", "{{.Name}}", agent); got != "/"+agent {
+		t.Errorf("agent after converging: %q", got)
+	}
 }
