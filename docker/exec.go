@@ -123,7 +123,7 @@ func (e *Engine) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, 
 // started: its volumes are mounted for the copy.
 func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) error {
 	if err := e.api.CopyToContainer(ctx, id, dir, content, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("copying into the container at %s: %w", dir, err)
+		return e.lost(fmt.Errorf("copying into the container at %s: %w", dir, err))
 	}
 	return nil
 }

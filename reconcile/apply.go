@@ -39,7 +39,15 @@ type Engine interface {
 	// Previous records the box's containers as they are, before a recreate
 	// replaces them; nil when the box has none.
 	Previous(ctx context.Context, box string) (Previous, error)
+	// Observe lists the engine's labelled resources (and which of images
+	// it holds).
+	Observe(ctx context.Context, images ...string) (*Observed, error)
 }
+
+// ErrUnreachable is matched (errors.Is) by an error from an engine that
+// could not be reached or went away mid-request, as opposed to one that
+// answered with an error.
+var ErrUnreachable = errors.New("the engine could not be reached")
 
 // Previous is a box's containers as they were before a recreate.
 type Previous interface {
@@ -355,7 +363,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if seed {
 		a.Progress.Step(bp.Name, "restoring /data from "+bp.Restore)
 		if err := a.Seeder.Seed(ctx, bp.Host, bp.Name, bp.Restore); err != nil {
-			return fmt.Errorf("restoring from %s: %w", bp.Restore, err)
+			return a.restoreFailed(ctx, engine, bp, err)
 		}
 	}
 	// The plan's state is the one to reach; boxes.yaml's when it has none.
@@ -373,6 +381,74 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return err
+}
+
+// restoreFailed handles a restore that failed. Cut short (interrupted, or
+// the engine gone), the record stays and the next plan seeds the box
+// again. Refused (by the engine, or by the archive's own checks while it
+// streamed), it would fail the same way every time: what the restore made
+// is removed (the resources labelled with the box and this fleet: the plan
+// saw none but a restore's own), with the restore record and the token,
+// and the error says why.
+func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+	err := fmt.Errorf("restoring from %s: %w", bp.Restore, cause)
+	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
+		return err
+	}
+	o, oerr := engine.Observe(ctx)
+	if oerr != nil {
+		return fmt.Errorf("%w; what the restore created could not be listed: %v (the next plan shows it as restore incomplete)", err, oerr)
+	}
+	var made Resources
+	for _, c := range o.Of(bp.Name).Containers {
+		if c.Fleet == a.Config.Fleet {
+			made.Containers = append(made.Containers, c)
+		}
+	}
+	for _, n := range o.Of(bp.Name).Networks {
+		if n.Fleet == a.Config.Fleet {
+			made.Networks = append(made.Networks, n)
+		}
+	}
+	for _, v := range o.Of(bp.Name).Volumes {
+		if v.Fleet == a.Config.Fleet {
+			made.Volumes = append(made.Volumes, v)
+		}
+	}
+	a.Progress.Step(bp.Name, "the restore failed; removing what it created")
+	if derr := a.delete(ctx, engine, planDelete(Input{}, bp.Host, bp.Name, made)); derr != nil {
+		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
+	}
+	return &RestoreError{Archive: bp.Restore, Err: cause, Removed: made}
+}
+
+// RestoreError is a restore refused by the engine or by the archive's
+// checks, after what it created was removed.
+type RestoreError struct {
+	Archive string
+	Err     error
+	Removed Resources
+}
+
+func (e *RestoreError) Error() string {
+	return fmt.Sprintf("restoring from %s: %v; what the restore created was removed (%s), nothing else was touched", e.Archive, e.Err, counted(e.Removed))
+}
+func (e *RestoreError) Unwrap() error { return e.Err }
+
+// HintLines says what to do next.
+func (e *RestoreError) HintLines() []string {
+	return []string{"boxes verify " + e.Archive + " checks the archive without Docker; fix or replace it, then run the command again"}
+}
+
+// counted is "2 containers, 1 network, 2 volumes".
+func counted(r Resources) string {
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return "1 " + what
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	return plural(len(r.Containers), "container") + ", " + plural(len(r.Networks), "network") + ", " + plural(len(r.Volumes), "volume")
 }
 
 // putBack puts a recreated box whose new containers failed back on its

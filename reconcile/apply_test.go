@@ -61,6 +61,15 @@ type fakeEngine struct {
 	images map[string]string // box → the image its containers run
 	// bad is an image whose agent never finishes hb init.
 	bad string
+	// observed is what Observe returns (nothing when nil).
+	observed *reconcile.Observed
+}
+
+func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+	if f.observed == nil {
+		return &reconcile.Observed{}, nil
+	}
+	return f.observed, nil
 }
 
 func (f *fakeEngine) imageOf(box string) string {

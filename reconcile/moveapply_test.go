@@ -44,6 +44,9 @@ func (e hostEngine) RemoveContainer(_ context.Context, id string) error {
 	e.add("alpha", "rm container "+id)
 	return nil
 }
+func (e hostEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+	return &reconcile.Observed{}, nil
+}
 func (e hostEngine) RenameContainer(_ context.Context, from, to string) error {
 	e.add("alpha", "rename container "+from+" "+to)
 	return nil

@@ -3,8 +3,10 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/reconcile"
@@ -139,8 +141,60 @@ func (f fakeThawer) Thaw(_ context.Context, host, box string) error {
 
 type failingSeeder struct{ fakeSeeder }
 
+// failingSeeder's restore is cut short: the engine went away mid-copy.
 func (failingSeeder) Seed(context.Context, string, string, string) error {
-	return errors.New("killed")
+	return fmt.Errorf("engine gone: %w", reconcile.ErrUnreachable)
+}
+
+// refusingSeeder's restore is refused by the engine.
+type refusingSeeder struct{ fakeSeeder }
+
+func (refusingSeeder) Seed(context.Context, string, string, string) error {
+	return errors.New("Error response from daemon: file name too long")
+}
+
+// A restore the engine refuses would fail the same way every time: what it
+// made (labelled with the box and this fleet) is removed with the record
+// and the token, and nothing else: not another fleet's resource of that
+// name, not another box's.
+func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
+	a, j, e := newApplier(t, testBox("alpha"))
+	o := emptyObserved()
+	observeBox(t, o, testBox("alpha"), testImage, "created", 0)
+	observeBox(t, o, testBox("beta"), testImage, "running", 0)
+	o.Volumes = append(o.Volumes, reconcile.Volume{Name: "hbl-alpha_other", Box: "alpha", Fleet: "other-team"})
+	e.observed = o
+	a.Seeder = refusingSeeder{fakeSeeder{j}}
+	err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.zst.age"))
+	var re *reconcile.RestoreError
+	if !errors.As(err, &re) {
+		t.Fatalf("a refused restore: %v", err)
+	}
+	for _, want := range []string{"file name too long", "what the restore created was removed (2 containers, 1 network, 2 volumes)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	var removed []string
+	for _, s := range j.all {
+		if _, step, _ := strings.Cut(s, ": "); strings.HasPrefix(step, "rm ") {
+			removed = append(removed, step)
+		}
+	}
+	if len(removed) != 5 {
+		t.Errorf("removed %q, want the 2 containers, the network and the 2 volumes of alpha's fleet", removed)
+	}
+	for _, s := range removed {
+		if strings.Contains(s, "other") || strings.Contains(s, "beta") {
+			t.Errorf("removed %s, which the restore did not make", s)
+		}
+	}
+	if _, ok := reconcile.RestoresBeside(a.Config.Path).Get("alpha"); ok {
+		t.Error("the restore record is left")
+	}
+	if _, ok, _ := a.Tokens.Get("alpha"); ok {
+		t.Error("the token is left")
+	}
 }
 
 // A seeded box is recorded as restoring from before it is created until it
@@ -175,7 +229,7 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 		t.Error("a finished restore is still recorded")
 	}
 	want := map[string][]string{
-		"alpha": {"create", "done: restoring from /a.tar.zst.age: killed", "record", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "init", "done"},
+		"alpha": {"create", "done: restoring from /a.tar.zst.age: engine gone: the engine could not be reached", "record", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "init", "done"},
 		"beta":  {"start " + testImage, "ready", "thaw", "init", "done"},
 		"gamma": {"thaw", "stop", "done"},
 	}
