@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/internal/hint"
 )
 
 type buildFlags struct {
@@ -55,9 +56,9 @@ func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	rep, err := imagebuild.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
 	switch {
 	case errors.Is(err, imagebuild.ErrPins) && f.offline:
-		return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
+		return hint.Wrap(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
 	case errors.Is(err, imagebuild.ErrPins):
-		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
+		return hint.Wrap(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
 	case err != nil:
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -60,7 +61,7 @@ func initDir(env *Env, dir string) error {
 		fmt.Fprintf(env.Out, "wrote %s\n", f)
 	}
 	if errors.Is(err, workspace.ErrExists) {
-		return withHint(err, "edit it, or run boxes validate")
+		return hint.Wrap(err, "edit it, or run boxes validate")
 	}
 	return err
 }

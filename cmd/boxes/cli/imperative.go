@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -93,7 +94,7 @@ func newRmCommand(env *Env) *cobra.Command {
 				fmt.Fprintf(talk, "box %s: %s; backup: %s\n", name, r.Counts(), reconcile.BackupText(backup))
 				if confirm != name {
 					if !env.IsTTY {
-						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
+						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
 					if ask(talk, bufio.NewReader(env.In), "Type the box's name to delete it with its volumes: ") != name {
 						return errors.New("not confirmed; nothing was changed")

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
 )
 
@@ -28,7 +29,7 @@ func newExecCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tty && !env.IsTTY {
-				return withHint(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
+				return hint.Wrap(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
 			}
 			opts := docker.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
 			if interactive {
@@ -53,7 +54,7 @@ func newEnterCommand(env *Env) *cobra.Command {
 		Args:  exactlyOne("enter", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !env.IsTTY {
-				return withHint(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
+				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
 			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
 				Cmd:  hb.InHome("tmux", "new-session", "-A", "-s", "main"),

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/handoff"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -37,7 +38,7 @@ working, until Ctrl-C.`,
 			defer ws.Close()
 			port, ok := c.Published(compose.ExecutorPort)
 			if !ok {
-				return withHint(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
+				return hint.Wrap(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
 			}
 			token, ok, err := ws.Tokens.Get(name)
 			if err != nil {
@@ -62,7 +63,7 @@ working, until Ctrl-C.`,
 				forward = fwd
 				base, via = fwd.URL, fmt.Sprintf(", forwarded over ssh to %s on host %s", reach.OnHost, e.Host)
 			case docker.ReachHostOnly:
-				return withHint(fmt.Errorf("box %s: its executor is on host %s's loopback (%s), which only that machine reaches", name, e.Host, reach.OnHost),
+				return hint.Wrap(fmt.Errorf("box %s: its executor is on host %s's loopback (%s), which only that machine reaches", name, e.Host, reach.OnHost),
 					"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach host %s over ssh://, which open forwards a port over", e.Host)
 			}
 			err = handoff.Open(cmd.Context(), base+"/?token="+url.QueryEscape(token), browser, env.Err, openTimeout)
