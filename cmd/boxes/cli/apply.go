@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
@@ -107,16 +109,13 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
 	order, actions := p.Changing()
 	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	mover := engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step)
-	o := workspace.ApplyOptions{Parallelism: parallelism, Progress: pr, Held: held, Mover: mover, ConfirmedDeletes: deleteOld}
-	seeder, err := newSeeder(ctx, env, ws, p, pr)
-	if err != nil {
-		return err
-	}
-	if seeder != nil {
-		o.Seeder = seeder
-	}
-	return ws.Apply(ctx, p, o)
+	return ws.Apply(ctx, p, workspace.ApplyOptions{
+		Parallelism: parallelism, Progress: pr, Held: held, ConfirmedDeletes: deleteOld,
+		Mover:      engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step),
+		Identities: func(path string) ([]age.Identity, error) { return openIdentity(ctx, env, path) },
+		Checked:    func(c backup.Checked) { c.WriteText(env.Err, shown) },
+		Init:       hb.Wait{Timeout: InitTimeout},
+	})
 }
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.

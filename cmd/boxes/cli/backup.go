@@ -182,24 +182,6 @@ func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 	return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
 }
 
-// newSeeder asks for the passphrase and checks every restore archive of p
-// whole, before anything changes; nil when p restores nothing.
-func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan, progress reconcile.Progress) (*backup.Seeder, error) {
-	ids, checked, err := backup.CheckRestores(p, ws.Dir(), func(path string) ([]age.Identity, error) {
-		return openIdentity(ctx, env, path)
-	})
-	if err != nil || ids == nil {
-		return nil, err
-	}
-	for _, c := range checked {
-		c.WriteText(env.Err, shown)
-		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
-			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
-		}
-	}
-	return ws.Seeder(ids, backup.Bounds(checked), hb.Wait{Timeout: InitTimeout}, progress.Step), nil
-}
-
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.
 var errNoPassphrase = hint.New("no passphrase: "+backup.EnvPassphrase+" is not set and there is no terminal to ask on", "set "+backup.EnvPassphrase)
 
