@@ -15,11 +15,11 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -146,31 +146,15 @@ func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 		return err
 	}
 	defer ws.Close()
-	box, p, err := ws.LoadPlan(ctx, file, name)
-	if err != nil {
-		return err
-	}
-	if err := runOne(ctx, env, ws, p); err != nil {
-		return err
-	}
-	if err := ws.Observe(ctx, box.Host); err != nil {
-		return err
-	}
-	rep, err := ws.Doctor(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !asJSON {
-		rep.WriteText(env.Out)
-	}
-	res := boxResult{Box: name, Host: box.Host, State: "running", Archive: shown(file), Doctor: rep}
-	if box.State == spec.Stopped {
-		if err := runOne(ctx, env, ws, reconcile.StopPlan(box.Host, name)); err != nil {
-			return err
+	res, err := ws.Load(ctx, file, name, func(p *reconcile.Plan) error { return runOne(ctx, env, ws, p) }, func(rep *doctor.Report) {
+		if !asJSON {
+			rep.WriteText(env.Out)
 		}
-		res.State = "stopped"
+	})
+	if err != nil {
+		return err
 	}
-	if !rep.OK {
+	if !res.Doctor.OK {
 		err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
 		if asJSON {
 			if jerr := done(env, true, res, ""); jerr != nil {
