@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -59,9 +57,6 @@ func initDir(env *Env, dir string) error {
 	wrote, err := workspace.Init(dir)
 	for _, f := range wrote {
 		fmt.Fprintf(env.Out, "wrote %s\n", f)
-	}
-	if errors.Is(err, workspace.ErrExists) {
-		return hint.Wrap(err, "edit it, or run boxes validate")
 	}
 	return err
 }
