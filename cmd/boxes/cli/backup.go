@@ -14,7 +14,6 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
@@ -53,32 +52,29 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
 	}
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
-		Passphrase: func() (string, error) {
-			return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
-		},
-		Writer: "boxes " + versionString(),
-		Init:   initWait(env, name),
-		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
-		Warn:   env.Warnf,
-	})
-	if err != nil {
-		return err
-	}
-	res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
-		Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
-	res.Host, _ = ws.HostOf(name)
-	if asJSON {
-		if res.SHA256, err = backup.FileSHA256(out); err != nil {
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+			Passphrase: func() (string, error) {
+				return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
+			},
+			Writer: "boxes " + versionString(),
+			Init:   initWait(env, name),
+			Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
+			Warn:   env.Warnf,
+		})
+		if err != nil {
 			return err
 		}
-	}
-	return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+		res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
+			Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
+		res.Host, _ = ws.HostOf(name)
+		if asJSON {
+			if res.SHA256, err = backup.FileSHA256(out); err != nil {
+				return err
+			}
+		}
+		return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+	})
 }
 
 // initWait is how long a command waits for box name's hb init, saying so
@@ -141,29 +137,26 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 }
 
 func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	res, err := ws.Load(ctx, file, name, func(p *reconcile.Plan) error { return runOne(ctx, env, ws, p) }, func(rep *doctor.Report) {
-		if !asJSON {
-			rep.WriteText(env.Out)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	if !res.Doctor.OK {
-		err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
-		if asJSON {
-			if jerr := done(env, true, res, ""); jerr != nil {
-				return jerr
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		res, err := ws.Load(ctx, file, name, func(p *reconcile.Plan) error { return runOne(ctx, env, ws, p) }, func(rep *doctor.Report) {
+			if !asJSON {
+				rep.WriteText(env.Out)
 			}
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
+		if !res.Doctor.OK {
+			err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+			if asJSON {
+				if jerr := done(env, true, res, ""); jerr != nil {
+					return jerr
+				}
+			}
+			return err
+		}
+		return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
+	})
 }
 
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.

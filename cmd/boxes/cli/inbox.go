@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -68,28 +69,25 @@ func newEnterCommand(env *Env) *cobra.Command {
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
 func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
-	if err != nil {
-		return err
-	}
-	if opts.TTY {
-		restore := terminal.Raw(env.In)
-		defer restore()
-		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
-	}
-	code, err := e.Exec(ctx, c.ID, opts)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return &ExitError{Code: code}
-	}
-	return nil
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
+		if err != nil {
+			return err
+		}
+		if opts.TTY {
+			restore := terminal.Raw(env.In)
+			defer restore()
+			opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
+		}
+		code, err := e.Exec(ctx, c.ID, opts)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return &ExitError{Code: code}
+		}
+		return nil
+	})
 }
 
 // InitTimeout bounds how long enter and exec wait for a new box's hb init.
@@ -115,12 +113,13 @@ func newLogsCommand(env *Env) *cobra.Command {
 				service = args[1]
 			}
 			ctx := cmd.Context()
-			ws, e, c, err := boxContainer(ctx, env, args[0], service, false, "")
-			if err != nil {
-				return err
-			}
-			defer ws.Close()
-			return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
+				e, c, err := engines.BoxContainer(ctx, ws, args[0], service, false, "")
+				if err != nil {
+					return err
+				}
+				return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+			})
 		},
 	}
 	// -f after logs means --follow, as in docker logs (see terraformFlags);
