@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,11 +45,9 @@ anything. The box is resumed whatever happens.`,
 }
 
 func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
-	if out == "" {
-		out = workspace.FreeArchivePath(env.Dir(), name)
-	}
-	if _, err := os.Lstat(out); err == nil {
-		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
+	out, err := workspace.SaveTo(env.Dir(), name, out, shown)
+	if err != nil {
+		return err
 	}
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
 		saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
@@ -65,13 +62,9 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
-			Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
-		res.Host, _ = ws.HostOf(name)
-		if asJSON {
-			if res.SHA256, err = backup.FileSHA256(out); err != nil {
-				return err
-			}
+		res, err := ws.Saved(name, out, saved, asJSON)
+		if err != nil {
+			return err
 		}
 		return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
 	})
