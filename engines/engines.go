@@ -1,6 +1,7 @@
 // Package engines opens a workspace whose hosts are Docker engines: it
 // connects them on first use, tells them apart, thaws the boxes a dead save
-// left frozen, and wires moves between them.
+// left frozen, wires moves between them, and finds how this machine reaches
+// a box's dashboard.
 package engines
 
 import (

@@ -29,7 +29,7 @@ type Engine interface {
 // Sentinels callers branch on.
 var (
 	// ErrPins is a lock that lacks pins the build needs; its hint depends
-	// on whether the build was offline, so the caller gives it.
+	// on whether the build is offline (see pinsHint).
 	ErrPins = errors.New("boxes.lock lacks pins the build needs")
 	// ErrNoBase is an offline build whose base the engine lacks.
 	ErrNoBase = hint.New("the engine lacks the base image", "an offline build needs a base the engine has; make test-image makes hermes-box-lite-base:bookworm")
@@ -82,13 +82,22 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 	}
 	args, err := recipes.BuildArgs(lock.Pins, o.Base, o.Offline)
 	if err != nil {
-		return Plan{}, &kindError{ErrPins, err}
+		return Plan{}, hint.Wrap(&kindError{ErrPins, err}, "%s", pinsHint(o.Offline))
 	}
 	p := Plan{Context: bc, Args: args, Inputs: docker.InputsDigest(bc, args), Tag: o.Tag}
 	if p.Tag == "" {
 		p.Tag = compose.ManagedLabel + ":" + strings.TrimPrefix(p.Inputs, "sha256:")[:12]
 	}
 	return p, nil
+}
+
+// pinsHint is what to do about ErrPins: an offline build needs no tool
+// pins, only a base.
+func pinsHint(offline bool) string {
+	if offline {
+		return "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)"
+	}
+	return "boxes lock update fills the tool pins; boxes lock update base pins the base image"
 }
 
 // Run builds p unless lock's image is current (same inputs, and the engine

@@ -3,10 +3,12 @@ package imagebuild
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -59,8 +61,11 @@ func TestBuildRecordsTheImageAndSkipsACurrentOne(t *testing.T) {
 }
 
 func TestBuildRefusals(t *testing.T) {
-	if _, err := Prepare(&spec.Lock{}, Options{Recipe: recipes.Recipe}); !errors.Is(err, ErrPins) {
-		t.Errorf("a lock without pins: %v", err)
+	if _, err := Prepare(&spec.Lock{}, Options{Recipe: recipes.Recipe}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(false)}) {
+		t.Errorf("a lock without pins: %v %q", err, hint.Lines(err))
+	}
+	if _, err := Prepare(&spec.Lock{}, Options{Recipe: recipes.Recipe, Offline: true}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(true)}) {
+		t.Errorf("an offline build without a base: %v %q", err, hint.Lines(err))
 	}
 	o := Options{Recipe: recipes.Recipe, Offline: true, Base: "base:missing"}
 	p, err := Prepare(&spec.Lock{}, o)

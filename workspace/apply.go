@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"filippo.io/age"
+
 	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -12,9 +15,13 @@ import (
 type ApplyOptions struct {
 	Parallelism int
 	Progress    reconcile.Progress
-	// Seeder restores the boxes p creates from an archive; nil when p
-	// restores none.
-	Seeder reconcile.Seeder
+	// Identities decrypt the archives p restores boxes from: asked once,
+	// for the first, and only when p restores one. Every such archive is
+	// checked whole before anything changes, and told to Checked.
+	Identities func(path string) ([]age.Identity, error)
+	Checked    func(backup.Checked)
+	// Init bounds the wait for a restored box's hb init.
+	Init hb.Wait
 	// Held names boxes whose lock the caller already holds.
 	Held map[string]bool
 	// Mover carries moves' data between hosts; nil refuses moves.
@@ -42,10 +49,14 @@ func (e *PartialError) Hint() string    { return "boxes plan shows what is left"
 func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 
 // Apply runs p through the one applier: apply's plans and the one-box plans
-// of load, rm, start and stop alike. Every engine p changes is reached
-// first, and secrets made readable by others get their modes back before
-// anything else.
+// of load, rm, start and stop alike. The archives p restores are checked
+// first, then every engine p changes is reached, and secrets made readable
+// by others get their modes back before anything else.
 func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
+	seeder, err := w.restores(p, o)
+	if err != nil {
+		return err
+	}
 	for _, b := range p.Boxes {
 		if b.Action != reconcile.NoOp {
 			if _, err := w.Engine(ctx, b.Host); err != nil {
@@ -65,8 +76,11 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	for _, e := range fixed {
 		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
 	}
-	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: o.Progress, Held: o.Held, Seeder: o.Seeder,
+	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: o.Progress, Held: o.Held,
 		Mover: o.Mover, ConfirmedDeletes: o.ConfirmedDeletes}
+	if seeder != nil {
+		applier.Seeder = seeder
+	}
 	// A box a save that died left frozen is thawed before anything else is done to it.
 	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
 	err = applier.Apply(ctx, p)

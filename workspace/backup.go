@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"filippo.io/age"
-
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
@@ -151,20 +149,6 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 		return box, reconcile.ReloadPlan(box, image, unfinished.Archive), nil
 	}
 	return box, reconcile.LoadPlan(box, image, abs), nil
-}
-
-// Seeder restores archives, decrypted with ids, into the boxes a plan
-// creates, on w's engines.
-// sizes bounds each archive's restore (see backup.Bounds).
-func (w *Workspace) Seeder(ids []age.Identity, sizes map[string]int64, init hb.Wait, step func(box, msg string)) *backup.Seeder {
-	return &backup.Seeder{
-		Dir:        w.Dir(),
-		Identities: ids,
-		Engine:     w.backupEngine,
-		Init:       init,
-		Sizes:      sizes,
-		Step:       step,
-	}
 }
 
 // backupEngine is host's engine as backup uses it.

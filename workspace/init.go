@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
 
 // ErrExists is a boxes.yaml that init would overwrite.
-var ErrExists = errors.New("already exists; not overwriting it")
+var ErrExists = hint.New("already exists; not overwriting it", "edit it, or run boxes validate")
 
 // SchemaFile is where Init puts the JSON Schema of boxes.yaml, beside it, for
 // the editors that read the scaffold's first line.

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/progress"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -85,7 +88,7 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 	moves := confirmMoves(env, in, p, f.confirmDelete)
 	if planPath == "" && !f.autoApprove {
 		if !env.IsTTY {
-			return withHint(errors.New("apply needs approval and there is no terminal to ask"), "pass --auto-approve, or save a plan with boxes plan -out FILE and run boxes apply FILE")
+			return hint.Wrap(errors.New("apply needs approval and there is no terminal to ask"), "pass --auto-approve, or save a plan with boxes plan -out FILE and run boxes apply FILE")
 		}
 		if ask(env.Out, in, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ") != "yes" {
 			return errors.New("apply cancelled")
@@ -106,16 +109,13 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
 	order, actions := p.Changing()
 	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	mover := engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step)
-	o := workspace.ApplyOptions{Parallelism: parallelism, Progress: pr, Held: held, Mover: mover, ConfirmedDeletes: deleteOld}
-	seeder, err := newSeeder(ctx, env, ws, p, pr)
-	if err != nil {
-		return err
-	}
-	if seeder != nil {
-		o.Seeder = seeder
-	}
-	return ws.Apply(ctx, p, o)
+	return ws.Apply(ctx, p, workspace.ApplyOptions{
+		Parallelism: parallelism, Progress: pr, Held: held, ConfirmedDeletes: deleteOld,
+		Mover:      engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step),
+		Identities: func(path string) ([]age.Identity, error) { return openIdentity(ctx, env, path) },
+		Checked:    func(c backup.Checked) { c.WriteText(env.Err, shown) },
+		Init:       hb.Wait{Timeout: InitTimeout},
+	})
 }
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.
@@ -129,7 +129,7 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 		for i, n := range missing {
 			flags[i] = "--confirm-delete " + n
 		}
-		return withHint(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(missing, ", ")), "pass %s", strings.Join(flags, " "))
+		return hint.Wrap(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(missing, ", ")), "pass %s", strings.Join(flags, " "))
 	}
 	for _, name := range missing {
 		if ask(env.Out, in, "\nDeleting box "+name+" removes its containers, network and volumes: its data.\n  Type the box's name to confirm: ") != name {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,12 +13,11 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -47,38 +45,29 @@ anything. The box is resumed whatever happens.`,
 }
 
 func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
-	if out == "" {
-		out = workspace.FreeArchivePath(env.Dir(), name)
-	}
-	if _, err := os.Lstat(out); err == nil {
-		return fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
-	}
-	ws, err := openWorkspace(env, docker.Options{})
+	out, err := workspace.SaveTo(env.Dir(), name, out, shown)
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
-		Passphrase: func() (string, error) {
-			return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
-		},
-		Writer: "boxes " + versionString(),
-		Init:   initWait(env, name),
-		Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
-		Warn:   env.Warnf,
-	})
-	if err != nil {
-		return err
-	}
-	res := boxResult{Box: name, Archive: shown(out), ArchiveBytes: saved.Size, Verified: true,
-		Files: &saved.Summary.Files, Dirs: &saved.Summary.Dirs, DataBytes: &saved.Summary.Bytes}
-	res.Host, _ = ws.HostOf(name)
-	if asJSON {
-		if res.SHA256, err = backup.FileSHA256(out); err != nil {
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+			Passphrase: func() (string, error) {
+				return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
+			},
+			Writer: "boxes " + versionString(),
+			Init:   initWait(env, name),
+			Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
+			Warn:   env.Warnf,
+		})
+		if err != nil {
 			return err
 		}
-	}
-	return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+		res, err := ws.Saved(name, out, saved, asJSON)
+		if err != nil {
+			return err
+		}
+		return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+	})
 }
 
 // initWait is how long a command waits for box name's hb init, saying so
@@ -141,63 +130,26 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 }
 
 func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	box, p, err := ws.LoadPlan(ctx, file, name)
-	if err != nil {
-		return err
-	}
-	if err := runOne(ctx, env, ws, p); err != nil {
-		return err
-	}
-	if err := ws.Observe(ctx, box.Host); err != nil {
-		return err
-	}
-	rep, err := ws.Doctor(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !asJSON {
-		rep.WriteText(env.Out)
-	}
-	res := boxResult{Box: name, Host: box.Host, State: "running", Archive: shown(file), Doctor: rep}
-	if box.State == spec.Stopped {
-		if err := runOne(ctx, env, ws, reconcile.StopPlan(box.Host, name)); err != nil {
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		res, err := ws.Load(ctx, file, name, func(p *reconcile.Plan) error { return runOne(ctx, env, ws, p) }, func(rep *doctor.Report) {
+			if !asJSON {
+				rep.WriteText(env.Out)
+			}
+		})
+		if err != nil {
 			return err
 		}
-		res.State = "stopped"
-	}
-	if !rep.OK {
-		err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
-		if asJSON {
-			if jerr := done(env, true, res, ""); jerr != nil {
-				return jerr
+		if !res.Doctor.OK {
+			err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
+			if asJSON {
+				if jerr := done(env, true, res, ""); jerr != nil {
+					return jerr
+				}
 			}
+			return err
 		}
-		return err
-	}
-	return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
-}
-
-// newSeeder asks for the passphrase and checks every restore archive of p
-// whole, before anything changes; nil when p restores nothing.
-func newSeeder(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan, progress reconcile.Progress) (*backup.Seeder, error) {
-	ids, checked, err := backup.CheckRestores(p, ws.Dir(), func(path string) ([]age.Identity, error) {
-		return openIdentity(ctx, env, path)
+		return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
 	})
-	if err != nil || ids == nil {
-		return nil, err
-	}
-	for _, c := range checked {
-		c.WriteText(env.Err, shown)
-		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
-			env.Warnf("%s was saved from image %s; box %s gets boxes.lock's %s", shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
-		}
-	}
-	return ws.Seeder(ids, backup.Bounds(checked), hb.Wait{Timeout: InitTimeout}, progress.Step), nil
 }
 
 // errNoPassphrase is a passphrase needed with neither the variable nor a terminal.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -53,12 +52,7 @@ build says so and does nothing; --force rebuilds.`,
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
 	o := imagebuild.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: imagebuild.Printer(env.Err, f.quiet)}
 	rep, err := imagebuild.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
-	switch {
-	case errors.Is(err, imagebuild.ErrPins) && f.offline:
-		return withHint(err, "an offline build needs --base IMAGE, a local image with bash (make test-image makes one)")
-	case errors.Is(err, imagebuild.ErrPins):
-		return withHint(err, "boxes lock update fills the tool pins; boxes lock update base pins the base image")
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	return printed(env, f.json, rep, rep.WriteText)

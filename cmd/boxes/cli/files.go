@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,9 +57,6 @@ func initDir(env *Env, dir string) error {
 	wrote, err := workspace.Init(dir)
 	for _, f := range wrote {
 		fmt.Fprintf(env.Out, "wrote %s\n", f)
-	}
-	if errors.Is(err, workspace.ErrExists) {
-		return withHint(err, "edit it, or run boxes validate")
 	}
 	return err
 }

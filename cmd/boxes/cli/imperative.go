@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -17,16 +17,13 @@ import (
 // boxOp runs fn on box name under its lock, taken before the box is
 // observed: only the box's host is reached.
 func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	host, r, err := ws.LockedBox(ctx, name, what)
-	if err != nil {
-		return err
-	}
-	return fn(ws, host, r)
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		host, r, err := ws.LockedBox(ctx, name, what)
+		if err != nil {
+			return err
+		}
+		return fn(ws, host, r)
+	})
 }
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
@@ -93,7 +90,7 @@ func newRmCommand(env *Env) *cobra.Command {
 				fmt.Fprintf(talk, "box %s: %s; backup: %s\n", name, r.Counts(), reconcile.BackupText(backup))
 				if confirm != name {
 					if !env.IsTTY {
-						return withHint(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
+						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
 					if ask(talk, bufio.NewReader(env.In), "Type the box's name to delete it with its volumes: ") != name {
 						return errors.New("not confirmed; nothing was changed")
@@ -123,39 +120,34 @@ func newLsCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := openWorkspace(env, docker.Options{})
-			if err != nil {
-				return err
-			}
-			defer ws.Close()
-			if err := ws.Observe(cmd.Context()); err != nil {
-				return err
-			}
-			rows := ws.List(all)
-			if asJSON {
-				return printJSON(env, rows)
-			}
-			tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
-			if all {
-				fmt.Fprint(tw, "FLEET\t")
-			}
-			fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
-			for _, r := range rows {
-				if all {
-					fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
-				}
-				host := r.Host
-				if host == "" {
-					host = "local"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, host, r.State, r.Image, orDash(r.Executor()), orDash(r.LastBackup))
-			}
-			return tw.Flush()
+			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "list the boxes of every fleet on the engines, and those of no fleet")
 	return cmd
+}
+
+func ls(ctx context.Context, env *Env, ws *workspace.Workspace, all, asJSON bool) error {
+	if err := ws.Observe(ctx); err != nil {
+		return err
+	}
+	rows := ws.List(all)
+	if asJSON {
+		return printJSON(env, rows)
+	}
+	tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
+	if all {
+		fmt.Fprint(tw, "FLEET\t")
+	}
+	fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
+	for _, r := range rows {
+		if all {
+			fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, reconcile.HostName(r.Host), r.State, r.Image, orDash(r.Executor()), orDash(r.LastBackup))
+	}
+	return tw.Flush()
 }
 
 func orDash(s string) string {

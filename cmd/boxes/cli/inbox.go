@@ -11,7 +11,9 @@ import (
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -28,7 +30,7 @@ func newExecCommand(env *Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tty && !env.IsTTY {
-				return withHint(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
+				return hint.Wrap(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
 			}
 			opts := docker.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
 			if interactive {
@@ -53,7 +55,7 @@ func newEnterCommand(env *Env) *cobra.Command {
 		Args:  exactlyOne("enter", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !env.IsTTY {
-				return withHint(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
+				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
 			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
 				Cmd:  hb.InHome("tmux", "new-session", "-A", "-s", "main"),
@@ -67,28 +69,25 @@ func newEnterCommand(env *Env) *cobra.Command {
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
 func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
-	ws, err := openWorkspace(env, docker.Options{})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
-	if err != nil {
-		return err
-	}
-	if opts.TTY {
-		restore := terminal.Raw(env.In)
-		defer restore()
-		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
-	}
-	code, err := e.Exec(ctx, c.ID, opts)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return &ExitError{Code: code}
-	}
-	return nil
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
+		e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
+		if err != nil {
+			return err
+		}
+		if opts.TTY {
+			restore := terminal.Raw(env.In)
+			defer restore()
+			opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
+		}
+		code, err := e.Exec(ctx, c.ID, opts)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return &ExitError{Code: code}
+		}
+		return nil
+	})
 }
 
 // InitTimeout bounds how long enter and exec wait for a new box's hb init.
@@ -114,12 +113,13 @@ func newLogsCommand(env *Env) *cobra.Command {
 				service = args[1]
 			}
 			ctx := cmd.Context()
-			ws, e, c, err := boxContainer(ctx, env, args[0], service, false, "")
-			if err != nil {
-				return err
-			}
-			defer ws.Close()
-			return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
+				e, c, err := engines.BoxContainer(ctx, ws, args[0], service, false, "")
+				if err != nil {
+					return err
+				}
+				return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+			})
 		},
 	}
 	// -f after logs means --follow, as in docker logs (see terraformFlags);

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -20,7 +21,7 @@ func TestReport(t *testing.T) {
 		want string
 	}{
 		"per-box apply errors": {
-			withHint(errors.Join(errors.Join(
+			hint.Wrap(errors.Join(errors.Join(
 				&reconcile.BoxError{Box: "alpha", Err: fmt.Errorf("restore: %w", archive.ErrWrongPassphrase)},
 				&reconcile.BoxError{Box: "beta", Err: locked},
 				&reconcile.BoxError{Box: "gamma", Err: locked},

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/internal/hint"
 )
 
 // Streams are the standard streams a command reads and writes, injected so
@@ -78,21 +80,6 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// HintError is an error with the next thing the user should do.
-type HintError struct {
-	Err  error
-	Text string
-}
-
-func (e *HintError) Error() string { return e.Err.Error() }
-func (e *HintError) Unwrap() error { return e.Err }
-func (e *HintError) Hint() string  { return e.Text }
-
-// withHint wraps err with a hint line.
-func withHint(err error, format string, args ...any) error {
-	return &HintError{Err: err, Text: fmt.Sprintf(format, args...)}
-}
-
 // Main runs boxes with args and returns the process exit code. SIGINT and
 // SIGTERM cancel the command's context: whatever it started, it undoes or
 // leaves recoverable (save resumes the box, a prompt restores the terminal).
@@ -127,7 +114,7 @@ func Report(w io.Writer, err error) {
 		fmt.Fprintf(w, "boxes: error: %s\n", line)
 	}
 	seen := map[string]bool{}
-	for _, h := range hints(err) {
+	for _, h := range hint.Lines(err, wrongPassphrase) {
 		if !seen[h] {
 			seen[h] = true
 			fmt.Fprintf(w, "boxes: hint: %s\n", h)

@@ -1,0 +1,39 @@
+package workspace
+
+import (
+	"errors"
+
+	"filippo.io/age"
+
+	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// errNoIdentities is a plan that restores an archive with no way to decrypt it.
+var errNoIdentities = errors.New("no identities to decrypt the archive")
+
+// restores checks every restore archive of p whole, before anything
+// changes, and is the seeder that restores them; nil when p restores none.
+func (w *Workspace) restores(p *reconcile.Plan, o ApplyOptions) (*backup.Seeder, error) {
+	identities := o.Identities
+	if identities == nil {
+		identities = func(string) ([]age.Identity, error) { return nil, errNoIdentities }
+	}
+	ids, checked, err := backup.CheckRestores(p, w.Dir(), identities)
+	if err != nil || ids == nil {
+		return nil, err
+	}
+	for _, c := range checked {
+		if o.Checked != nil {
+			o.Checked(c)
+		}
+		if c.Manifest.Image != "" && c.Manifest.Image != p.Image {
+			w.opts.Warn("%s was saved from image %s; box %s gets boxes.lock's %s", w.opts.Shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
+		}
+	}
+	s := &backup.Seeder{Dir: w.Dir(), Identities: ids, Engine: w.backupEngine, Init: o.Init, Sizes: backup.Bounds(checked)}
+	if o.Progress != nil {
+		s.Step = o.Progress.Step
+	}
+	return s, nil
+}

@@ -1,0 +1,36 @@
+package workspace
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hermes-box/boxes/backup"
+)
+
+// SaveTo is where save writes box name's archive: out, else a free default
+// name under dir (see FreeArchivePath). A file already there is refused,
+// named as shown names it: save never overwrites one.
+func SaveTo(dir, name, out string, shown func(string) string) (string, error) {
+	if out == "" {
+		out = FreeArchivePath(dir, name)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return "", fmt.Errorf("%s: %w", shown(out), backup.ErrExists)
+	}
+	return out, nil
+}
+
+// Saved is save's result: box name's archive at out, as s describes it,
+// with the archive file's sha256 when sum is set.
+func (w *Workspace) Saved(name, out string, s backup.Saved, sum bool) (BoxResult, error) {
+	res := BoxResult{Box: name, Archive: w.opts.Shown(out), ArchiveBytes: s.Size, Verified: true,
+		Files: &s.Summary.Files, Dirs: &s.Summary.Dirs, DataBytes: &s.Summary.Bytes}
+	res.Host, _ = w.HostOf(name)
+	if sum {
+		var err error
+		if res.SHA256, err = backup.FileSHA256(out); err != nil {
+			return BoxResult{}, err
+		}
+	}
+	return res, nil
+}
