@@ -319,7 +319,15 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	case Create:
 		a.Progress.Step(bp.Name, "creating network, volumes and containers")
 		if err := engine.Create(ctx, project, false); err != nil {
-			return err
+			if !raced(err) {
+				return err
+			}
+			if err := a.settle(ctx, engine, bp, err); err != nil {
+				return err
+			}
+			if err := engine.Create(ctx, project, false); err != nil {
+				return err
+			}
 		}
 	case Recreate:
 		for _, c := range bp.Strays {
@@ -381,6 +389,60 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return err
+}
+
+// raced reports whether err is the engine refusing what a request of a
+// killed apply, still in flight when this one observed, made since: a
+// second network of the box's network name (the engine's duplicate check
+// does not see a create in flight), or a container name taken.
+func raced(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "is ambiguous") || strings.Contains(s, "is already in use by container")
+}
+
+// settle undoes what such a late request made, once: a second network of
+// the box's name goes, with every container of the box not running (this
+// apply makes them again), as the plan does for a duplicate it sees.
+func (a *Applier) settle(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+	o, err := engine.Observe(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; observing the box again: %v", cause, err)
+	}
+	var r Resources
+	all := o.Of(bp.Name)
+	for _, c := range all.Containers {
+		if c.Fleet == a.Config.Fleet {
+			r.Containers = append(r.Containers, c)
+		}
+	}
+	for _, n := range all.Networks {
+		if n.Fleet == a.Config.Fleet {
+			r.Networks = append(r.Networks, n)
+		}
+	}
+	strays, onStray := strayNetworks(bp.Name, r)
+	a.Progress.Step(bp.Name, "an interrupted apply's request landed after the plan ("+firstLine(cause)+"); clearing what it made")
+	for _, c := range r.Containers {
+		if c.State == "running" && !onStray[c.ID] {
+			continue
+		}
+		a.Progress.Step(bp.Name, "removing container "+c.Name)
+		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("%w; removing container %s: %v", cause, c.Name, err)
+		}
+	}
+	for _, n := range strays {
+		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
+		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("%w; removing the second network %s (%s): %v", cause, n.Name, ShortID(n.ID), err)
+		}
+	}
+	return nil
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // restoreFailed handles a restore that failed. Cut short (interrupted, or
@@ -490,7 +552,21 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp BoxPlan, prev P
 func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
 	a.Progress.Step(bp.Name, "starting")
 	if err := engine.Start(ctx, project); err != nil {
-		return err
+		// Containers this apply made anew can be made again; a seeded
+		// box's hold the restore being checked.
+		if !raced(err) || (bp.Action != Create && bp.Action != Recreate) || seed {
+			return err
+		}
+		if err := a.settle(ctx, engine, bp, err); err != nil {
+			return err
+		}
+		if err := engine.Create(ctx, project, false); err != nil {
+			return err
+		}
+		a.Progress.Step(bp.Name, "starting")
+		if err := engine.Start(ctx, project); err != nil {
+			return err
+		}
 	}
 	a.Progress.Step(bp.Name, "waiting for executor")
 	url, err := engine.WaitReady(ctx, bp.Name, token)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -63,6 +64,9 @@ type fakeEngine struct {
 	bad string
 	// observed is what Observe returns (nothing when nil).
 	observed *reconcile.Observed
+	// raced is box → the step that fails once, with the engine's error
+	// for a second network of the box's name.
+	raced map[string]string
 }
 
 func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
@@ -88,6 +92,15 @@ func boxOf(project string) string { return strings.TrimPrefix(project, "hbl-") }
 
 func (f *fakeEngine) step(box, step string) error {
 	f.j.add(box, step)
+	f.mu.Lock()
+	raced := f.raced[box] == step
+	if raced {
+		delete(f.raced, box)
+	}
+	f.mu.Unlock()
+	if raced {
+		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name)", box)
+	}
 	if f.fail[box] == step {
 		return fmt.Errorf("%s failed", step)
 	}
@@ -405,5 +418,34 @@ func TestApplierRenamesBeforeRecreating(t *testing.T) {
 	want := []string{"rename container 0123abcd_hbl-alpha-agent-1 hbl-alpha-agent-1", "record", "create --force", "start " + testImage, "ready", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
+	}
+}
+
+// A request of a killed apply that lands after the plan (a second network
+// of the box's name) fails the start once: apply removes the second
+// network and the containers it made, makes them again and goes on.
+func TestApplierSettlesARacedRequest(t *testing.T) {
+	a, j, e := newApplier(t, testBox("alpha"))
+	o := emptyObserved()
+	observeBox(t, o, testBox("alpha"), testImage, "created", 0)
+	o.Networks = append(o.Networks, reconcile.Network{ID: "net-alpha-late", Name: compose.NetworkName("alpha"), Box: "alpha", Fleet: testFleet})
+	e.observed = o
+	e.raced = map[string]string{"alpha": "start " + testImage}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{{Name: "alpha", Action: reconcile.Create}}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	var removed []string
+	for _, s := range j.all {
+		if _, step, _ := strings.Cut(s, ": "); strings.HasPrefix(step, "rm ") {
+			removed = append(removed, step)
+		}
+	}
+	if len(removed) != 3 || removed[2] != "rm network net-alpha-late" {
+		t.Errorf("removed %q, want alpha's 2 containers and the later network (the one no container is on)", removed)
+	}
+	got := j.of("alpha")
+	if tail := got[len(got)-5:]; !reflect.DeepEqual(tail, []string{"create", "start " + testImage, "ready", "init", "done"}) {
+		t.Errorf("steps %q: not made again and started", got)
 	}
 }

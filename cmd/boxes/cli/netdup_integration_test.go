@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/docker/docker/client"
@@ -131,4 +133,61 @@ func TestIntegrationDuplicateNetwork(t *testing.T) {
 		createDuplicateNetwork(t, network, labels)
 		converge(t)
 	})
+}
+
+// TestIntegrationRacedNetwork: a killed apply's network create still in
+// flight lands while the next apply creates the box, so the engine holds
+// two networks of the box's name that the plan never saw (made here by a
+// proxy in front of the engine, which makes the second one, with the
+// engine's duplicate check off, right after it forwards apply's own).
+// Apply removes the second network and what it made on it, makes the
+// containers again and succeeds; the next plan is empty.
+func TestIntegrationRacedNetwork(t *testing.T) {
+	image, _ := startIntegration(t)
+	const box = "it-h11a-race"
+	removeBoxes(box)
+	t.Cleanup(func() { removeBoxes(box) })
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  "+box+": {}\n")
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	var raced atomic.Bool
+	host := engineProxy(t, func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/networks/create") || raced.Load() {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Name   string
+			Labels map[string]string
+		}
+		_ = json.Unmarshal(body, &req)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		forward.ServeHTTP(w, r)
+		if req.Name == compose.NetworkName(box) && raced.CompareAndSwap(false, true) {
+			createDuplicateNetwork(t, req.Name, req.Labels)
+		}
+	})
+	t.Setenv("DOCKER_HOST", host)
+	r := boxes(t, dir, "apply", "--auto-approve")
+	os.Unsetenv("DOCKER_HOST")
+	if !raced.Load() {
+		t.Fatalf("the proxy never saw the box's network created: %+v", r)
+	}
+	if r.code != 0 || !strings.Contains(r.stderr+r.stdout, "request landed after the plan") {
+		t.Fatalf("apply with a second network landing during it: %+v", r)
+	}
+	t.Logf("apply:\n%s", r.stdout)
+	if ids := boxNetworks(t, box); len(ids) != 1 {
+		t.Errorf("%s has %d networks, want 1", box, len(ids))
+	}
+	if p := boxes(t, dir, "plan", "--detailed-exitcode"); p.code != 0 {
+		t.Errorf("plan after the apply: %+v", p)
+	}
+	if got := dockerOut(t, "inspect", "-f", "{{.State.Status}}", compose.ContainerName(box, compose.AgentService)); got != "running" {
+		t.Errorf("agent is %s", got)
+	}
 }

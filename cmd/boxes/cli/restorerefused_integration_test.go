@@ -17,20 +17,19 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
-// refusingEngine is the real engine behind a proxy on a unix socket that
-// refuses, as the engine itself would, every copy into a container of more
-// than refuseOver bytes: a restore the engine rejects for a reason boxes
-// cannot check beforehand. Everything else, hijacked streams included, goes
-// through. It returns the socket's DOCKER_HOST and how many copies it refused.
-func refusingEngine(t *testing.T, refuseOver int) (string, *atomic.Int32) {
+// engineProxy fronts the real engine with a unix socket and returns its
+// DOCKER_HOST. Each request goes to intercept first, with the handler that
+// forwards it to the engine; everything else, hijacked streams included,
+// goes through.
+func engineProxy(t *testing.T, intercept func(w http.ResponseWriter, r *http.Request, forward http.Handler)) string {
 	t.Helper()
 	target := "/var/run/docker.sock"
 	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
 		target = strings.TrimPrefix(h, "unix://")
 	} else if h != "" {
-		t.Skipf("the refusing proxy fronts a unix socket engine, not %s", h)
+		t.Skipf("the proxy fronts a unix socket engine, not %s", h)
 	}
-	sock := filepath.Join(t.TempDir(), "refusing.sock")
+	sock := filepath.Join(t.TempDir(), "engine.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +43,20 @@ func refusingEngine(t *testing.T, refuseOver int) (string, *atomic.Int32) {
 		}},
 		FlushInterval: -1,
 	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { intercept(w, r, proxy) })}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "unix://" + sock
+}
+
+// refusingEngine is the real engine behind engineProxy, refusing as the
+// engine itself would every copy into a container of more than refuseOver
+// bytes: a restore the engine rejects for a reason boxes cannot check
+// beforehand. It returns the DOCKER_HOST and how many copies it refused.
+func refusingEngine(t *testing.T, refuseOver int) (string, *atomic.Int32) {
+	t.Helper()
 	var refused atomic.Int32
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	host := engineProxy(t, func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
 		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/archive") {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -62,11 +73,9 @@ func refusingEngine(t *testing.T, refuseOver int) (string, *atomic.Int32) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}
-		proxy.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "unix://" + sock, &refused
+		forward.ServeHTTP(w, r)
+	})
+	return host, &refused
 }
 
 // TestIntegrationRestoreRefused: a load whose restore the engine refuses
