@@ -28,14 +28,18 @@ type ImageTransfer struct {
 
 // String is the transfer as plans print it.
 func (t ImageTransfer) String() string {
-	size := ""
-	if t.Bytes >= 0 {
-		size = " (" + HumanSize(t.Bytes) + ")"
-	}
 	if t.From == nil {
-		return fmt.Sprintf("image %s pulled on %s from %s%s, its ID checked after the pull", ShortID(t.Image), HostName(t.To), t.Pull, size)
+		return fmt.Sprintf("image %s pulled on %s from %s%s, its ID checked after the pull", ShortID(t.Image), HostName(t.To), t.Pull, t.size())
 	}
-	return fmt.Sprintf("image %s streamed from %s to %s%s, its ID checked after the load", ShortID(t.Image), HostName(*t.From), HostName(t.To), size)
+	return fmt.Sprintf("image %s streamed from %s to %s%s, its ID checked after the load", ShortID(t.Image), HostName(*t.From), HostName(t.To), t.size())
+}
+
+// size is " (363.0 MiB)", or nothing when the size is unknown.
+func (t ImageTransfer) size() string {
+	if t.Bytes < 0 {
+		return ""
+	}
+	return " (" + HumanSize(t.Bytes) + ")"
 }
 
 // step is the transfer as progress shows it while it runs.
@@ -43,11 +47,7 @@ func (t ImageTransfer) step() string {
 	if t.From == nil {
 		return fmt.Sprintf("pulling image %s on %s from %s", ShortID(t.Image), HostName(t.To), t.Pull)
 	}
-	size := ""
-	if t.Bytes >= 0 {
-		size = " (" + HumanSize(t.Bytes) + ")"
-	}
-	return fmt.Sprintf("streaming image %s from %s to %s%s", ShortID(t.Image), HostName(*t.From), HostName(t.To), size)
+	return fmt.Sprintf("streaming image %s from %s to %s%s", ShortID(t.Image), HostName(*t.From), HostName(t.To), t.size())
 }
 
 // ImageCarrier brings an image to a host's engine for the applier; each
