@@ -40,8 +40,7 @@ type Mover struct {
 	Init   hb.Wait
 	// Step shows progress of a box, in the applier's display.
 	Step func(box, msg string)
-	// Stream, Doctor and Same are the engine-level steps the applier asks for.
-	StreamWith func(ctx context.Context, from, to, image string) error
+	// Doctor and Same are the engine-level steps the applier asks for.
 	DoctorWith func(ctx context.Context, host, box string) error
 	SameWith   func(ctx context.Context, a, b string) (bool, error)
 }
@@ -208,11 +207,6 @@ func (m *Mover) Check(ctx context.Context, host, box, file, key string) (int, er
 func (m *Mover) Finish(ctx context.Context, host, box string) error {
 	s := Seeder{Engine: m.Engine, Init: m.Init, Step: m.Step}
 	return s.Finish(ctx, host, box)
-}
-
-// StreamImage brings image from one host's engine to another's.
-func (m *Mover) StreamImage(ctx context.Context, from, to, image string) error {
-	return m.StreamWith(ctx, from, to, image)
 }
 
 // Doctor checks the moved box.

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,29 @@ func TestIntegrationStreamImage(t *testing.T) {
 	t.Logf("streamed %d MiB in %s", n>>20, time.Since(began).Round(time.Millisecond))
 	if n == 0 {
 		t.Error("streamed nothing")
+	}
+}
+
+// TestIntegrationPullImageFails: a pull by digest from a registry the
+// engine cannot reach fails, naming the reference and the host, and
+// leaves no image behind.
+func TestIntegrationPullImageFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	ctx := context.Background()
+	local, err := Connect(ctx, spec.Host{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	ref := "127.0.0.1:1/hermes-box-lite@sha256:" + strings.Repeat("0", 64)
+	err = local.PullImage(ctx, ref, "sha256:"+strings.Repeat("1", 64))
+	if err == nil || !strings.Contains(err.Error(), "pulling "+ref+" on the local host") {
+		t.Fatalf("pull from nowhere: %v", err)
+	}
+	t.Logf("pull from nowhere: %v", err)
+	if _, err := local.ImageID(ctx, ref); err == nil {
+		t.Error("a failed pull left an image")
 	}
 }

@@ -32,7 +32,7 @@ func (e *Engine) parallelCalls() int {
 
 // Observe takes one snapshot of the engine: three list calls (containers,
 // volumes, networks) however many boxes there are, plus one inspect per image
-// asked about.
+// asked about (whether the engine has it, and its size).
 func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Observed, error) {
 	o := &reconcile.Observed{
 		Host: e.Host,
@@ -41,13 +41,15 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			Volumes:    map[string]bool{},
 			Networks:   map[string]bool{},
 		},
-		Images: map[string]bool{},
+		Images:     map[string]bool{},
+		ImageSizes: map[string]int64{},
 	}
 	var (
 		containers []container.Summary
 		volumes    volume.ListResponse
 		networks   []network.Summary
 		present    = make([]bool, len(images))
+		sizes      = make([]int64, len(images))
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.parallelCalls())
@@ -65,11 +67,11 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 	})
 	for i, id := range images {
 		g.Go(func() error {
-			_, err := e.api.ImageInspect(gctx, id)
+			img, err := e.api.ImageInspect(gctx, id)
 			if IsNotFound(err) {
 				return nil
 			}
-			present[i] = err == nil
+			present[i], sizes[i] = err == nil, img.Size
 			return err
 		})
 	}
@@ -78,6 +80,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 	}
 	for i, id := range images {
 		o.Images[id] = present[i]
+		if present[i] {
+			o.ImageSizes[id] = sizes[i]
+		}
 	}
 
 	for _, c := range containers {

@@ -1,7 +1,7 @@
 // Package engines opens a workspace whose hosts are Docker engines: it
 // connects them on first use, tells them apart, thaws the boxes a dead save
-// left frozen, wires moves between them, and finds how this machine reaches
-// a box's dashboard.
+// left frozen, brings the image to those that lack it, wires moves between
+// them, and finds how this machine reaches a box's dashboard.
 package engines
 
 import (
@@ -48,6 +48,22 @@ func Open(file string, opts docker.Options, shown func(string) string, warn func
 				return errNotDocker
 			}
 			return backup.Thaw(ctx, configPath, d, box)
+		},
+		Stream: func(ctx context.Context, from, to workspace.Engine, image string) error {
+			src, ok := from.(*docker.Engine)
+			dst, ok2 := to.(*docker.Engine)
+			if !ok || !ok2 {
+				return errNotDocker
+			}
+			_, err := dst.StreamImage(ctx, src, image)
+			return err
+		},
+		Pull: func(ctx context.Context, to workspace.Engine, ref, image string) error {
+			d, ok := to.(*docker.Engine)
+			if !ok {
+				return errNotDocker
+			}
+			return d.PullImage(ctx, ref, image)
 		},
 	})
 }
@@ -104,18 +120,6 @@ func Mover(ws *workspace.Workspace, writer string, init hb.Wait, step func(box, 
 		Writer:     writer,
 		Init:       init,
 		Step:       step,
-		StreamWith: func(ctx context.Context, from, to, image string) error {
-			src, err := Of(ctx, ws, from)
-			if err != nil {
-				return err
-			}
-			dst, err := Of(ctx, ws, to)
-			if err != nil {
-				return err
-			}
-			_, err = dst.StreamImage(ctx, src, image)
-			return err
-		},
 		DoctorWith: func(ctx context.Context, host, box string) error {
 			return doctorMoved(ctx, ws, host, box)
 		},

@@ -106,6 +106,9 @@ type Applier struct {
 	// Thawer resumes boxes a plan finds frozen by a save that died; nil
 	// leaves them as they are.
 	Thawer Thawer
+	// Images brings the plan's image to the hosts that lack it; nil fails
+	// the boxes on those hosts.
+	Images ImageCarrier
 }
 
 // BoxError is the failure of one box's steps.
@@ -136,6 +139,10 @@ func (e *BoxError) Unwrap() error { return e.Err }
 // back on what it ran before and no other box is recreated onto that image;
 // they fail with ErrCanaryFailed, untouched, and the next plan still shows
 // the change.
+//
+// A host that lacks the image gets it first (the plan's Images), the hosts
+// in parallel; the boxes there that use it wait for it, and fail when it
+// fails.
 func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 	n := a.Parallelism
 	if n < 1 {
@@ -155,10 +162,14 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 			mu.Unlock()
 		}
 	}
+	images := a.bringImages(ctx, p)
 	run := func(bp BoxPlan) error {
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		err := a.applyBox(ctx, p.Image, bp)
+		err := images.wait(ctx, bp)
+		if err == nil {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err = a.applyBox(ctx, p.Image, bp)
+		}
 		fail(bp, err)
 		return err
 	}

@@ -72,6 +72,9 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 			fmt.Fprintf(w, "| `%s` | %s%s | %s | %s |\n", symbols[b.Action], name, onHost(b.Host), action, strings.Join(why, "<br>"))
 		}
 		fmt.Fprint(w, "\n<details><summary>Full plan</summary>\n\n```diff\n")
+		for _, t := range p.Images {
+			fmt.Fprintf(w, "# %s\n", t)
+		}
 		for _, b := range p.Boxes {
 			if b.Action == NoOp {
 				continue

@@ -51,9 +51,6 @@ type Moving struct {
 	Unread string `json:"data_size_unread,omitempty"`
 	// Archive is the move's archive once saved (relative to boxes.yaml's directory).
 	Archive string `json:"archive,omitempty"`
-	// ImageFrom is the host the locked image is streamed from when the new
-	// host lacks it; empty when it has it.
-	ImageFrom *string `json:"image_from,omitempty"`
 	// Old is the old copy: deleted last, and only once the new copy is verified.
 	Old *Deletion `json:"old"`
 	// Unverified is a copy that is not the box, removed before anything
@@ -160,22 +157,6 @@ func (m Moves) All() (map[string]MoveRecord, error) {
 	return out, nil
 }
 
-// movesTo reports whether every targeted box declared on host is a move
-// there: such a host may lack the image, which the move streams to it.
-func movesTo(in Input, host string) bool {
-	some := false
-	for _, b := range in.Config.Boxes {
-		if b.Host != host || !in.targeted(b.Name) {
-			continue
-		}
-		if _, found := observedElsewhere(in.Observed, in.Config.Fleet, b.Name, b.Host); !found {
-			return false
-		}
-		some = true
-	}
-	return some
-}
-
 // imageSource is the first host, in name order, observed to hold the image.
 func imageSource(in Input) (string, bool) {
 	hosts := make([]string, 0, len(in.Observed))
@@ -241,15 +222,6 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 		m.Archive = rec.Archive
 		m.Size, m.Unread = rec.Bytes, ""
 	}
-	if (m.Stage == MoveSave || m.Stage == MoveRestore) && in.Image != "" {
-		if o := in.Observed[b.Host]; o != nil && !o.Images[in.Image] {
-			src, found := imageSource(in)
-			if !found {
-				return BoxPlan{}, fmt.Errorf("%w: no host has %s to stream to %s", ErrImageMissing, ShortID(in.Image), HostLabel(b.Host))
-			}
-			m.ImageFrom = &src
-		}
-	}
 	bp := BoxPlan{Name: b.Name, Host: b.Host, Action: Move, State: b.State, Move: m,
 		Reasons: []Reason{{Kind: "move", Old: old, New: b.Host}, {Kind: "move-" + string(m.Stage), Old: old, New: b.Host}}}
 	switch {
@@ -305,9 +277,6 @@ func (m *Moving) lines() []string {
 	out := []string{fmt.Sprintf("data: %s (/data on %s)", size, HostName(m.From))}
 	if m.Archive != "" {
 		out = append(out, "archive: "+m.Archive)
-	}
-	if m.ImageFrom != nil {
-		out = append(out, fmt.Sprintf("image: streamed from %s to %s first", HostName(*m.ImageFrom), HostName(m.To)))
 	}
 	switch {
 	case m.Unverified != nil && m.Stage == MoveCancel:

@@ -46,7 +46,7 @@ func TestPlanMoveStages(t *testing.T) {
 		jsonActions string
 	}{
 		{name: "new move", farImage: true, stage: reconcile.MoveSave, text: "stop the box on local, save /data"},
-		{name: "new move, image streamed", stage: reconcile.MoveSave, imageFrom: true, text: "image: streamed from local to far first"},
+		{name: "new move, image streamed", stage: reconcile.MoveSave, imageFrom: true, text: "image 111111111111 streamed from local to far"},
 		{name: "save cut short", farImage: true, record: &rec, stage: reconcile.MoveSave, text: "the save was cut short"},
 		{name: "saved, old copy started again", farImage: true, record: &saved, stage: reconcile.MoveSave, text: "stop the box on local, save /data"},
 		{name: "saved, nothing on the new host", farImage: true, oldState: "exited", record: &saved, stage: reconcile.MoveRestore, text: "the archive is saved"},
@@ -72,8 +72,11 @@ func TestPlanMoveStages(t *testing.T) {
 				t.Fatalf("plan: %+v", p.Boxes)
 			}
 			m := p.Boxes[0].Move
-			if m.From != "" || m.To != "far" || m.Stage != c.stage || (m.Unverified != nil) != c.unverified || (m.ImageFrom != nil) != c.imageFrom {
+			if m.From != "" || m.To != "far" || m.Stage != c.stage || (m.Unverified != nil) != c.unverified {
 				t.Errorf("move: %+v", m)
+			}
+			if streamed := len(p.Images) == 1 && *p.Images[0].From == "" && p.Images[0].To == "far"; streamed != c.imageFrom || len(p.Images) > 1 {
+				t.Errorf("image transfers: %+v", p.Images)
 			}
 			if m.Old == nil || len(m.Old.Containers) != 2 || len(m.Old.Volumes) != 2 {
 				t.Errorf("old copy: %+v", m.Old)
@@ -83,7 +86,7 @@ func TestPlanMoveStages(t *testing.T) {
 			}
 			var text bytes.Buffer
 			p.RenderText(&text, false)
-			for _, want := range []string{"# alpha will be moved from local to far", "host: local → far", c.text, "1 to move."} {
+			for _, want := range []string{"# alpha will be moved from local to far", "host: local → far", c.text, "1 to move"} {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("text lacks %q:\n%s", want, text.String())
 				}
@@ -205,6 +208,7 @@ func TestMovePlanGolden(t *testing.T) {
 	observeBox(t, local, alpha, testImage, "running", 0)
 	observeBox(t, local, beta, testImage, "exited", 0)
 	edge.Images[testImage] = false
+	local.ImageSizes = map[string]int64{testImage: 363 << 20}
 	alpha.Host, beta.Host = "edge", "edge"
 	observeBox(t, edge, beta, testImage, "running", 0)
 	in := reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,

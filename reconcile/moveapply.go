@@ -20,8 +20,6 @@ type Mover interface {
 	// the age identity in key (made, mode 0600, when missing), reads it back
 	// whole, and publishes it; it returns the bytes of data saved.
 	Save(ctx context.Context, host, box, archive, key string) (int64, error)
-	// StreamImage brings image to host to from host from.
-	StreamImage(ctx context.Context, from, to, image string) error
 	// Restore restores archive into the created, not yet started box on
 	// host, quiesce marker first, so that a restore cut short never runs.
 	Restore(ctx context.Context, host, box, archive, key string) error
@@ -181,12 +179,6 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	if m.Unverified != nil {
 		step("removing the unverified copy on " + HostName(m.To) + " left by the interrupted move")
 		if err := removeDeletion(ctx, to, m.Unverified, step); err != nil {
-			return err
-		}
-	}
-	if m.ImageFrom != nil {
-		step(fmt.Sprintf("streaming image %s from %s to %s", ShortID(image), HostName(*m.ImageFrom), HostName(m.To)))
-		if err := a.Mover.StreamImage(ctx, *m.ImageFrom, m.To, image); err != nil {
 			return err
 		}
 	}

@@ -92,8 +92,13 @@ func (m *fakeMover) Save(_ context.Context, host, box, archive, key string) (int
 	}
 	return 42, m.do(box, host, "save")
 }
+
+// StreamImage and PullImage make a fakeMover the applier's ImageCarrier too.
 func (m *fakeMover) StreamImage(_ context.Context, from, to, image string) error {
 	return m.do("alpha", to, "stream image from "+hostName(from))
+}
+func (m *fakeMover) PullImage(_ context.Context, to, ref, image string) error {
+	return m.do("alpha", to, "pull "+ref)
 }
 func (m *fakeMover) Restore(_ context.Context, host, box, archive, key string) error {
 	return m.do(box, host, "restore")
@@ -130,7 +135,7 @@ func moveApplier(t *testing.T, m *fakeMover) (*reconcile.Applier, *journal) {
 		t.Fatal(err)
 	}
 	m.j = &journal{}
-	a := &reconcile.Applier{Config: cfg, Tokens: tokens, Parallelism: 1, Progress: quietProgress{m.j}, Mover: m,
+	a := &reconcile.Applier{Config: cfg, Tokens: tokens, Parallelism: 1, Progress: quietProgress{m.j}, Mover: m, Images: m,
 		Engines: map[string]reconcile.Engine{"": hostEngine{"", m.j}, "far": hostEngine{"far", m.j}}}
 	return a, m.j
 }
@@ -195,12 +200,12 @@ func TestApplierMoveSteps(t *testing.T) {
 	}
 	a.ConfirmedDeletes = map[string]bool{"alpha": true}
 	p := movePlan(reconcile.MoveRestore, true)
-	img := "local"
-	p.Boxes[0].Move.ImageFrom = &img
+	local := ""
+	p.Images = []reconcile.ImageTransfer{{Image: testImage, To: "far", From: &local, Bytes: 1 << 20}}
 	if err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := j.of("alpha"), steps([]string{"far: rm container new-agent", "far: stream image from local"}, moveIn, delOld); !reflect.DeepEqual(got, want) {
+	if got, want := j.of("alpha"), steps([]string{"far: stream image from local", "far: rm container new-agent"}, moveIn, delOld); !reflect.DeepEqual(got, want) {
 		t.Errorf("resumed move:\n got %q\nwant %q", got, want)
 	}
 }

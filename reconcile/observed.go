@@ -21,6 +21,9 @@ type Observed struct {
 	Unmanaged Unmanaged
 	// Images holds the IDs of images present on the engine that a plan asked about.
 	Images map[string]bool
+	// ImageSizes are the sizes in bytes of those present, as the engine
+	// reports them.
+	ImageSizes map[string]int64 `json:",omitempty"`
 }
 
 // Unmanaged are resource names on the engine that boxes does not own.

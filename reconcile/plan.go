@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -210,6 +211,8 @@ type Plan struct {
 	Image string `json:"image"`
 	// Target lists the boxes the plan was limited to; empty means all.
 	Target []string `json:"target,omitempty"`
+	// Images bring the image to the hosts that lack it, before their boxes.
+	Images []ImageTransfer `json:"images,omitempty"`
 }
 
 // Summary counts the actions of a plan.
@@ -221,6 +224,9 @@ type Summary struct {
 	Delete   int `json:"delete"`
 	Move     int `json:"move,omitempty"`
 	NoOp     int `json:"no_op"`
+	// Stream and Pull count the image's transfers to hosts that lack it.
+	Stream int `json:"image_stream,omitempty"`
+	Pull   int `json:"image_pull,omitempty"`
 }
 
 // Summary counts the plan's actions.
@@ -242,6 +248,13 @@ func (p *Plan) Summary() Summary {
 			s.Move++
 		case NoOp:
 			s.NoOp++
+		}
+	}
+	for _, t := range p.Images {
+		if t.From == nil {
+			s.Pull++
+		} else {
+			s.Stream++
 		}
 	}
 	return s
@@ -302,11 +315,18 @@ func (p *Plan) Unconfirmed(confirmed []string) []string {
 }
 
 // Done is the count of what an applied plan did, e.g. "1 created, 0
-// recreated, 0 started, 0 stopped, 0 deleted", moves named only when there are some.
+// recreated, 0 started, 0 stopped, 0 deleted", moves and images brought to
+// hosts named only when there are some.
 func (s Summary) Done() string {
 	moved := ""
 	if s.Move > 0 {
 		moved = fmt.Sprintf(", %d moved", s.Move)
+	}
+	if s.Stream > 0 {
+		moved += ", " + text.Plural(s.Stream, "image", "images") + " streamed"
+	}
+	if s.Pull > 0 {
+		moved += ", " + text.Plural(s.Pull, "image", "images") + " pulled"
 	}
 	return fmt.Sprintf("%d created, %d recreated, %d started, %d stopped, %d deleted%s", s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moved)
 }
@@ -327,6 +347,10 @@ type Input struct {
 	Config *spec.Config
 	// Image is the locked image ID ("" when boxes.lock has none).
 	Image string
+	// ImageRef is boxes.lock's registry reference of the image when it is
+	// pinned by digest (see PinnedByDigest): hosts that lack the image pull
+	// it rather than have it streamed. "" when the lock has none.
+	ImageRef string
 	// Observed holds one snapshot per host name ("" is the local engine).
 	Observed map[string]*Observed
 	// Tokens are the stored (or recovered) tokens of existing boxes.
@@ -379,13 +403,20 @@ func NewPlan(in Input) (*Plan, error) {
 		if in.Image == "" {
 			return nil, ErrNoImage
 		}
+		hosts := make([]string, 0, len(needsImage))
 		for host := range needsImage {
+			hosts = append(hosts, host)
+		}
+		sort.Strings(hosts) // the same error for the same input
+		for _, host := range hosts {
 			o := in.Observed[host]
 			if o == nil {
 				return nil, fmt.Errorf("host %q was not observed", host)
 			}
-			if !o.Images[in.Image] && !movesTo(in, host) {
-				return nil, fmt.Errorf("%w: %s lacks %s", ErrImageMissing, HostLabel(host), ShortID(in.Image))
+			// A host that lacks it gets it from one that has it, or from
+			// the registry (imageTransfers).
+			if _, found := imageSource(in); !o.Images[in.Image] && !found && in.ImageRef == "" {
+				return nil, imageMissing(host, in.Image)
 			}
 		}
 	}
@@ -421,6 +452,11 @@ func NewPlan(in Input) (*Plan, error) {
 		p.Boxes = append(p.Boxes, planDelete(in, d.host, d.name, d.r))
 	}
 	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
+	images, err := imageTransfers(in, p.Boxes)
+	if err != nil {
+		return nil, err
+	}
+	p.Images = images
 	return p, nil
 }
 

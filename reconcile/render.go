@@ -62,8 +62,8 @@ func (p *Plan) SummaryLine() string {
 	if s.Move > 0 {
 		moves = fmt.Sprintf(", %d to move", s.Move)
 	}
-	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete%s.",
-		s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moves)
+	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete%s%s.",
+		s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moves, transfersLine(p.Images))
 }
 
 // RenderText writes the plan the way people read it in a terminal; colour only when asked.
@@ -92,6 +92,9 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		fmt.Fprintf(w, "  %s %s\n", paint(a, fmt.Sprintf("%3s", symbols[a])), legendText[a])
 	}
 	fmt.Fprintln(w, "\nboxes will perform the following actions:")
+	for _, t := range p.Images {
+		fmt.Fprintf(w, "\n  # %s\n", t)
+	}
 	for _, b := range p.Boxes {
 		if b.Action == NoOp {
 			continue
@@ -187,7 +190,9 @@ type JSONPlan struct {
 	Target        []string  `json:"target"`
 	Changes       bool      `json:"changes"`
 	Boxes         []JSONBox `json:"boxes"`
-	Summary       Summary   `json:"summary"`
+	// Images bring the image to the hosts that lack it, before their boxes.
+	Images  []ImageTransfer `json:"images"`
+	Summary Summary         `json:"summary"`
 }
 
 // JSONBox is one box in a JSONPlan. Actions follows Terraform: a recreate is
@@ -215,6 +220,7 @@ func (p *Plan) JSON() JSONPlan {
 	if out.Target == nil {
 		out.Target = []string{}
 	}
+	out.Images = append([]ImageTransfer{}, p.Images...)
 	for _, b := range p.Boxes {
 		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move}
 		if jb.Causes == nil {
@@ -262,6 +268,9 @@ func (p *Plan) RenderMarkdown(w io.Writer) {
 		return
 	}
 	fmt.Fprint(w, "\n<details><summary>Show plan</summary>\n\n```diff\n")
+	for _, t := range p.Images {
+		fmt.Fprintf(w, "# %s\n", t)
+	}
 	for _, b := range p.Boxes {
 		if b.Action == NoOp {
 			continue

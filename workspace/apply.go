@@ -57,6 +57,16 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	if err != nil {
 		return err
 	}
+	for _, t := range p.Images {
+		for _, host := range []*string{&t.To, t.From} {
+			if host == nil {
+				continue
+			}
+			if _, err := w.Engine(ctx, *host); err != nil {
+				return err
+			}
+		}
+	}
 	for _, b := range p.Boxes {
 		if b.Action != reconcile.NoOp {
 			if _, err := w.Engine(ctx, b.Host); err != nil {
@@ -83,6 +93,9 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	}
 	// A box a save that died left frozen is thawed before anything else is done to it.
 	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
+	if w.opts.Stream != nil && w.opts.Pull != nil {
+		applier.Images = imageCarrier{w}
+	}
 	err = applier.Apply(ctx, p)
 	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
 		return &PartialError{Err: err, Failed: len(failed.Unwrap()), Boxes: len(p.Boxes) - p.Summary().NoOp}
@@ -105,4 +118,27 @@ func (w *Workspace) SavedPlan(ctx context.Context, path, display string) (*recon
 		return nil, err
 	}
 	return saved.Plan, nil
+}
+
+// imageCarrier brings images to w's hosts through its Options.
+type imageCarrier struct{ w *Workspace }
+
+func (c imageCarrier) StreamImage(ctx context.Context, from, to, image string) error {
+	src, err := c.w.Engine(ctx, from)
+	if err != nil {
+		return err
+	}
+	dst, err := c.w.Engine(ctx, to)
+	if err != nil {
+		return err
+	}
+	return c.w.opts.Stream(ctx, src, dst, image)
+}
+
+func (c imageCarrier) PullImage(ctx context.Context, to, ref, image string) error {
+	dst, err := c.w.Engine(ctx, to)
+	if err != nil {
+		return err
+	}
+	return c.w.opts.Pull(ctx, dst, ref, image)
 }

@@ -29,6 +29,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	in := reconcile.Input{
 		Config:   w.Config,
 		Image:    w.Image(),
+		ImageRef: w.imageRef(),
 		Observed: w.Observed,
 		Tokens:   map[string]string{},
 		Replace:  map[string]bool{},
@@ -163,4 +164,14 @@ func (w *Workspace) observeForPlan(ctx context.Context, target []string) error {
 		return err
 	}
 	return w.distinct(ctx, reached)
+}
+
+// imageRef is boxes.lock's reference of the image when it is pinned by
+// digest (boxes lock image NAME@sha256:…), which hosts that lack the image
+// pull; "" otherwise.
+func (w *Workspace) imageRef() string {
+	if w.Lock == nil || w.Lock.Image == nil || !reconcile.PinnedByDigest(w.Lock.Image.Ref) {
+		return ""
+	}
+	return w.Lock.Image.Ref
 }

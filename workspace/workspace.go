@@ -56,6 +56,12 @@ type Options struct {
 	// observes one box (ObserveBox) calls it on a running or paused box. Nil
 	// leaves such boxes to apply.
 	Thaw func(ctx context.Context, e Engine, configPath, box string) error
+	// Stream copies image from engine from into engine to (image save into
+	// image load) and Pull pulls ref, pinned by digest, on engine to; each
+	// fails unless to then has image. Nil fails the boxes of a plan that
+	// needs them.
+	Stream func(ctx context.Context, from, to Engine, image string) error
+	Pull   func(ctx context.Context, to Engine, ref, image string) error
 }
 
 // Workspace is one boxes.yaml, its lock, and its engines.

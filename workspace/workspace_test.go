@@ -276,3 +276,29 @@ func TestPlanLeavesOutAnUnreachableHostItDoesNotTarget(t *testing.T) {
 		}
 	}
 }
+
+// A host that lacks the image gets it streamed from one that has it, or
+// pulled when boxes.lock's ref is pinned by digest.
+func TestPlanBringsTheImage(t *testing.T) {
+	image := "sha256:" + strings.Repeat("a", 64)
+	for _, c := range []struct{ ref, pull string }{
+		{ref: "hermes-box-lite:test"},
+		{ref: "registry.example/hermes@sha256:" + strings.Repeat("b", 64), pull: "registry.example/hermes@sha256:" + strings.Repeat("b", 64)},
+	} {
+		f := newFleet(t)
+		lock := "version: 1\npins: {}\nimage:\n  id: " + image + "\n  ref: " + c.ref + "\n  tools: {node: 22.1.0}\n"
+		if err := os.WriteFile(filepath.Join(f.dir, "boxes.lock"), []byte(lock), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{image: true}, ImageSizes: map[string]int64{image: 42}}
+		f.snapshots["nexus"] = &reconcile.Observed{Images: map[string]bool{image: false}}
+		f.snapshots["zulu"] = &reconcile.Observed{}
+		p, err := f.open(t).Plan(context.Background(), reconcile.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Images) != 1 || p.Images[0].To != "nexus" || p.Images[0].Pull != c.pull || (p.Images[0].From == nil) != (c.pull != "") || p.Images[0].Bytes != 42 {
+			t.Errorf("ref %s: transfers %+v", c.ref, p.Images)
+		}
+	}
+}

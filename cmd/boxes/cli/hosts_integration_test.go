@@ -40,15 +40,16 @@ func boxesOn(t *testing.T, e *testhost.Engine) map[string]bool {
 }
 
 // TestIntegrationHostsPlanApply: one plan over the local engine, an engine
-// reached over ssh:// and one over tcp:// with TLS: each box lands on its
-// host, is proven ready at a URL this machine can use, and the next plan
-// has no changes.
+// reached over ssh:// and one over tcp:// with TLS that lacks the image:
+// the plan streams the image there (with its size), each box lands on its
+// host, is proven ready at a URL this machine can use, the streamed image
+// has the local one's ID, and the next plan has no changes.
 func TestIntegrationHostsPlanApply(t *testing.T) {
 	image, _ := startIntegration(t)
 	began := time.Now()
 	viaSSH := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
-	viaTLS := testhost.Start(t, testhost.Options{TLS: true, Images: []string{image}})
-	t.Logf("second engines up with the image in %s (engine starts %s and %s)", time.Since(began).Round(time.Millisecond), viaSSH.StartTime.Round(time.Millisecond), viaTLS.StartTime.Round(time.Millisecond))
+	viaTLS := testhost.Start(t, testhost.Options{TLS: true}) // without the image
+	t.Logf("second engines up in %s (engine starts %s and %s)", time.Since(began).Round(time.Millisecond), viaSSH.StartTime.Round(time.Millisecond), viaTLS.StartTime.Round(time.Millisecond))
 	t.Setenv("PATH", viaSSH.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	dir := t.TempDir()
@@ -65,12 +66,26 @@ boxes:
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
 		t.Fatalf("lock image: %+v", r)
 	}
+	id := dockerOut(t, "image", "inspect", "-f", "{{.Id}}", image)
+	plan := boxes(t, dir, "plan", "--detailed-exitcode")
+	stream := fmt.Sprintf("# image %s streamed from local to viatls (", strings.TrimPrefix(id, "sha256:")[:12])
+	if plan.code != 2 || !strings.Contains(plan.stdout, stream) || !strings.Contains(plan.stdout, "), its ID checked after the load") ||
+		!strings.Contains(plan.stdout, "Plan: 4 to create, 0 to recreate, 0 to start, 0 to stop, 0 to delete, 1 image to stream.") {
+		t.Fatalf("plan: %+v", plan)
+	}
+	t.Logf("plan:\n%s", plan.stdout)
 	start := time.Now()
 	r := boxes(t, dir, "apply", "--auto-approve")
 	if r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	t.Logf("apply of 4 boxes on 3 hosts: %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("apply of 4 boxes on 3 hosts, the image streamed to one: %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(r.stdout, "1 image streamed") {
+		t.Errorf("apply does not say it streamed the image:\n%s", r.stdout)
+	}
+	if got, err := viaTLS.Client().ImageInspect(context.Background(), id); err != nil || got.ID != id {
+		t.Errorf("image on the TLS host: %q %v, want %s", got.ID, err, id)
+	}
 	if got := boxesOn(t, viaSSH); !got["it-beta"] || !got["it-delta"] || len(got) != 2 {
 		t.Errorf("boxes on the ssh host: %v", got)
 	}

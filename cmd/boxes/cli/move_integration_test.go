@@ -102,7 +102,7 @@ func TestIntegrationMove(t *testing.T) {
 	moveConfig(t, dir, remote, moveBox, "remote")
 	plan := boxes(t, dir, "plan", "--detailed-exitcode")
 	if plan.code != 2 || !strings.Contains(plan.stdout, "will be moved") || !strings.Contains(plan.stdout, "host: local → remote") ||
-		!strings.Contains(plan.stdout, "image: streamed from local to remote first") || !strings.Contains(plan.stdout, "1 to move") {
+		!strings.Contains(plan.stdout, "streamed from local to remote (") || !strings.Contains(plan.stdout, "1 to move") {
 		t.Fatalf("plan of the move: %+v", plan)
 	}
 	t.Logf("plan:\n%s", plan.stdout)
@@ -281,9 +281,9 @@ func TestIntegrationMoveKilled(t *testing.T) {
 }
 
 // TestIntegrationMoveKilledStreamingImage: apply is SIGKILLed while it
-// streams the image to a new host that lacks it, in the middle of a move:
-// the next plan shows the move in progress, the next apply streams the
-// image again and finishes the move, the marker survives, and exactly one
+// streams the image to a new host that lacks it, before the move it is
+// for: the next plan shows the move again, the next apply streams the
+// image again and does the move, the marker survives, and exactly one
 // copy remains.
 func TestIntegrationMoveKilledStreamingImage(t *testing.T) {
 	const box = "it-h9b-mv"

@@ -1,0 +1,258 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// farInput declares box alpha on the local engine and beta on host far;
+// the local engine has the image (363 MiB), far has it when farHas.
+func farInput(farHas bool) reconcile.Input {
+	local := emptyObserved()
+	local.ImageSizes = map[string]int64{testImage: 363 << 20}
+	far := &reconcile.Observed{Host: "far", Images: map[string]bool{testImage: farHas}}
+	alpha, beta := testBox("alpha"), testBox("beta")
+	beta.Host = "far"
+	return reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,
+		Observed: map[string]*reconcile.Observed{"": local, "far": far}}
+}
+
+func TestPlanStreamsImageToHostThatLacksIt(t *testing.T) {
+	p, err := reconcile.NewPlan(farInput(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Images) != 1 {
+		t.Fatalf("image transfers: %+v", p.Images)
+	}
+	if tr := p.Images[0]; tr.To != "far" || tr.From == nil || *tr.From != "" || tr.Pull != "" || tr.Bytes != 363<<20 || tr.Image != testImage {
+		t.Errorf("transfer: %+v", tr)
+	}
+	var text bytes.Buffer
+	p.RenderText(&text, false)
+	for _, want := range []string{
+		"  # image 111111111111 streamed from local to far (363.0 MiB), its ID checked after the load\n",
+		"Plan: 2 to create, 0 to recreate, 0 to start, 0 to stop, 0 to delete, 1 image to stream.",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if i, j := strings.Index(text.String(), "# image"), strings.Index(text.String(), "# alpha"); i < 0 || i > j {
+		t.Errorf("the stream is not shown before the boxes:\n%s", text.String())
+	}
+	j := p.JSON()
+	if len(j.Images) != 1 || j.Images[0].Bytes != 363<<20 || j.Summary.Stream != 1 {
+		t.Errorf("json: %+v %+v", j.Images, j.Summary)
+	}
+	if got := p.Summary().Done(); !strings.HasSuffix(got, ", 1 image streamed") {
+		t.Errorf("done: %s", got)
+	}
+
+	// A saved plan's fingerprint covers the transfer.
+	edited := *p
+	edited.Images = nil
+	if reconcile.Fingerprint(nil, testFleet, nil, p) == reconcile.Fingerprint(nil, testFleet, nil, &edited) {
+		t.Error("the fingerprint does not cover the image transfers")
+	}
+
+	// Nothing to bring where the image is.
+	p, err = reconcile.NewPlan(farInput(true))
+	if err != nil || len(p.Images) != 0 || p.JSON().Images == nil {
+		t.Errorf("far has the image: %+v %v", p, err)
+	}
+}
+
+func TestPlanImageNowhere(t *testing.T) {
+	in := farInput(false)
+	in.Observed[""].Images[testImage] = false
+	_, err := reconcile.NewPlan(in)
+	if !errors.Is(err, reconcile.ErrImageMissing) || !strings.Contains(err.Error(), "the local engine lacks 111111111111") {
+		t.Errorf("err = %v", err)
+	}
+	in.Config.Boxes = in.Config.Boxes[1:] // only beta, on far
+	_, err = reconcile.NewPlan(in)
+	if !errors.Is(err, reconcile.ErrImageMissing) || !strings.Contains(err.Error(), "host far lacks 111111111111, and no host has it to stream from") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// A registry reference pinned by digest in boxes.lock is pulled instead,
+// even where no engine has the image.
+func TestPlanPullsDigestRef(t *testing.T) {
+	ref := "registry.example/hermes@sha256:" + strings.Repeat("ab", 32)
+	if !reconcile.PinnedByDigest(ref) || reconcile.PinnedByDigest("registry.example/hermes:1.0") || reconcile.PinnedByDigest("hermes@sha256:abc") {
+		t.Fatal("PinnedByDigest")
+	}
+	in := farInput(false)
+	in.ImageRef = ref
+	in.Observed[""].Images[testImage] = false
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Images) != 2 || p.Images[0].To != "" || p.Images[1].To != "far" || p.Images[1].From != nil || p.Images[1].Pull != ref || p.Images[1].Bytes != -1 {
+		t.Fatalf("transfers: %+v", p.Images)
+	}
+	var text bytes.Buffer
+	p.RenderText(&text, false)
+	for _, want := range []string{"# image 111111111111 pulled on far from " + ref + ", its ID checked after the pull", "0 to delete, 2 images to pull."} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// A host gets the image once, whether boxes are created there or moved there.
+func TestPlanOneStreamForMoveAndCreate(t *testing.T) {
+	in, moved := moveInput(t, false, "running")
+	fresh := testBox("beta")
+	fresh.Host = "far"
+	in.Config = testCfg(moved, fresh)
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Summary(); s.Move != 1 || s.Create != 1 || s.Stream != 1 {
+		t.Errorf("summary: %+v", s)
+	}
+	if len(p.Images) != 1 || p.Images[0].To != "far" {
+		t.Errorf("transfers: %+v", p.Images)
+	}
+}
+
+// A host with nothing to create, recreate or start needs no image.
+func TestPlanNoStreamForUnchangedHost(t *testing.T) {
+	in := farInput(false)
+	beta := in.Config.Boxes[1]
+	beta.State = spec.Stopped
+	in.Config.Boxes[1] = beta
+	observeBox(t, in.Observed["far"], beta, testImage, "exited", 0)
+	in.Tokens = map[string]string{"beta": testToken}
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Images) != 0 {
+		t.Errorf("transfers: %+v", p.Images)
+	}
+}
+
+// fakeCarrier journals transfers under the box "image"; it fails for the
+// hosts in fail.
+type fakeCarrier struct {
+	j    *journal
+	fail map[string]bool
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *fakeCarrier) StreamImage(_ context.Context, from, to, image string) error {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	c.j.add("image", "stream from "+hostName(from)+" to "+hostName(to))
+	if c.fail[to] {
+		return errors.New("connection reset")
+	}
+	return nil
+}
+
+func (c *fakeCarrier) PullImage(_ context.Context, to, ref, image string) error {
+	c.j.add("image", "pull "+ref+" on "+hostName(to))
+	return nil
+}
+
+func streamApplier(t *testing.T, c *fakeCarrier) (*reconcile.Applier, *reconcile.Plan, *journal) {
+	t.Helper()
+	j := &journal{}
+	c.j = j
+	alpha, beta, gamma, delta := testBox("alpha"), testBox("beta"), testBox("gamma"), testBox("delta")
+	beta.Host, gamma.Host, delta.Host = "far", "far", "near"
+	cfg := testCfg(alpha, beta, gamma, delta)
+	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
+	tokens := reconcile.TokensBeside(cfg.Path)
+	for _, b := range cfg.Boxes {
+		if err := tokens.Put(b.Name, testToken); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := ""
+	p := &reconcile.Plan{Image: testImage, Images: []reconcile.ImageTransfer{
+		{Image: testImage, To: "far", From: &local, Bytes: 1},
+		{Image: testImage, To: "near", From: &local, Bytes: 1},
+	}}
+	for _, b := range cfg.Boxes {
+		p.Boxes = append(p.Boxes, reconcile.BoxPlan{Name: b.Name, Host: b.Host, Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}})
+	}
+	a := &reconcile.Applier{Config: cfg, Tokens: tokens, Parallelism: 4, Progress: quietProgress{j}, Images: c,
+		Engines: map[string]reconcile.Engine{"": hostEngine{"", j}, "far": hostEngine{"far", j}, "near": hostEngine{"near", j}}}
+	return a, p, j
+}
+
+func TestApplyStreamsImageFirst(t *testing.T) {
+	c := &fakeCarrier{}
+	a, p, j := streamApplier(t, c)
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if c.n != 2 {
+		t.Errorf("%d streams, want one per host", c.n)
+	}
+	for _, box := range []string{"beta", "gamma"} {
+		if s, c := j.at("image", "stream from local to far"), j.at(box, "far: create force=false"); s < 0 || c < s {
+			t.Errorf("%s created at %d, the image streamed at %d", box, c, s)
+		}
+	}
+	if s, c := j.at("image", "stream from local to near"), j.at("delta", "near: create force=false"); s < 0 || c < s {
+		t.Errorf("delta created at %d, the image streamed at %d", c, s)
+	}
+	want := []string{"local: create force=false", "local: start", "local: ready", "local: init", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("alpha: %q", got)
+	}
+}
+
+func TestApplyStreamFailureFailsOnlyThatHost(t *testing.T) {
+	c := &fakeCarrier{fail: map[string]bool{"far": true}}
+	a, p, j := streamApplier(t, c)
+	err := a.Apply(context.Background(), p)
+	var failed []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var be *reconcile.BoxError
+		if !errors.As(e, &be) || !strings.Contains(e.Error(), "bringing image 111111111111 to host far: connection reset") {
+			t.Errorf("error: %v", e)
+			continue
+		}
+		failed = append(failed, be.Box)
+	}
+	if !reflect.DeepEqual(failed, []string{"beta", "gamma"}) {
+		t.Errorf("failed: %v", failed)
+	}
+	for _, box := range []string{"beta", "gamma"} {
+		if got := j.of(box); len(got) != 1 {
+			t.Errorf("%s did %q after the stream failed", box, got)
+		}
+	}
+	for _, box := range []string{"alpha", "delta"} {
+		if got := j.of(box); len(got) == 0 || got[len(got)-1] != "done" {
+			t.Errorf("%s: %q", box, got)
+		}
+	}
+
+	// Without a way to bring images, the boxes that need one fail, naming it.
+	a, p, _ = streamApplier(t, &fakeCarrier{})
+	a.Images = nil
+	if err := a.Apply(context.Background(), p); err == nil || !strings.Contains(err.Error(), "nothing here can bring images") {
+		t.Errorf("no carrier: %v", err)
+	}
+}
