@@ -116,6 +116,13 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 	return out, nil
 }
 
+// ImageTransfers are the transfers a one-box plan's boxes need (a load's):
+// the locked image, with boxes.lock's digest-pinned ref if any, brought to
+// the hosts of observed that lack it, as NewPlan plans them.
+func ImageTransfers(observed map[string]*Observed, image, ref string, boxes []BoxPlan) ([]ImageTransfer, error) {
+	return imageTransfers(Input{Observed: observed, Image: image, ImageRef: ref}, boxes)
+}
+
 func imageMissing(host, image string) error {
 	return fmt.Errorf("%w: %s lacks %s, and no host has it to stream from", ErrImageMissing, HostLabel(host), ShortID(image))
 }

@@ -109,7 +109,8 @@ func (e *UnfinishedError) Hint() string {
 
 // LoadPlan is the one-box plan that creates box name from archive file,
 // made under the box's lock after what needs no passphrase is checked: the
-// box is declared, exists on no host, and its host has boxes.lock's image.
+// box is declared and exists on no host, and its host has boxes.lock's image
+// or gets it as apply brings it (the plan's image transfer).
 func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, *reconcile.Plan, error) {
 	box, ok := w.Config.Box(name)
 	if !ok {
@@ -142,13 +143,15 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 	if image == "" {
 		return box, nil, reconcile.ErrNoImage
 	}
-	if !w.Observed[box.Host].Images[image] {
-		return box, nil, fmt.Errorf("%w: %s lacks %s", reconcile.ErrImageMissing, reconcile.HostLabel(box.Host), reconcile.ShortID(image))
-	}
+	p := reconcile.LoadPlan(box, image, abs)
 	if !w.Observed[box.Host].Of(name).Empty() {
-		return box, reconcile.ReloadPlan(box, image, unfinished.Archive), nil
+		p = reconcile.ReloadPlan(box, image, unfinished.Archive)
 	}
-	return box, reconcile.LoadPlan(box, image, abs), nil
+	// A host that lacks the image gets it as apply would bring it.
+	if p.Images, err = reconcile.ImageTransfers(w.Observed, image, w.imageRef(), p.Boxes); err != nil {
+		return box, nil, err
+	}
+	return box, p, nil
 }
 
 // backupEngine is host's engine as backup uses it.

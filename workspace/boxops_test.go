@@ -34,7 +34,8 @@ func TestLockedBoxWithNoResources(t *testing.T) {
 }
 
 // load refuses a box that exists on any host, and needs the lock's image
-// on the box's host, before anything is asked or changed.
+// on the box's host or on an engine that can stream it there, before
+// anything is asked or changed.
 func TestLoadPlanChecks(t *testing.T) {
 	f := newFleet(t)
 	f.snapshots[""] = &reconcile.Observed{}
@@ -67,10 +68,22 @@ func TestLoadPlanChecks(t *testing.T) {
 	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrImageMissing) {
 		t.Errorf("load with the image missing on the host: %v", err)
 	}
+	// The local engine has it: the load streams it to nexus first.
+	f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}, ImageSizes: map[string]int64{lock.Image.ID: 42}}
+	_, p, err := loadPlan()
+	if err != nil {
+		t.Fatalf("load to a host that lacks the image, another having it: %v", err)
+	}
+	if len(p.Images) != 1 || p.Images[0].To != "nexus" || p.Images[0].From == nil || *p.Images[0].From != "" || p.Images[0].Bytes != 42 {
+		t.Errorf("load's image transfers %+v", p.Images)
+	}
 	f.snapshots["nexus"] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}}
 	b, p, err := loadPlan()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(p.Images) != 0 {
+		t.Errorf("a transfer to a host that has the image: %+v", p.Images)
 	}
 	if b.Name != "gamma" || len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.Create || !filepath.IsAbs(p.Boxes[0].Restore) {
 		t.Errorf("load plan %+v", p.Boxes)
