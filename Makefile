@@ -64,7 +64,11 @@ bench: test-image
 	GO=$(GO) bash scripts/bench.sh
 
 # Each fuzz target for FUZZTIME (seed corpora in each package's testdata/fuzz);
-# a finding is written there as a new failing seed.
+# a finding is written there as a new failing seed. FUZZTIME may be a count,
+# FUZZTIME=100000x: go's progress line counts a worker's inputs only when the
+# worker reports, which a target that seldom finds new coverage (FuzzRead)
+# does rarely, so for it a timed run's last line can show a few execs where
+# the worker ran tens of thousands; a counted run ends at the exact count.
 FUZZTIME ?= 1m
 FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzParseLock ./reconcile:FuzzRender ./archive:FuzzWalk ./archive:FuzzRead ./archive:FuzzTrailer
 
