@@ -66,7 +66,7 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+		return printed(env, asJSON, res, res.WriteText)
 	})
 }
 
@@ -139,16 +139,15 @@ func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		if !res.Doctor.OK {
-			err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
-			if asJSON {
-				if jerr := done(env, true, res, ""); jerr != nil {
-					return jerr
-				}
-			}
-			return err
+		if res.Doctor.OK {
+			return printed(env, asJSON, res, res.WriteText)
 		}
-		return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
+		if asJSON {
+			if err := printJSON(env, res); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
 	})
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -25,15 +24,5 @@ func printed(env *Env, asJSON bool, v any, text func(io.Writer)) error {
 		return printJSON(env, v)
 	}
 	text(env.Out)
-	return nil
-}
-
-// done prints a command's result: r as JSON, else the sentence.
-func done(env *Env, asJSON bool, r boxResult, format string, args ...any) error {
-	if asJSON {
-		r.FormatVersion = 1
-		return printJSON(env, r)
-	}
-	fmt.Fprintf(env.Out, format+"\n", args...)
 	return nil
 }
