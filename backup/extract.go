@@ -53,8 +53,16 @@ func ExtractDir(file, dir string) (string, error) {
 	return dir, nil
 }
 
+// Extracted is what extract unpacked: archive File into Dir/data.
+type Extracted struct {
+	File, Dir string
+	Manifest  archive.Manifest
+	Summary   archive.Summary
+}
+
 // Extract decrypts, checks and unpacks archive file into dir/data, leaving
 // ExtractReserve free on its file system.
-func Extract(file, dir string, o archive.Options) (archive.Manifest, archive.Summary, error) {
-	return archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+func Extract(file, dir string, o archive.Options) (Extracted, error) {
+	m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+	return Extracted{File: file, Dir: dir, Manifest: m, Summary: sum}, err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"filippo.io/age"
 	"github.com/spf13/cobra"
@@ -91,12 +90,11 @@ func newExtractCommand(env *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, sum, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
+			x, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %s, %s, %s\n", shown(file), m.Box, m.Created.Format(time.RFC3339),
-				filepath.Join(dir, "data"), plural(sum.Files, "file", "files"), plural(sum.Dirs, "directory", "directories"), reconcile.HumanSize(sum.Bytes))
+			x.WriteText(env.Out, shown)
 			return nil
 		},
 	}
