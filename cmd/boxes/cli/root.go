@@ -108,17 +108,13 @@ func MainContext(ctx context.Context, s Streams, args []string) int {
 }
 
 // Report prints err as "boxes: error: …" lines, one per error where several
-// were collected (errors.Join), then the hints they carry, each once.
+// were collected (errors.Join), then the hints they carry.
 func Report(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(w, "boxes: error: %s\n", line)
 	}
-	seen := map[string]bool{}
 	for _, h := range hint.Lines(err, wrongPassphrase) {
-		if !seen[h] {
-			seen[h] = true
-			fmt.Fprintf(w, "boxes: hint: %s\n", h)
-		}
+		fmt.Fprintf(w, "boxes: hint: %s\n", h)
 	}
 }
 
