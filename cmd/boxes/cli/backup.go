@@ -38,7 +38,7 @@ anything. The box is resumed whatever happens.`,
 			return save(cmd.Context(), env, args[0], out, asJSON)
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the archive to FILE (default backups/NAME-YYYYMMDD-HHMMSS"+archive.Ext+" beside boxes.yaml)")
 	return cmd
 }
@@ -123,7 +123,7 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 			return load(cmd.Context(), env, args[0], args[1], asJSON)
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 

@@ -67,7 +67,7 @@ func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspac
 			})
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 
@@ -110,7 +110,7 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 
@@ -122,7 +122,7 @@ func newLsCommand(env *Env) *cobra.Command {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON, "print JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "list the boxes of every fleet on the engines, and those of no fleet")
 	return cmd
 }

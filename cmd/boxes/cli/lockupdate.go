@@ -35,7 +35,7 @@ Registries: ` + pins.EnvNPM + ` (else npm_config_registry), ` + pins.EnvNode + `
 	}
 	cmd.Flags().BoolVar(&f.missing, "missing", false, "resolve only the named pins the lock lacks")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change; write nothing")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the changes as JSON on stdout")
+	jsonFlag(cmd, &f.json, "print the changes as JSON on stdout")
 	return cmd
 }
 

@@ -14,8 +14,12 @@ type boxResult = workspace.BoxResult
 
 var plural = text.Plural
 
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print the result as JSON on stdout")
+// resultJSON is the usage of --json where it prints a command's result.
+const resultJSON = "print the result as JSON on stdout"
+
+// jsonFlag adds --json: print, as JSON on stdout, what usage says instead of text.
+func jsonFlag(cmd *cobra.Command, asJSON *bool, usage string) {
+	cmd.Flags().BoolVar(asJSON, "json", false, usage)
 }
 
 // printed prints v as JSON when asJSON, else as text does.
