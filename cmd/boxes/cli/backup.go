@@ -49,7 +49,7 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 		return err
 	}
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+		res, err := ws.Save(ctx, name, out, workspace.SaveOptions{
 			Passphrase: func() (string, error) {
 				return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
 			},
@@ -57,11 +57,8 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 			Init:   initWait(env, name),
 			Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
 			Warn:   env.Warnf,
+			SHA256: asJSON,
 		})
-		if err != nil {
-			return err
-		}
-		res, err := ws.Saved(name, out, saved, asJSON)
 		if err != nil {
 			return err
 		}
@@ -82,15 +79,8 @@ func newExtractCommand(env *Env) *cobra.Command {
 		Args:  between(1, 2, "extract needs an archive and, optionally, a directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir, err := backup.ExtractDir(file, strings.Join(args[1:], ""))
-			if err != nil {
-				return err
-			}
-			id, err := openIdentity(cmd.Context(), env, file)
-			if err != nil {
-				return err
-			}
-			x, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
+			x, err := backup.Extract(file, strings.Join(args[1:], ""), func() ([]age.Identity, error) { return openIdentity(cmd.Context(), env, file) },
+				archive.Options{Progress: watch(env)})
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,14 @@
 package backup
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/archive"
 )
@@ -17,5 +21,19 @@ func TestExtractedText(t *testing.T) {
 	x.WriteText(&b, filepath.Base)
 	if want := "extracted alpha.age (box alpha, saved 2026-01-02T03:04:05Z) to alpha/data: 1 file, 2 directories, 2.0 KiB\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// A directory that holds anything is refused before a passphrase is asked for.
+func TestExtractRefusesAFullDirBeforeAsking(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mine"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	_, err := Extract("alpha.age", dir, func() ([]age.Identity, error) { asked = true; return nil, nil }, archive.Options{})
+	var full *NotEmptyError
+	if !errors.As(err, &full) || full.Dir != dir || asked {
+		t.Errorf("err %v, asked %v", err, asked)
 	}
 }
