@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // Streams are the standard streams a command reads and writes, injected so
@@ -50,7 +51,7 @@ type Env struct {
 func (e *Env) Dir() string { return filepath.Dir(e.File) }
 
 // LockFile is the path of boxes.lock.
-func (e *Env) LockFile() string { return filepath.Join(e.Dir(), "boxes.lock") }
+func (e *Env) LockFile() string { return workspace.LockPathOf(e.File) }
 
 // Warnf prints a warning line to stderr.
 func (e *Env) Warnf(format string, args ...any) {
