@@ -40,10 +40,10 @@ func (e *NotEmptyError) Hint() string {
 	return "name another directory: boxes extract " + e.File + " DIR"
 }
 
-// ExtractDir is where archive file is unpacked: dir, else the archive's
+// extractDir is where archive file is unpacked: dir, else the archive's
 // name without its extension. A directory that holds anything is a
-// *NotEmptyError: that is checked before a passphrase is asked for.
-func ExtractDir(file, dir string) (string, error) {
+// *NotEmptyError.
+func extractDir(file, dir string) (string, error) {
 	if dir == "" {
 		dir = archive.TrimExt(filepath.Base(file))
 	}
@@ -53,8 +53,25 @@ func ExtractDir(file, dir string) (string, error) {
 	return dir, nil
 }
 
-// Extract decrypts, checks and unpacks archive file into dir/data, leaving
-// ExtractReserve free on its file system.
-func Extract(file, dir string, o archive.Options) (archive.Manifest, archive.Summary, error) {
-	return archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+// Extracted is what extract unpacked: archive File into Dir/data.
+type Extracted struct {
+	File, Dir string
+	Manifest  archive.Manifest
+	Summary   archive.Summary
+}
+
+// Extract decrypts, checks and unpacks archive file into dir/data (dir ""
+// is the archive's name without its extension), leaving ExtractReserve free
+// on its file system. A dir that holds anything is refused before
+// identities (which may ask for a passphrase) is called.
+func Extract(file, dir string, identities func() ([]age.Identity, error), o archive.Options) (Extracted, error) {
+	dir, err := extractDir(file, dir)
+	if err != nil {
+		return Extracted{}, err
+	}
+	if o.Identities, err = identities(); err != nil {
+		return Extracted{}, err
+	}
+	m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+	return Extracted{File: file, Dir: dir, Manifest: m, Summary: sum}, err
 }

@@ -3,6 +3,7 @@ package backup
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/hermes-box/boxes/internal/text"
@@ -23,4 +24,10 @@ func (s Saved) Text(name, shown string) string {
 	return fmt.Sprintf("saved %s to %s: %s, %s, %s of data, %s archive, verified", name, shown,
 		text.Plural(s.Summary.Files, "file", "files"), text.Plural(s.Summary.Dirs, "directory", "directories"),
 		text.Size(s.Summary.Bytes), text.Size(s.Size))
+}
+
+// WriteText writes what extract unpacked, as it prints it; shown names the archive.
+func (e Extracted) WriteText(w io.Writer, shown func(string) string) {
+	fmt.Fprintf(w, "extracted %s (box %s, saved %s) to %s: %s, %s, %s\n", shown(e.File), e.Manifest.Box, e.Manifest.Created.Format(time.RFC3339),
+		filepath.Join(e.Dir, "data"), text.Plural(e.Summary.Files, "file", "files"), text.Plural(e.Summary.Dirs, "directory", "directories"), text.Size(e.Summary.Bytes))
 }

@@ -2,7 +2,11 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/url"
+	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
@@ -14,6 +18,7 @@ import (
 
 // Dashboard is a box's Executor dashboard as this machine reaches it.
 type Dashboard struct {
+	Box string
 	// URL is the executor's address from here; Via says how it is reached
 	// when that is not directly (", forwarded over ssh to … on host …").
 	URL, Via string
@@ -30,6 +35,39 @@ type Dashboard struct {
 func (d *Dashboard) Close() {
 	if d.Forward != nil {
 		_ = d.Forward.Close()
+	}
+}
+
+// Browse hands the dashboard, signed in, to the browser, which has until
+// timeout to fetch its one-time address; the browser's own messages go to stderr.
+func (d *Dashboard) Browse(ctx context.Context, stderr io.Writer, timeout time.Duration) error {
+	err := handoff.Open(ctx, d.URL+"/?token="+url.QueryEscape(d.Token), d.Browser, stderr, timeout)
+	if errors.Is(err, handoff.ErrNotFetched) {
+		return fmt.Errorf("box %s: %w within %s", d.Box, err, timeout)
+	}
+	return err
+}
+
+// WriteText writes what open did, once the browser has the dashboard.
+func (d *Dashboard) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "opened the dashboard of %s (%s/%s) with %s, signed in through a one-time local address; the token was not printed\n", d.Box, d.URL, d.Via, d.Browser[0])
+	if d.Forward != nil {
+		fmt.Fprintln(w, "the forward stays open until Ctrl-C")
+	}
+}
+
+// Wait keeps the ssh forward open, for the dashboard keeps talking to the
+// executor, until ctx ends; it fails if the forward ends first. With no
+// forward it returns at once.
+func (d *Dashboard) Wait(ctx context.Context) error {
+	if d.Forward == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-d.Forward.Done():
+		return fmt.Errorf("box %s: the ssh forward ended: %w", d.Box, d.Forward.Err())
 	}
 }
 
@@ -57,7 +95,7 @@ func OpenDashboard(ctx context.Context, ws *workspace.Workspace, name string) (*
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{Token: token, Browser: browser}
+	d := &Dashboard{Box: name, Token: token, Browser: browser}
 	reach := e.Reach(port.HostIP, port.HostPort)
 	switch reach.How {
 	case docker.ReachSSHForward:

@@ -177,6 +177,13 @@ func MarkerTar(why string) io.Reader {
 	return &buf
 }
 
+// Session is the agent's tmux session that boxes enter attaches to.
+const Session = "main"
+
+// Attach is what boxes enter runs, as AgentUser with a terminal: tmux
+// session Session, made first when the box has none yet.
+func Attach() []string { return InHome("tmux", "new-session", "-A", "-s", Session) }
+
 // InHome is cmd run from the agent's home when it exists: right after a
 // create hb init may not have made it yet, and a missing working directory
 // would fail the exec itself.

@@ -141,3 +141,12 @@ func TestMarkerTarHoldsTheMarker(t *testing.T) {
 		t.Error("marker tar lacks the marker")
 	}
 }
+
+// enter attaches to the agent's session, making it when the box has none,
+// from the agent's home.
+func TestAttach(t *testing.T) {
+	got := strings.Join(Attach(), " ")
+	if !strings.HasSuffix(got, " sh tmux new-session -A -s main") || !strings.HasPrefix(got, "sh -c ") {
+		t.Errorf("Attach() = %q", got)
+	}
+}

@@ -5,10 +5,10 @@ import (
 	"io"
 )
 
-// WriteChanges writes one line per pin as boxes lock update prints them:
+// WriteText writes one line per pin as boxes lock update prints them:
 // "+" added, "~" changed, blank for a pin that is the newest.
-func WriteChanges(w io.Writer, changes []Change) {
-	for _, c := range changes {
+func (u LockUpdate) WriteText(w io.Writer) {
+	for _, c := range u.Changes {
 		switch {
 		case !c.Changed:
 			fmt.Fprintf(w, "  %-9s %s (newest)\n", c.Pin, Short(c.New))
@@ -20,6 +20,15 @@ func WriteChanges(w io.Writer, changes []Change) {
 			fmt.Fprintf(w, "~ %-9s %s -> %s (%s)\n", c.Pin, Short(c.Old), Short(c.New), c.From)
 		}
 	}
+}
+
+// JSON is the update as lock update --json prints it: the changes, an
+// empty list when there are none.
+func (u LockUpdate) JSON() []Change {
+	if u.Changes == nil {
+		return []Change{}
+	}
+	return u.Changes
 }
 
 // Outcome is what the update did to the lock (named lock), for stderr after

@@ -49,22 +49,24 @@ type SaveOptions struct {
 	Init   hb.Wait
 	Step   func(msg string)
 	Warn   func(format string, args ...any)
+	// SHA256 has the result carry the archive's sha256 (for --json).
+	SHA256 bool
 }
 
 // Save archives box name's /data to out (see backup.Save) under the box's
-// lock, taken before the box is observed.
-func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (backup.Saved, error) {
+// lock, taken before the box is observed, and returns what it saved (see Saved).
+func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (BoxResult, error) {
 	e, agent, err := w.BoxContainer(ctx, name, compose.AgentService, false, "boxes save")
 	if err != nil {
-		return backup.Saved{}, err
+		return BoxResult{}, err
 	}
 	be, ok := e.(backup.Engine)
 	if !ok {
-		return backup.Saved{}, fmt.Errorf("%s: %w", name, errNoRunner)
+		return BoxResult{}, fmt.Errorf("%s: %w", name, errNoRunner)
 	}
 	recipients, identity, err := backup.Keys(w.Config.Recipients, o.Passphrase)
 	if err != nil {
-		return backup.Saved{}, err
+		return BoxResult{}, err
 	}
 	s := backup.Save{
 		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
@@ -75,7 +77,11 @@ func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (
 	if l := w.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
 		s.Tools = l.Image.Tools
 	}
-	return s.Run(ctx, be)
+	saved, err := s.Run(ctx, be)
+	if err != nil {
+		return BoxResult{}, err
+	}
+	return w.Saved(name, out, saved, o.SHA256)
 }
 
 // ExistsError is a box that load would overwrite.

@@ -1,9 +1,12 @@
 package workspace
 
 import (
+	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
@@ -42,18 +45,45 @@ func (r Row) Executor() string {
 	return r.URL
 }
 
+// Rows are the boxes boxes ls lists; their JSON is the array of rows.
+type Rows []Row
+
+// WriteText writes rows as the table boxes ls prints, with a FLEET column
+// first when fleets (ls --all).
+func (rs Rows) WriteText(w io.Writer, fleets bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if fleets {
+		fmt.Fprint(tw, "FLEET\t")
+	}
+	fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
+	for _, r := range rs {
+		if fleets {
+			fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, reconcile.HostName(r.Host), r.State, r.Image, orDash(r.Executor()), orDash(r.LastBackup))
+	}
+	_ = tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // List is every box as last observed, for boxes ls: the declared boxes by
 // name, then the undeclared ones host by host in Hosts order.
 // With all, every box on the engines, whichever fleet (or none) holds it.
 //
 // It removes the leftovers of saves that died from backups/ first (see
 // backup.RemoveLeftovers).
-func (w *Workspace) List(all bool) []Row {
+func (w *Workspace) List(all bool) Rows {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
 	backups := w.Backups()
-	var rows []Row
+	var rows Rows
 	seen := map[string]bool{}
 	add := func(name, host string, declared bool) {
 		seen[name] = true

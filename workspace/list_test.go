@@ -1,6 +1,7 @@
 package workspace_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
@@ -48,5 +49,30 @@ func TestListSaysHowAnExecutorIsReached(t *testing.T) {
 	}
 	if got := (workspace.Row{Name: "g", Host: "far", Reach: "host-only"}).Executor(); got != "on host far's loopback only" {
 		t.Errorf("host-only: %q", got)
+	}
+}
+
+func TestRowsWriteText(t *testing.T) {
+	rows := workspace.Rows{
+		{Name: "alpha", Fleet: "f", State: "running", Image: "current", URL: "http://127.0.0.1:4801", Reach: "direct", LastBackup: "backups/alpha.age"},
+		{Name: "beta", Host: "nexus", State: "absent", Image: "-"},
+	}
+	var b strings.Builder
+	rows.WriteText(&b, false)
+	want := `NAME   HOST   STATE    IMAGE    EXECUTOR               LAST BACKUP
+alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
+beta   nexus  absent   -        -                      -
+`
+	if b.String() != want {
+		t.Errorf("ls:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	rows.WriteText(&b, true)
+	want = `FLEET  NAME   HOST   STATE    IMAGE    EXECUTOR               LAST BACKUP
+f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
+-      beta   nexus  absent   -        -                      -
+`
+	if b.String() != want {
+		t.Errorf("ls --all:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -1,7 +1,11 @@
 package workspace
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -30,6 +34,18 @@ type BoxResult struct {
 	// Still declared: the next apply creates the removed box again.
 	Declared *bool          `json:"declared,omitempty"`
 	Doctor   *doctor.Report `json:"doctor,omitempty"`
+	// did is the sentence the text prints: "removed alpha".
+	did string
+}
+
+// WriteText writes what the command did, as its text output says it.
+func (r BoxResult) WriteText(w io.Writer) { fmt.Fprintln(w, r.did) }
+
+// Changed is stop's or start's result: box name on host is now state,
+// running or stopped.
+func Changed(name, host, state string) BoxResult {
+	did := map[string]string{"running": "started", "stopped": "stopped"}[state]
+	return BoxResult{FormatVersion: 1, Box: name, Host: host, State: state, did: did + " " + name}
 }
 
 // Removed is rm's result: box name deleted from host with its resources r;
@@ -37,5 +53,13 @@ type BoxResult struct {
 // still declares it.
 func Removed(name, host string, r reconcile.Resources, backup string, declared bool) BoxResult {
 	containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
-	return BoxResult{Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes, Backup: &backup, Declared: &declared}
+	return BoxResult{FormatVersion: 1, Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes,
+		Backup: &backup, Declared: &declared, did: "removed " + name}
+}
+
+// WriteDeleting writes what rm is about to delete, before it asks: r's
+// resources and the backup left of them.
+func (r BoxResult) WriteDeleting(w io.Writer) {
+	fmt.Fprintf(w, "box %s: %s, %s, %s; backup: %s\n", r.Box, text.Plural(*r.Containers, "container", "containers"),
+		text.Plural(*r.Networks, "network", "networks"), text.Plural(*r.Volumes, "volume", "volumes"), reconcile.BackupText(*r.Backup))
 }

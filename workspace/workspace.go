@@ -139,7 +139,11 @@ func (w *Workspace) fingerprintFile(path string, data []byte) {
 func (w *Workspace) Dir() string { return filepath.Dir(w.Path) }
 
 // LockPath is the path of boxes.lock.
-func (w *Workspace) LockPath() string { return filepath.Join(w.Dir(), "boxes.lock") }
+func (w *Workspace) LockPath() string { return LockPathOf(w.Path) }
+
+// LockPathOf is the path of the boxes.lock beside boxes.yaml at file, for
+// the commands that use the lock without the workspace.
+func LockPathOf(file string) string { return filepath.Join(filepath.Dir(file), "boxes.lock") }
 
 // Image is the locked image ID, "" when the lock has none.
 func (w *Workspace) Image() string {

@@ -302,3 +302,13 @@ func TestPlanBringsTheImage(t *testing.T) {
 		}
 	}
 }
+
+// boxes.lock is named in one place, for the workspace and the commands
+// that use the lock alone.
+func TestLockPath(t *testing.T) {
+	f := newFleet(t)
+	ws := f.open(t)
+	if want := filepath.Join(f.dir, "boxes.lock"); ws.LockPath() != want || workspace.LockPathOf(ws.Path) != want {
+		t.Errorf("LockPath %q, LockPathOf %q, want %q", ws.LockPath(), workspace.LockPathOf(ws.Path), want)
+	}
+}

@@ -26,9 +26,17 @@ type Known struct {
 
 // Lines are the hints of every error in err's tree, outermost first, found
 // wrapped or joined: each error's own (its Hint or HintLines method), else
-// the one known names for it.
+// the one known names for it. A hint found twice (errors joined from
+// several boxes) is given once.
 func Lines(err error, known ...Known) []string {
 	var out []string
+	seen := map[string]bool{}
+	add := func(h string) {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
 	var walk func(error)
 	walk = func(e error) {
 		if e == nil {
@@ -36,15 +44,17 @@ func Lines(err error, known ...Known) []string {
 		}
 		switch h := e.(type) {
 		case interface{ HintLines() []string }:
-			out = append(out, h.HintLines()...)
+			for _, s := range h.HintLines() {
+				add(s)
+			}
 		case interface{ Hint() string }:
 			if s := h.Hint(); s != "" {
-				out = append(out, s)
+				add(s)
 			}
 		default:
 			for _, k := range known {
 				if e == k.Err {
-					out = append(out, k.Hint)
+					add(k.Hint)
 				}
 			}
 		}

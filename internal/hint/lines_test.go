@@ -13,14 +13,14 @@ func (lines) Error() string         { return "several" }
 func (l lines) HintLines() []string { return l }
 
 // The hints of a tree come outermost first, from wrapped and joined errors,
-// and a known sentinel's from the table.
+// and a known sentinel's from the table, each once.
 func TestLines(t *testing.T) {
 	bare := errors.New("wrong passphrase")
 	locked := New("locked", "wait for it")
 	err := Wrap(errors.Join(
 		fmt.Errorf("alpha: %w", bare),
 		fmt.Errorf("beta: %w", locked),
-		lines{"one", "two"},
+		lines{"one", "two", "wait for it"},
 	), "boxes plan shows %s", "what is left")
 	got := Lines(err, Known{Err: bare, Hint: "check the passphrase"})
 	want := []string{"boxes plan shows what is left", "check the passphrase", "wait for it", "one", "two"}

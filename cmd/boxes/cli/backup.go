@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"filippo.io/age"
 	"github.com/spf13/cobra"
@@ -39,7 +38,7 @@ anything. The box is resumed whatever happens.`,
 			return save(cmd.Context(), env, args[0], out, asJSON)
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the archive to FILE (default backups/NAME-YYYYMMDD-HHMMSS"+archive.Ext+" beside boxes.yaml)")
 	return cmd
 }
@@ -50,7 +49,7 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 		return err
 	}
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		saved, err := ws.Save(ctx, name, out, workspace.SaveOptions{
+		res, err := ws.Save(ctx, name, out, workspace.SaveOptions{
 			Passphrase: func() (string, error) {
 				return passphrase(ctx, env, "a passphrase for "+name+"'s archive", true)
 			},
@@ -58,15 +57,12 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 			Init:   initWait(env, name),
 			Step:   func(msg string) { fmt.Fprintf(env.Err, "saving %s: %s\n", name, msg) },
 			Warn:   env.Warnf,
+			SHA256: asJSON,
 		})
 		if err != nil {
 			return err
 		}
-		res, err := ws.Saved(name, out, saved, asJSON)
-		if err != nil {
-			return err
-		}
-		return done(env, asJSON, res, "%s", saved.Text(name, shown(out)))
+		return printed(env, asJSON, res, res.WriteText)
 	})
 }
 
@@ -83,20 +79,12 @@ func newExtractCommand(env *Env) *cobra.Command {
 		Args:  between(1, 2, "extract needs an archive and, optionally, a directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := args[0]
-			dir, err := backup.ExtractDir(file, strings.Join(args[1:], ""))
+			x, err := backup.Extract(file, strings.Join(args[1:], ""), func() ([]age.Identity, error) { return openIdentity(cmd.Context(), env, file) },
+				archive.Options{Progress: watch(env)})
 			if err != nil {
 				return err
 			}
-			id, err := openIdentity(cmd.Context(), env, file)
-			if err != nil {
-				return err
-			}
-			m, sum, err := backup.Extract(file, dir, archive.Options{Identities: id, Progress: watch(env)})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Out, "extracted %s (box %s, saved %s) to %s: %s, %s, %s\n", shown(file), m.Box, m.Created.Format(time.RFC3339),
-				filepath.Join(dir, "data"), plural(sum.Files, "file", "files"), plural(sum.Dirs, "directory", "directories"), reconcile.HumanSize(sum.Bytes))
+			x.WriteText(env.Out, shown)
 			return nil
 		},
 	}
@@ -125,7 +113,7 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 			return load(cmd.Context(), env, args[0], args[1], asJSON)
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 
@@ -139,16 +127,15 @@ func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		if !res.Doctor.OK {
-			err := fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
-			if asJSON {
-				if jerr := done(env, true, res, ""); jerr != nil {
-					return jerr
-				}
-			}
-			return err
+		if res.Doctor.OK {
+			return printed(env, asJSON, res, res.WriteText)
 		}
-		return done(env, asJSON, res, "loaded %s from %s", name, shown(file))
+		if asJSON {
+			if err := printJSON(env, res); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("loaded %s from %s, but doctor found problems", name, shown(file))
 	})
 }
 

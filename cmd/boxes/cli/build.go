@@ -45,7 +45,7 @@ build says so and does nothing; --force rebuilds.`,
 	fl.BoolVar(&f.force, "force", false, "build even when the lock's image is current (the layer cache still applies)")
 	fl.BoolVar(&f.noLock, "no-lock", false, "build and tag only; leave boxes.lock as it is")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show the build steps but not the commands' output")
-	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
+	jsonFlag(cmd, &f.json, resultJSON)
 	return cmd
 }
 

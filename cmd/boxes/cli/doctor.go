@@ -28,6 +28,6 @@ func newDoctorCommand(env *Env) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	jsonFlag(cmd, &asJSON, "print the checks as JSON")
 	return cmd
 }

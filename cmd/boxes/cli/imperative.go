@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -36,22 +36,19 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped", "stopped",
+	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped",
 		func(_ *workspace.Workspace, host, name string, _ reconcile.Resources) (*reconcile.Plan, error) {
 			return reconcile.StopPlan(host, name), nil
 		})
 }
 
 func newStartCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "start", "Start a stopped box now", "started", "running",
-		func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
-			return ws.StartPlan(host, name, r)
-		})
+	return newStateCommand(env, "start", "Start a stopped box now", "running", (*workspace.Workspace).StartPlan)
 }
 
 // newStateCommand is stop or start (verb): the one-box plan of plan run
-// under the box's lock; the box is then in state, and the command says it did.
-func newStateCommand(env *Env, verb, short, did, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
+// under the box's lock; the box is then in state, and the command says so.
+func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: verb + " NAME", Short: short, Args: exactlyOne(verb, "box name"),
@@ -65,11 +62,12 @@ func newStateCommand(env *Env, verb, short, did, state string, plan func(ws *wor
 				if err != nil {
 					return err
 				}
-				return done(env, asJSON, boxResult{Box: name, Host: host, State: state}, "%s %s", did, name)
+				res := workspace.Changed(name, host, state)
+				return printed(env, asJSON, res, res.WriteText)
 			})
 		},
 	}
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 
@@ -82,12 +80,14 @@ func newRmCommand(env *Env) *cobra.Command {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				backup := ws.Backups()[name]
+				_, declared := ws.Config.Box(name)
+				res := workspace.Removed(name, host, r, backup, declared)
 				// With --json, stdout holds only the result.
 				talk := env.Out
 				if asJSON {
 					talk = env.Err
 				}
-				fmt.Fprintf(talk, "box %s: %s; backup: %s\n", name, r.Counts(), reconcile.BackupText(backup))
+				res.WriteDeleting(talk)
 				if confirm != name {
 					if !env.IsTTY {
 						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
@@ -99,8 +99,7 @@ func newRmCommand(env *Env) *cobra.Command {
 				if err := runOne(cmd.Context(), env, ws, reconcile.DeletePlan(host, name, r, backup)); err != nil {
 					return err
 				}
-				_, declared := ws.Config.Box(name)
-				if err := done(env, asJSON, workspace.Removed(name, host, r, backup, declared), "removed %s", name); err != nil {
+				if err := printed(env, asJSON, res, res.WriteText); err != nil {
 					return err
 				}
 				if declared {
@@ -111,7 +110,7 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
-	jsonFlag(cmd, &asJSON)
+	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
 }
 
@@ -123,7 +122,7 @@ func newLsCommand(env *Env) *cobra.Command {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON, "print JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "list the boxes of every fleet on the engines, and those of no fleet")
 	return cmd
 }
@@ -133,26 +132,5 @@ func ls(ctx context.Context, env *Env, ws *workspace.Workspace, all, asJSON bool
 		return err
 	}
 	rows := ws.List(all)
-	if asJSON {
-		return printJSON(env, rows)
-	}
-	tw := tabwriter.NewWriter(env.Out, 0, 4, 2, ' ', 0)
-	if all {
-		fmt.Fprint(tw, "FLEET\t")
-	}
-	fmt.Fprintln(tw, "NAME\tHOST\tSTATE\tIMAGE\tEXECUTOR\tLAST BACKUP")
-	for _, r := range rows {
-		if all {
-			fmt.Fprintf(tw, "%s\t", orDash(r.Fleet))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, reconcile.HostName(r.Host), r.State, r.Image, orDash(r.Executor()), orDash(r.LastBackup))
-	}
-	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return printed(env, asJSON, rows, func(w io.Writer) { rows.WriteText(w, all) })
 }

@@ -58,8 +58,7 @@ func newEnterCommand(env *Env) *cobra.Command {
 				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
 			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
-				Cmd:  hb.InHome("tmux", "new-session", "-A", "-s", "main"),
-				User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
+				Cmd: hb.Attach(), User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
 		},

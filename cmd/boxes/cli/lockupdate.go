@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +34,7 @@ Registries: ` + pins.EnvNPM + ` (else npm_config_registry), ` + pins.EnvNode + `
 	}
 	cmd.Flags().BoolVar(&f.missing, "missing", false, "resolve only the named pins the lock lacks")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would change; write nothing")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the changes as JSON on stdout")
+	jsonFlag(cmd, &f.json, "print the changes as JSON on stdout")
 	return cmd
 }
 
@@ -46,20 +45,13 @@ func lockUpdate(ctx context.Context, env *Env, f lockUpdateFlags, args []string)
 		return err
 	}
 	// Told first when there was nothing to resolve, after the changes otherwise.
+	lock := shown(env.LockFile())
 	if u.Complete {
-		fmt.Fprintln(env.Err, u.Outcome(shown(env.LockFile())))
-		return printChanges(env, f.json, u.Changes)
+		fmt.Fprintln(env.Err, u.Outcome(lock))
 	}
-	if err := printChanges(env, f.json, u.Changes); err != nil {
+	if err := printed(env, f.json, u.JSON(), u.WriteText); err != nil || u.Complete {
 		return err
 	}
-	fmt.Fprintln(env.Err, u.Outcome(shown(env.LockFile())))
+	fmt.Fprintln(env.Err, u.Outcome(lock))
 	return nil
-}
-
-func printChanges(env *Env, asJSON bool, changes []pins.Change) error {
-	if asJSON && changes == nil {
-		changes = []pins.Change{}
-	}
-	return printed(env, asJSON, changes, func(w io.Writer) { pins.WriteChanges(w, changes) })
 }

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,26 +38,11 @@ func openDashboard(ctx context.Context, env *Env, ws *workspace.Workspace, name 
 		return err
 	}
 	defer d.Close()
-	err = handoff.Open(ctx, d.URL+"/?token="+url.QueryEscape(d.Token), d.Browser, env.Err, openTimeout)
-	if errors.Is(err, handoff.ErrNotFetched) {
-		return fmt.Errorf("box %s: %w within %s", name, err, openTimeout)
-	}
-	if err != nil {
+	if err := d.Browse(ctx, env.Err, openTimeout); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Out, "opened the dashboard of %s (%s/%s) with %s, signed in through a one-time local address; the token was not printed\n", name, d.URL, d.Via, d.Browser[0])
-	if d.Forward == nil {
-		return nil
-	}
-	// The dashboard keeps talking to the executor: the forward stays for
-	// as long as the page is used.
-	fmt.Fprintln(env.Out, "the forward stays open until Ctrl-C")
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-d.Forward.Done():
-		return fmt.Errorf("box %s: the ssh forward ended: %w", name, d.Forward.Err())
-	}
+	d.WriteText(env.Out)
+	return d.Wait(ctx)
 }
 
 // openTimeout is how long open waits for the browser to fetch its one-time address.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -15,8 +14,12 @@ type boxResult = workspace.BoxResult
 
 var plural = text.Plural
 
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print the result as JSON on stdout")
+// resultJSON is the usage of --json where it prints a command's result.
+const resultJSON = "print the result as JSON on stdout"
+
+// jsonFlag adds --json: print, as JSON on stdout, what usage says instead of text.
+func jsonFlag(cmd *cobra.Command, asJSON *bool, usage string) {
+	cmd.Flags().BoolVar(asJSON, "json", false, usage)
 }
 
 // printed prints v as JSON when asJSON, else as text does.
@@ -25,15 +28,5 @@ func printed(env *Env, asJSON bool, v any, text func(io.Writer)) error {
 		return printJSON(env, v)
 	}
 	text(env.Out)
-	return nil
-}
-
-// done prints a command's result: r as JSON, else the sentence.
-func done(env *Env, asJSON bool, r boxResult, format string, args ...any) error {
-	if asJSON {
-		r.FormatVersion = 1
-		return printJSON(env, r)
-	}
-	fmt.Fprintf(env.Out, format+"\n", args...)
 	return nil
 }

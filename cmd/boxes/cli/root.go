@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // Streams are the standard streams a command reads and writes, injected so
@@ -50,7 +51,7 @@ type Env struct {
 func (e *Env) Dir() string { return filepath.Dir(e.File) }
 
 // LockFile is the path of boxes.lock.
-func (e *Env) LockFile() string { return filepath.Join(e.Dir(), "boxes.lock") }
+func (e *Env) LockFile() string { return workspace.LockPathOf(e.File) }
 
 // Warnf prints a warning line to stderr.
 func (e *Env) Warnf(format string, args ...any) {
@@ -108,17 +109,13 @@ func MainContext(ctx context.Context, s Streams, args []string) int {
 }
 
 // Report prints err as "boxes: error: …" lines, one per error where several
-// were collected (errors.Join), then the hints they carry, each once.
+// were collected (errors.Join), then the hints they carry.
 func Report(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(w, "boxes: error: %s\n", line)
 	}
-	seen := map[string]bool{}
 	for _, h := range hint.Lines(err, wrongPassphrase) {
-		if !seen[h] {
-			seen[h] = true
-			fmt.Fprintf(w, "boxes: hint: %s\n", h)
-		}
+		fmt.Fprintf(w, "boxes: hint: %s\n", h)
 	}
 }
 

@@ -38,7 +38,7 @@ inputs, a stale boxes.schema.json) go to stderr and exit 0.`,
 			return runValidate(env, asJSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON (errors still go to stderr, exit 1)")
+	jsonFlag(cmd, &asJSON, "print the result as JSON (errors still go to stderr, exit 1)")
 	return cmd
 }
 

@@ -36,7 +36,7 @@ identities from ` + backup.EnvIdentity + `. Exits 1 if the archive fails a check
 			return verify(cmd.Context(), env, args[0], asJSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON, "print the result as JSON")
 	return cmd
 }
 

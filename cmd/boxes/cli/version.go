@@ -20,7 +20,7 @@ func newVersionCommand(env *Env) *cobra.Command {
 			return printed(env, asJSON, v, v.WriteText)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version and build information as JSON")
+	jsonFlag(cmd, &asJSON, "print the version and build information as JSON")
 	return cmd
 }
 
