@@ -1,7 +1,11 @@
 package archive
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"filippo.io/age"
 )
@@ -12,6 +16,8 @@ import (
 var ScryptWorkFactor = 0
 
 // PassphraseRecipient returns an age recipient that encrypts with passphrase p.
+// The file keys it wraps are remembered for PassphraseIdentity of the same
+// passphrase: save's read-back of its own archive derives no key again.
 func PassphraseRecipient(p string) (age.Recipient, error) {
 	r, err := age.NewScryptRecipient(p)
 	if err != nil {
@@ -20,7 +26,7 @@ func PassphraseRecipient(p string) (age.Recipient, error) {
 	if ScryptWorkFactor > 0 {
 		r.SetWorkFactor(ScryptWorkFactor)
 	}
-	return r, nil
+	return &passphraseRecipient{ScryptRecipient: r, passphrase: p}, nil
 }
 
 // PassphraseIdentity returns an age identity that decrypts with passphrase p;
@@ -39,6 +45,77 @@ func PassphraseIdentity(p string) (age.Identity, error) {
 type passphraseIdentity struct {
 	*age.ScryptIdentity
 	passphrase string
+}
+
+// Unwrap is age's, once per archive header in a process: the scrypt
+// derivation takes most of a second by design, and one load reads its
+// archive three times (manifest, whole check, restore). The memo is keyed
+// by the passphrase and the stanza together, so another passphrase never
+// gets a remembered key, and age still checks the header's MAC with it.
+func (i *passphraseIdentity) Unwrap(stanzas []*age.Stanza) ([]byte, error) {
+	key := stanzaKey(i.passphrase, stanzas)
+	if k, ok := fileKeys.Load(key); ok {
+		return bytes.Clone(k.([]byte)), nil
+	}
+	k, err := i.ScryptIdentity.Unwrap(stanzas)
+	if err != nil {
+		return nil, err
+	}
+	fileKeys.Store(key, bytes.Clone(k))
+	return k, nil
+}
+
+// passphraseRecipient is age's scrypt recipient that remembers the file
+// keys it wraps (see passphraseIdentity.Unwrap).
+type passphraseRecipient struct {
+	*age.ScryptRecipient
+	passphrase string
+}
+
+func (r *passphraseRecipient) Wrap(fileKey []byte) ([]*age.Stanza, error) {
+	s, err := r.ScryptRecipient.Wrap(fileKey)
+	if err == nil {
+		fileKeys.Store(stanzaKey(r.passphrase, s), bytes.Clone(fileKey))
+	}
+	return s, err
+}
+
+func (r *passphraseRecipient) WrapWithLabels(fileKey []byte) ([]*age.Stanza, []string, error) {
+	s, labels, err := r.ScryptRecipient.WrapWithLabels(fileKey)
+	if err == nil {
+		fileKeys.Store(stanzaKey(r.passphrase, s), bytes.Clone(fileKey))
+	}
+	return s, labels, err
+}
+
+// fileKeys are the file keys of the archive headers this process has
+// opened or written with a passphrase, by stanzaKey.
+var fileKeys sync.Map
+
+// stanzaKey is a digest of passphrase p and the stanzas, each field
+// length-prefixed.
+func stanzaKey(p string, stanzas []*age.Stanza) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	count := func(n int) { field(binary.BigEndian.AppendUint64(nil, uint64(n))) }
+	field([]byte(p))
+	count(len(stanzas))
+	for _, s := range stanzas {
+		field([]byte(s.Type))
+		count(len(s.Args))
+		for _, a := range s.Args {
+			field([]byte(a))
+		}
+		field(s.Body)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // passphraseOf returns the passphrase of the first PassphraseIdentity in
