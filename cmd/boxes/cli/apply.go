@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -125,11 +124,7 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 		return nil
 	}
 	if !env.IsTTY {
-		flags := make([]string, len(missing))
-		for i, n := range missing {
-			flags[i] = "--confirm-delete " + n
-		}
-		return hint.Wrap(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(missing, ", ")), "pass %s", strings.Join(flags, " "))
+		return reconcile.UnconfirmedError(missing)
 	}
 	for _, name := range missing {
 		if ask(env.Out, in, "\nDeleting box "+name+" removes its containers, network and volumes: its data.\n  Type the box's name to confirm: ") != name {
@@ -143,19 +138,9 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 // the new one is verified: those named by --confirm-delete, or whose name
 // is typed at the terminal. Without either the old copy stays, stopped.
 func confirmMoves(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []string) map[string]bool {
-	out := map[string]bool{}
-	for _, b := range p.Boxes {
-		if b.Action != reconcile.Move || b.Move == nil {
-			continue
-		}
-		if slices.Contains(confirmed, b.Name) {
-			out[b.Name] = true
-			continue
-		}
-		if !env.IsTTY {
-			continue
-		}
-		if ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
+	out, undecided := p.MovesToConfirm(confirmed)
+	for _, b := range undecided {
+		if env.IsTTY && ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
 			b.Name, reconcile.HostName(b.Move.From), reconcile.HostName(b.Move.To), reconcile.HostName(b.Move.From))) == b.Name {
 			out[b.Name] = true
 		}

@@ -28,11 +28,7 @@ func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspa
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
 func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
-	held := map[string]bool{}
-	for _, b := range p.Boxes {
-		held[b.Name] = true
-	}
-	return execute(ctx, env, env.Err, ws, p, 1, held, nil)
+	return execute(ctx, env, env.Err, ws, p, 1, p.Held(), nil)
 }
 
 func newStopCommand(env *Env) *cobra.Command {
