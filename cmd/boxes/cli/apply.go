@@ -60,24 +60,18 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 	if err := ws.LockApply("boxes apply"); err != nil {
 		return err
 	}
-	var p *reconcile.Plan
-	var err error
-	if planPath != "" {
-		if p, err = ws.SavedPlan(ctx, planPath, shown(planPath)); err != nil {
-			return err
-		}
-	} else {
-		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target})
-		if err != nil {
-			return err
-		}
+	p, err := ws.PlanToApply(ctx, planPath, shown(planPath), reconcile.PlanOptions{Replace: f.replace, Target: f.target})
+	if err != nil {
+		return err
+	}
+	if planPath == "" {
+		// A new plan is shown, its text saying when nothing changes.
 		p.RenderText(env.Out, colour(env))
-		if !p.Changes() {
-			return nil
-		}
 	}
 	if !p.Changes() {
-		fmt.Fprintln(env.Out, "No changes.")
+		if planPath != "" {
+			fmt.Fprintln(env.Out, "No changes.")
+		}
 		return nil
 	}
 	in := bufio.NewReader(env.In)
