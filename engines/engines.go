@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hermes-box/boxes/backup"
@@ -93,6 +94,25 @@ func BoxContainer(ctx context.Context, ws *workspace.Workspace, name, service st
 		return nil, c, fmt.Errorf("%s: %w", name, errNotDocker)
 	}
 	return d, c, nil
+}
+
+// Logs writes the logs (o) of box name's container of service to stdout
+// and stderr.
+func Logs(ctx context.Context, ws *workspace.Workspace, name, service string, o docker.LogOptions, stdout, stderr io.Writer) error {
+	e, c, err := BoxContainer(ctx, ws, name, service, false, "")
+	if err != nil {
+		return err
+	}
+	return e.Logs(ctx, c.ID, o, stdout, stderr)
+}
+
+// Apply runs p through ws's applier (Workspace.Apply) with o, its moves
+// carried between ws's engines by Mover: writer names the program in the
+// archives, o.Init bounds the wait for a moved box's hb init too, and step
+// shows a box's progress.
+func Apply(ctx context.Context, ws *workspace.Workspace, p *reconcile.Plan, writer string, step func(box, msg string), o workspace.ApplyOptions) error {
+	o.Mover = Mover(ws, writer, o.Init, step)
+	return ws.Apply(ctx, p, o)
 }
 
 // Mover wires the applier's moves to ws's engines: writer names the

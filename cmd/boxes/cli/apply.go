@@ -102,9 +102,8 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
 	order, actions := p.Changing()
 	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	return ws.Apply(ctx, p, workspace.ApplyOptions{
+	return engines.Apply(ctx, ws, p, "boxes "+versionString(), pr.Step, workspace.ApplyOptions{
 		Parallelism: parallelism, Progress: pr, Held: held, ConfirmedDeletes: deleteOld,
-		Mover:      engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step),
 		Identities: func(path string) ([]age.Identity, error) { return openIdentity(ctx, env, path) },
 		Checked:    func(c backup.Checked) { c.WriteText(env.Err, shown) },
 		Init:       hb.Wait{Timeout: InitTimeout},

@@ -111,13 +111,8 @@ func newLogsCommand(env *Env) *cobra.Command {
 			if len(args) == 2 {
 				service = args[1]
 			}
-			ctx := cmd.Context()
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
-				e, c, err := engines.BoxContainer(ctx, ws, args[0], service, false, "")
-				if err != nil {
-					return err
-				}
-				return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+				return engines.Logs(cmd.Context(), ws, args[0], service, o, env.Out, env.Err)
 			})
 		},
 	}
