@@ -120,10 +120,14 @@ func (w *Workspace) SavedPlan(ctx context.Context, path, display string) (*recon
 	return saved.Plan, nil
 }
 
-// PlanToApply is the plan apply carries out: the one saved at path (shown
-// as display) when path is not empty, checked to be still what a plan with
-// its options makes now, else a new plan with opts.
-func (w *Workspace) PlanToApply(ctx context.Context, path, display string, opts reconcile.PlanOptions) (*reconcile.Plan, error) {
+// PlanToApply takes the apply lock as what, then makes the plan apply
+// carries out: the one saved at path (shown as display) when path is not
+// empty, checked to be still what a plan with its options makes now, else
+// a new plan with opts. Close releases the lock.
+func (w *Workspace) PlanToApply(ctx context.Context, what, path, display string, opts reconcile.PlanOptions) (*reconcile.Plan, error) {
+	if err := w.LockApply(what); err != nil {
+		return nil, err
+	}
 	if path != "" {
 		return w.SavedPlan(ctx, path, display)
 	}

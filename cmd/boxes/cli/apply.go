@@ -57,10 +57,7 @@ func newApplyCommand(env *Env) *cobra.Command {
 }
 
 func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFlags, planPath string) error {
-	if err := ws.LockApply("boxes apply"); err != nil {
-		return err
-	}
-	p, err := ws.PlanToApply(ctx, planPath, shown(planPath), reconcile.PlanOptions{Replace: f.replace, Target: f.target})
+	p, err := ws.PlanToApply(ctx, "boxes apply", planPath, shown(planPath), reconcile.PlanOptions{Replace: f.replace, Target: f.target})
 	if err != nil {
 		return err
 	}
