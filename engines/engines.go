@@ -186,6 +186,21 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
 }
 
+// Exec runs opts in box name's running agent container once the box's hb
+// init has finished (wait), and returns the command's exit code. ready,
+// when not nil, runs only then, just before the command, and what it
+// returns once the command ends: a terminal made raw, then restored.
+func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wait, opts docker.ExecOptions, ready func() (restore func())) (int, error) {
+	e, c, err := ReadyAgent(ctx, ws, name, wait)
+	if err != nil {
+		return 0, err
+	}
+	if ready != nil {
+		defer ready()()
+	}
+	return e.Exec(ctx, c.ID, opts)
+}
+
 // ReadyAgent is box name's running agent container and its engine once the
 // box's hb init has finished: right after apply creates a box it may still
 // be running, and a container whose healthcheck (that same probe) passed

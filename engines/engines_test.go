@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -45,5 +46,16 @@ func TestApplyNothing(t *testing.T) {
 	p := &reconcile.Plan{Boxes: []reconcile.BoxPlan{{Name: "alpha", Host: "far", Action: reconcile.NoOp}}}
 	if err := Apply(t.Context(), ws, p, "boxes test", func(string, string) {}, workspace.ApplyOptions{Parallelism: 1}); err != nil {
 		t.Errorf("apply of a plan without changes: %v", err)
+	}
+}
+
+// exec waits for the box before its terminal is made raw: a box on an
+// unreachable host fails with the terminal untouched.
+func TestExecReadyOnlyOnceTheBoxIs(t *testing.T) {
+	ws := openUnreachable(t)
+	ready := false
+	_, err := Exec(t.Context(), ws, "alpha", hb.Wait{}, docker.ExecOptions{Cmd: []string{"true"}}, func() func() { ready = true; return func() {} })
+	if err == nil || !strings.Contains(err.Error(), "far") || ready {
+		t.Errorf("exec in a box on an unreachable host: %v (terminal made raw: %v)", err, ready)
 	}
 }
