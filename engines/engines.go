@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hermes-box/boxes/backup"
@@ -95,6 +96,25 @@ func BoxContainer(ctx context.Context, ws *workspace.Workspace, name, service st
 	return d, c, nil
 }
 
+// Logs writes the logs (o) of box name's container of service to stdout
+// and stderr.
+func Logs(ctx context.Context, ws *workspace.Workspace, name, service string, o docker.LogOptions, stdout, stderr io.Writer) error {
+	e, c, err := BoxContainer(ctx, ws, name, service, false, "")
+	if err != nil {
+		return err
+	}
+	return e.Logs(ctx, c.ID, o, stdout, stderr)
+}
+
+// Apply runs p through ws's applier (Workspace.Apply) with o, its moves
+// carried between ws's engines by Mover: writer names the program in the
+// archives, o.Init bounds the wait for a moved box's hb init too, and step
+// shows a box's progress.
+func Apply(ctx context.Context, ws *workspace.Workspace, p *reconcile.Plan, writer string, step func(box, msg string), o workspace.ApplyOptions) error {
+	o.Mover = Mover(ws, writer, o.Init, step)
+	return ws.Apply(ctx, p, o)
+}
+
 // Mover wires the applier's moves to ws's engines: writer names the
 // program in the archives' manifests, init bounds the wait for a moved
 // box's hb init, step shows a box's progress.
@@ -164,6 +184,21 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 		}
 	}
 	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
+}
+
+// Exec runs opts in box name's running agent container once the box's hb
+// init has finished (wait), and returns the command's exit code. ready,
+// when not nil, runs only then, just before the command, and what it
+// returns once the command ends: a terminal made raw, then restored.
+func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wait, opts docker.ExecOptions, ready func() (restore func())) (int, error) {
+	e, c, err := ReadyAgent(ctx, ws, name, wait)
+	if err != nil {
+		return 0, err
+	}
+	if ready != nil {
+		defer ready()()
+	}
+	return e.Exec(ctx, c.ID, opts)
 }
 
 // ReadyAgent is box name's running agent container and its engine once the

@@ -314,6 +314,43 @@ func (p *Plan) Unconfirmed(confirmed []string) []string {
 	return names
 }
 
+// UnconfirmedError is the refusal of a plan that deletes names (its
+// Unconfirmed) with no terminal to confirm them; its hint gives the flags.
+func UnconfirmedError(names []string) error {
+	flags := make([]string, len(names))
+	for i, n := range names {
+		flags[i] = "--confirm-delete " + n
+	}
+	return hint.Wrap(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(names, ", ")), "pass %s", strings.Join(flags, " "))
+}
+
+// MovesToConfirm splits the plan's moves by whether their old copy may be
+// deleted once the new one is verified: yes holds those confirmed
+// names, undecided the others, to be asked.
+func (p *Plan) MovesToConfirm(confirmed []string) (yes map[string]bool, undecided []BoxPlan) {
+	yes = map[string]bool{}
+	for _, b := range p.Boxes {
+		switch {
+		case b.Action != Move || b.Move == nil:
+		case slices.Contains(confirmed, b.Name):
+			yes[b.Name] = true
+		default:
+			undecided = append(undecided, b)
+		}
+	}
+	return yes, undecided
+}
+
+// Held names every box of the plan: the locks a one-box plan's caller
+// already holds.
+func (p *Plan) Held() map[string]bool {
+	held := map[string]bool{}
+	for _, b := range p.Boxes {
+		held[b.Name] = true
+	}
+	return held
+}
+
 // Done is the count of what an applied plan did, e.g. "1 created, 0
 // recreated, 0 started, 0 stopped, 0 deleted", moves and images brought to
 // hosts named only when there are some.

@@ -120,6 +120,26 @@ func (w *Workspace) SavedPlan(ctx context.Context, path, display string) (*recon
 	return saved.Plan, nil
 }
 
+// PlanToApply takes the apply lock as what, then makes the plan apply
+// carries out: the one saved at path (shown as display) when path is not
+// empty, checked to be still what a plan with its options makes now, else
+// a new plan with opts. Close releases the lock.
+func (w *Workspace) PlanToApply(ctx context.Context, what, path, display string, opts reconcile.PlanOptions) (*reconcile.Plan, error) {
+	if err := w.LockApply(what); err != nil {
+		return nil, err
+	}
+	if path != "" {
+		return w.SavedPlan(ctx, path, display)
+	}
+	return w.Plan(ctx, opts)
+}
+
+// WriteSaved saves p, made with opts, to path with the fingerprint of what
+// it was made from, for SavedPlan to check.
+func (w *Workspace) WriteSaved(path string, opts reconcile.PlanOptions, p *reconcile.Plan) error {
+	return reconcile.WriteSaved(path, w.Fingerprint(p), opts, p)
+}
+
 // imageCarrier brings images to w's hosts through its Options.
 type imageCarrier struct{ w *Workspace }
 

@@ -51,6 +51,20 @@ func (w *Workspace) StartPlan(host, name string, r reconcile.Resources) (*reconc
 	return reconcile.StartPlan(host, name, agent.Image), nil
 }
 
+// StopPlan stops box name on host as it is; r is not needed.
+func (w *Workspace) StopPlan(host, name string, _ reconcile.Resources) (*reconcile.Plan, error) {
+	return reconcile.StopPlan(host, name), nil
+}
+
+// Removal is what deleting box name, r on host, does: its result, with the
+// newest backup left of it and whether boxes.yaml still declares it, and
+// the one-box plan that deletes it.
+func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult, *reconcile.Plan) {
+	backup := w.Backups()[name]
+	_, declared := w.Config.Box(name)
+	return Removed(name, host, r, backup, declared), reconcile.DeletePlan(host, name, r, backup)
+}
+
 // BoxContainer takes box name's lock as lockAs when it is not empty,
 // observes only the box's host, and finds its container of service (see
 // Container) and the engine it is on.
@@ -76,6 +90,14 @@ func (w *Workspace) BoxContainer(ctx context.Context, name, service string, runn
 
 // errNoRunner is an engine that cannot run commands in a container.
 var errNoRunner = errors.New("the engine cannot run commands in a container")
+
+// ObserveDoctor observes only box name's host, then checks the box (Doctor).
+func (w *Workspace) ObserveDoctor(ctx context.Context, name string) (*doctor.Report, error) {
+	if _, _, err := w.ObserveBox(ctx, name); err != nil {
+		return nil, err
+	}
+	return w.Doctor(ctx, name)
+}
 
 // Doctor checks box name as w last observed it.
 func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, error) {

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -70,6 +71,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// ObserveList observes every host, then lists every box (List).
+func (w *Workspace) ObserveList(ctx context.Context, all bool) (Rows, error) {
+	if err := w.Observe(ctx); err != nil {
+		return nil, err
+	}
+	return w.List(all), nil
 }
 
 // List is every box as last observed, for boxes ls: the declared boxes by

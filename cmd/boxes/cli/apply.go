@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -58,27 +57,18 @@ func newApplyCommand(env *Env) *cobra.Command {
 }
 
 func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFlags, planPath string) error {
-	if err := ws.LockApply("boxes apply"); err != nil {
+	p, err := ws.PlanToApply(ctx, "boxes apply", planPath, shown(planPath), reconcile.PlanOptions{Replace: f.replace, Target: f.target})
+	if err != nil {
 		return err
 	}
-	var p *reconcile.Plan
-	var err error
-	if planPath != "" {
-		if p, err = ws.SavedPlan(ctx, planPath, shown(planPath)); err != nil {
-			return err
-		}
-	} else {
-		p, err = ws.Plan(ctx, reconcile.PlanOptions{Replace: f.replace, Target: f.target})
-		if err != nil {
-			return err
-		}
+	if planPath == "" {
+		// A new plan is shown, its text saying when nothing changes.
 		p.RenderText(env.Out, colour(env))
-		if !p.Changes() {
-			return nil
-		}
 	}
 	if !p.Changes() {
-		fmt.Fprintln(env.Out, "No changes.")
+		if planPath != "" {
+			fmt.Fprintln(env.Out, "No changes.")
+		}
 		return nil
 	}
 	in := bufio.NewReader(env.In)
@@ -109,9 +99,8 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
 	order, actions := p.Changing()
 	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	return ws.Apply(ctx, p, workspace.ApplyOptions{
+	return engines.Apply(ctx, ws, p, "boxes "+versionString(), pr.Step, workspace.ApplyOptions{
 		Parallelism: parallelism, Progress: pr, Held: held, ConfirmedDeletes: deleteOld,
-		Mover:      engines.Mover(ws, "boxes "+versionString(), hb.Wait{Timeout: InitTimeout}, pr.Step),
 		Identities: func(path string) ([]age.Identity, error) { return openIdentity(ctx, env, path) },
 		Checked:    func(c backup.Checked) { c.WriteText(env.Err, shown) },
 		Init:       hb.Wait{Timeout: InitTimeout},
@@ -125,11 +114,7 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 		return nil
 	}
 	if !env.IsTTY {
-		flags := make([]string, len(missing))
-		for i, n := range missing {
-			flags[i] = "--confirm-delete " + n
-		}
-		return hint.Wrap(fmt.Errorf("the plan deletes %s with its volumes, and there is no terminal to confirm it; nothing was changed", strings.Join(missing, ", ")), "pass %s", strings.Join(flags, " "))
+		return reconcile.UnconfirmedError(missing)
 	}
 	for _, name := range missing {
 		if ask(env.Out, in, "\nDeleting box "+name+" removes its containers, network and volumes: its data.\n  Type the box's name to confirm: ") != name {
@@ -143,19 +128,9 @@ func confirmDeletes(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []s
 // the new one is verified: those named by --confirm-delete, or whose name
 // is typed at the terminal. Without either the old copy stays, stopped.
 func confirmMoves(env *Env, in *bufio.Reader, p *reconcile.Plan, confirmed []string) map[string]bool {
-	out := map[string]bool{}
-	for _, b := range p.Boxes {
-		if b.Action != reconcile.Move || b.Move == nil {
-			continue
-		}
-		if slices.Contains(confirmed, b.Name) {
-			out[b.Name] = true
-			continue
-		}
-		if !env.IsTTY {
-			continue
-		}
-		if ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
+	out, undecided := p.MovesToConfirm(confirmed)
+	for _, b := range undecided {
+		if env.IsTTY && ask(env.Out, in, fmt.Sprintf("\nBox %s moves from %s to %s. Once the new copy is verified, the old copy on %s can be deleted with its volumes.\n  Type the box's name to delete it, or press Enter to keep it (stopped): ",
 			b.Name, reconcile.HostName(b.Move.From), reconcile.HostName(b.Move.To), reconcile.HostName(b.Move.From))) == b.Name {
 			out[b.Name] = true
 		}

@@ -14,10 +14,7 @@ func newDoctorCommand(env *Env) *cobra.Command {
 		Args:  exactlyOne("doctor", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
-				if _, _, err := ws.ObserveBox(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				rep, err := ws.Doctor(cmd.Context(), args[0])
+				rep, err := ws.ObserveDoctor(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}

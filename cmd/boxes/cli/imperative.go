@@ -28,18 +28,11 @@ func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspa
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
 func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
-	held := map[string]bool{}
-	for _, b := range p.Boxes {
-		held[b.Name] = true
-	}
-	return execute(ctx, env, env.Err, ws, p, 1, held, nil)
+	return execute(ctx, env, env.Err, ws, p, 1, p.Held(), nil)
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped",
-		func(_ *workspace.Workspace, host, name string, _ reconcile.Resources) (*reconcile.Plan, error) {
-			return reconcile.StopPlan(host, name), nil
-		})
+	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped", (*workspace.Workspace).StopPlan)
 }
 
 func newStartCommand(env *Env) *cobra.Command {
@@ -79,9 +72,7 @@ func newRmCommand(env *Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
-				backup := ws.Backups()[name]
-				_, declared := ws.Config.Box(name)
-				res := workspace.Removed(name, host, r, backup, declared)
+				res, p := ws.Removal(name, host, r)
 				// With --json, stdout holds only the result.
 				talk := env.Out
 				if asJSON {
@@ -96,13 +87,13 @@ func newRmCommand(env *Env) *cobra.Command {
 						return errors.New("not confirmed; nothing was changed")
 					}
 				}
-				if err := runOne(cmd.Context(), env, ws, reconcile.DeletePlan(host, name, r, backup)); err != nil {
+				if err := runOne(cmd.Context(), env, ws, p); err != nil {
 					return err
 				}
 				if err := printed(env, asJSON, res, res.WriteText); err != nil {
 					return err
 				}
-				if declared {
+				if *res.Declared {
 					env.Warnf("%s is still declared in boxes.yaml; the next apply creates it again", name)
 				}
 				return nil
@@ -128,9 +119,9 @@ func newLsCommand(env *Env) *cobra.Command {
 }
 
 func ls(ctx context.Context, env *Env, ws *workspace.Workspace, all, asJSON bool) error {
-	if err := ws.Observe(ctx); err != nil {
+	rows, err := ws.ObserveList(ctx, all)
+	if err != nil {
 		return err
 	}
-	rows := ws.List(all)
 	return printed(env, asJSON, rows, func(w io.Writer) { rows.WriteText(w, all) })
 }

@@ -68,24 +68,17 @@ func newEnterCommand(env *Env) *cobra.Command {
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
 func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
+	var raw func() func()
+	if opts.TTY {
+		raw = func() func() { return terminal.Raw(env.In) }
+		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
+	}
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		e, c, err := engines.ReadyAgent(ctx, ws, name, initWait(env, name))
-		if err != nil {
-			return err
-		}
-		if opts.TTY {
-			restore := terminal.Raw(env.In)
-			defer restore()
-			opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
-		}
-		code, err := e.Exec(ctx, c.ID, opts)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
+		code, err := engines.Exec(ctx, ws, name, initWait(env, name), opts, raw)
+		if err == nil && code != 0 {
 			return &ExitError{Code: code}
 		}
-		return nil
+		return err
 	})
 }
 
@@ -111,13 +104,8 @@ func newLogsCommand(env *Env) *cobra.Command {
 			if len(args) == 2 {
 				service = args[1]
 			}
-			ctx := cmd.Context()
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
-				e, c, err := engines.BoxContainer(ctx, ws, args[0], service, false, "")
-				if err != nil {
-					return err
-				}
-				return e.Logs(ctx, c.ID, o, env.Out, env.Err)
+				return engines.Logs(cmd.Context(), ws, args[0], service, o, env.Out, env.Err)
 			})
 		},
 	}

@@ -78,7 +78,7 @@ func runPlan(ctx context.Context, env *Env, ws *workspace.Workspace, f planFlags
 		p.RenderText(env.Out, colour(env))
 	}
 	if f.out != "" {
-		if err := reconcile.WriteSaved(f.out, ws.Fingerprint(p), opts, p); err != nil {
+		if err := ws.WriteSaved(f.out, opts, p); err != nil {
 			return err
 		}
 		if !f.json && !f.markdown {
