@@ -104,12 +104,21 @@ func OpenDashboard(ctx context.Context, ws *workspace.Workspace, name string) (*
 			return nil, fmt.Errorf("box %s: forwarding a local port to its executor (%s): %w", name, reach.OnHost, err)
 		}
 		d.Forward = fwd
-		d.URL, d.Via = fwd.URL, fmt.Sprintf(", forwarded over ssh to %s on host %s", reach.OnHost, e.Host)
+		d.URL, d.Via = fwd.URL, fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, machine(e.Host))
 	case docker.ReachHostOnly:
-		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on host %s's loopback (%s), which only that machine reaches", name, e.Host, reach.OnHost),
-			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach host %s over ssh://, which open forwards a port over", e.Host)
+		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, machine(e.Host), reach.OnHost),
+			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", machine(e.Host))
 	default:
 		d.URL = reach.URL
 	}
 	return d, nil
+}
+
+// machine names where host's engine runs: the local engine's may be
+// another machine too, reached through DOCKER_HOST=ssh://.
+func machine(host string) string {
+	if host == "" {
+		return "the engine's machine"
+	}
+	return "host " + host
 }

@@ -25,3 +25,13 @@ func TestDashboardText(t *testing.T) {
 		t.Errorf("forwarded: %q", got)
 	}
 }
+
+// The local engine's machine is named as such, not as an empty host: with
+// DOCKER_HOST=ssh:// it is another machine too.
+func TestMachine(t *testing.T) {
+	for host, want := range map[string]string{"": "the engine's machine", "far": "host far"} {
+		if got := machine(host); got != want {
+			t.Errorf("machine(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
