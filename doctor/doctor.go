@@ -48,6 +48,9 @@ type Box struct {
 	Exposed []reconcile.Exposure
 	// Restoring is the box's restore that was cut short, if one was.
 	Restoring *reconcile.Restoring
+	// Stopped is a box boxes.yaml declares stopped: its containers stopped
+	// are as they should be.
+	Stopped bool
 }
 
 // Probes are doctor's ways into the box; nil fields take the real ones.
@@ -80,6 +83,8 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		switch {
 		case !c.ok:
 			rep.add("host", c.service+" container", "error", "missing (boxes apply recreates it)")
+		case c.c.State != "running" && b.Stopped && (c.c.State == "exited" || c.c.State == "created"):
+			rep.add("host", c.service+" container", "ok", "stopped, as boxes.yaml declares, %s", c.c.Name)
 		case c.c.State != "running":
 			rep.add("host", c.service+" container", "error", "%s (boxes start %s)", c.c.State, b.Name)
 		default:
@@ -101,6 +106,8 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 	}
 	if haveAgent && agent.State == "running" && p.Runner != nil {
 		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
+	} else if haveAgent && b.Stopped {
+		rep.add("box", "checks inside the box", "warn", "not run: the box is stopped, as declared (boxes start %s, then boxes doctor %s, runs them)", b.Name, b.Name)
 	}
 	rep.OK = true
 	for _, c := range rep.Checks {

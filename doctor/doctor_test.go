@@ -106,3 +106,34 @@ func TestCheckReportsAnIncompleteRestore(t *testing.T) {
 		t.Errorf("an incomplete restore is not an error:\n%s", lines(rep))
 	}
 }
+
+// A box boxes.yaml declares stopped is healthy stopped: its containers
+// exited are as declared, and the checks inside it are said to be skipped.
+// The same box declared running is a problem.
+func TestCheckStoppedAsDeclared(t *testing.T) {
+	b := box("exited")
+	b.Image = "sha256:2222222222222222"
+	b.Resources.Containers[0].Image = b.Image
+	b.Resources.Containers[1].State = "exited"
+	b.Stopped = true
+	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":false}`}, Initialize: gate})
+	want := `ok host agent container: stopped, as boxes.yaml declares, hbl-alpha-agent-1
+ok host agent image: the lock's 222222222222
+ok host executor container: stopped, as boxes.yaml declares, hbl-alpha-executor-1
+ok host executor image: the lock's 222222222222
+ok host agent publishes nothing: no port
+warn box checks inside the box: not run: the box is stopped, as declared (boxes start alpha, then boxes doctor alpha, runs them)
+`
+	if got := lines(rep); got != want || !rep.OK {
+		t.Errorf("OK %v, got\n%s\nwant\n%s", rep.OK, got, want)
+	}
+	b.Stopped = false
+	if rep := Check(context.Background(), b, Probes{Initialize: gate}); rep.OK || !strings.Contains(lines(rep), "error host agent container: exited (boxes start alpha)") {
+		t.Errorf("a box declared running, stopped:\n%s", lines(rep))
+	}
+	b.Stopped = true
+	b.Resources.Containers[0].State = "restarting"
+	if rep := Check(context.Background(), b, Probes{Initialize: gate}); rep.OK {
+		t.Errorf("a box declared stopped whose agent restarts is OK:\n%s", lines(rep))
+	}
+}

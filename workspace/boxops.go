@@ -9,6 +9,7 @@ import (
 	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
 )
 
 // NoResourcesError is a box a command works on that has nothing on its host.
@@ -115,7 +116,7 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 	}
 	b := doctor.Box{Name: name, Host: host, Resources: w.Observed[host].Of(name), Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
-		b.Bind = decl.Executor.Bind
+		b.Bind, b.Stopped = decl.Executor.Bind, decl.State == spec.Stopped
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()

@@ -199,6 +199,10 @@ boxes:
 		if st := dockerOut(t, "inspect", "-f", "{{.State.Status}}", "hbl-it-beta-agent-1"); st == "running" {
 			t.Errorf("stopped box beta is running")
 		}
+		// Stopped as declared is healthy; the checks inside are skipped.
+		if r := boxes(t, dir, "doctor", "it-beta"); r.code != 0 || !strings.Contains(r.stdout, "stopped, as boxes.yaml declares") || !strings.Contains(r.stdout, "not run: the box is stopped") {
+			t.Errorf("doctor of a box stopped as declared: %+v", r)
+		}
 	})
 
 	dockerOut(t, "exec", "hbl-it-gamma-agent-1", "sh", "-c", "echo kept > /data/marker")
