@@ -451,6 +451,7 @@ func TestDamaged(t *testing.T) {
 	t.Run("header", func(t *testing.T) {
 		_, _, err := archive.Verify(bytes.NewReader(ar[:40]), id)
 		wantErr(t, "Verify", err, "decrypting")
+		wantErr(t, "Verify", err, "damaged or truncated")
 	})
 	for _, at := range []int{len(ar) / 2, len(ar) - 5} {
 		t.Run("corrupt", func(t *testing.T) {

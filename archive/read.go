@@ -186,6 +186,11 @@ func decryptError(err error) error {
 	if errors.As(err, &noMatch) {
 		return fmt.Errorf("archive: %w", ErrWrongPassphrase)
 	}
+	// age's own words for a header cut short or unreadable ("failed to
+	// read header: …") say nothing of a file that is damaged.
+	if strings.Contains(err.Error(), "failed to read header") {
+		return fmt.Errorf("archive: %s: decrypting: %w", damaged, err)
+	}
 	return fmt.Errorf("archive: decrypting: %w", err)
 }
 
