@@ -131,6 +131,15 @@ func Against(ctx context.Context, cfg *spec.Config, lock *spec.Lock, ref string)
 	if err != nil {
 		return nil, err
 	}
+	// What a delete takes is known only to the engines: say so.
+	for _, b := range p.Boxes {
+		if d := b.Delete; d != nil {
+			d.BackupUnknown = true
+			for i := range d.Volumes {
+				d.Volumes[i].Unread = "no engine"
+			}
+		}
+	}
 	res.Plan = p
 	return res, nil
 }

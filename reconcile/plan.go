@@ -188,6 +188,9 @@ type Deletion struct {
 	Volumes    []DeletedVolume `json:"volumes"`
 	// Backup is the newest archive found in backups/ for the box; empty if none.
 	Backup string `json:"backup"`
+	// BackupUnknown marks a plan made without the engines (boxes diff):
+	// backups were not looked for, rather than not found.
+	BackupUnknown bool `json:"backup_unknown,omitempty"`
 }
 
 // NamedID names a resource by its name and its engine ID.

@@ -170,7 +170,12 @@ func (d *Deletion) lines() []string {
 	return out
 }
 
-func (d *Deletion) backupText() string { return BackupText(d.Backup) }
+func (d *Deletion) backupText() string {
+	if d.BackupUnknown && d.Backup == "" {
+		return "not looked for (no engine)"
+	}
+	return BackupText(d.Backup)
+}
 
 // BackupText names a box's newest backup as plans and rm print it.
 func BackupText(backup string) string {
