@@ -71,6 +71,9 @@ func newRmCommand(env *Env) *cobra.Command {
 		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if confirm != "" && confirm != name {
+				return hint.Wrap(fmt.Errorf("--confirm %s does not name the box to remove, %s; nothing was changed", confirm, name), "pass --confirm %s", name)
+			}
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				res, p := ws.Removal(name, host, r)
 				// With --json, stdout holds only the result.
