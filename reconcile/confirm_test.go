@@ -42,3 +42,15 @@ func TestHeld(t *testing.T) {
 		t.Errorf("Held = %v, want %v", got, want)
 	}
 }
+
+func TestNotDeleted(t *testing.T) {
+	p := &Plan{Boxes: []BoxPlan{
+		{Name: "moved", Action: Move, Move: &Moving{From: "a", To: "b"}},
+		{Name: "new", Action: Create},
+		{Name: "del", Action: Delete},
+	}}
+	got := p.NotDeleted([]string{"del", "new", "moved", "nowhere", "new"})
+	if want := []string{"new", "nowhere"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("NotDeleted = %q, want %q", got, want)
+	}
+}

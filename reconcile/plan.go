@@ -317,6 +317,28 @@ func (p *Plan) Unconfirmed(confirmed []string) []string {
 	return names
 }
 
+// NotDeleted are the names in confirmed that the plan neither deletes nor
+// moves (a move may delete the old copy): a --confirm-delete that
+// confirms nothing, each once, in the order given.
+func (p *Plan) NotDeleted(confirmed []string) []string {
+	var out []string
+	for _, name := range confirmed {
+		if slices.Contains(out, name) {
+			continue
+		}
+		found := false
+		for _, b := range p.Boxes {
+			if b.Name == name && (b.Action == Delete || b.Action == Move) {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // UnconfirmedError is the refusal of a plan that deletes names (its
 // Unconfirmed) with no terminal to confirm them; its hint gives the flags.
 func UnconfirmedError(names []string) error {

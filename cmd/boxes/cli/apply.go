@@ -65,6 +65,9 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 		// A new plan is shown, its text saying when nothing changes.
 		p.RenderText(env.Out, colour(env))
 	}
+	for _, name := range p.NotDeleted(f.confirmDelete) {
+		env.Warnf("--confirm-delete %s: the plan deletes no box %s (nor the old copy of a move); ignored", name, name)
+	}
 	if !p.Changes() {
 		if planPath != "" {
 			fmt.Fprintln(env.Out, "No changes.")
