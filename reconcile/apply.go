@@ -333,10 +333,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 			if !raced(err) {
 				return err
 			}
-			if err := a.settle(ctx, engine, bp, err); err != nil {
-				return err
-			}
-			if err := engine.Create(ctx, project, false); err != nil {
+			if err := a.remake(ctx, engine, bp, project, err); err != nil {
 				return err
 			}
 		}
@@ -411,26 +408,16 @@ func raced(err error) bool {
 	return strings.Contains(s, "is ambiguous") || strings.Contains(s, "is already in use by container")
 }
 
-// settle undoes what such a late request made, once: a second network of
-// the box's name goes, with every container of the box not running (this
-// apply makes them again), as the plan does for a duplicate it sees.
-func (a *Applier) settle(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+// remake undoes what such a late request made, once, and makes the box's
+// containers again: a second network of the box's name goes, with every
+// container of the box not running, as the plan does for a duplicate it
+// sees.
+func (a *Applier) remake(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, cause error) error {
 	o, err := engine.Observe(ctx)
 	if err != nil {
 		return fmt.Errorf("%w; observing the box again: %v", cause, err)
 	}
-	var r Resources
-	all := o.Of(bp.Name)
-	for _, c := range all.Containers {
-		if c.Fleet == a.Config.Fleet {
-			r.Containers = append(r.Containers, c)
-		}
-	}
-	for _, n := range all.Networks {
-		if n.Fleet == a.Config.Fleet {
-			r.Networks = append(r.Networks, n)
-		}
-	}
+	r := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	strays, onStray := strayNetworks(bp.Name, r)
 	a.Progress.Step(bp.Name, "an interrupted apply's request landed after the plan ("+firstLine(cause)+"); clearing what it made")
 	for _, c := range r.Containers {
@@ -448,7 +435,7 @@ func (a *Applier) settle(ctx context.Context, engine Engine, bp BoxPlan, cause e
 			return fmt.Errorf("%w; removing the second network %s (%s): %v", cause, n.Name, ShortID(n.ID), err)
 		}
 	}
-	return nil
+	return engine.Create(ctx, project, false)
 }
 
 func firstLine(err error) string {
@@ -472,22 +459,7 @@ func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, 
 	if oerr != nil {
 		return fmt.Errorf("%w; what the restore created could not be listed: %v (the next plan shows it as restore incomplete)", err, oerr)
 	}
-	var made Resources
-	for _, c := range o.Of(bp.Name).Containers {
-		if c.Fleet == a.Config.Fleet {
-			made.Containers = append(made.Containers, c)
-		}
-	}
-	for _, n := range o.Of(bp.Name).Networks {
-		if n.Fleet == a.Config.Fleet {
-			made.Networks = append(made.Networks, n)
-		}
-	}
-	for _, v := range o.Of(bp.Name).Volumes {
-		if v.Fleet == a.Config.Fleet {
-			made.Volumes = append(made.Volumes, v)
-		}
-	}
+	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	a.Progress.Step(bp.Name, "the restore failed; removing what it created")
 	if derr := a.delete(ctx, engine, planDelete(Input{}, bp.Host, bp.Name, made)); derr != nil {
 		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
@@ -504,24 +476,13 @@ type RestoreError struct {
 }
 
 func (e *RestoreError) Error() string {
-	return fmt.Sprintf("restoring from %s: %v; what the restore created was removed (%s), nothing else was touched", e.Archive, e.Err, counted(e.Removed))
+	return fmt.Sprintf("restoring from %s: %v; what the restore created was removed (%s), nothing else was touched", e.Archive, e.Err, Counted(len(e.Removed.Containers), len(e.Removed.Networks), len(e.Removed.Volumes)))
 }
 func (e *RestoreError) Unwrap() error { return e.Err }
 
 // HintLines says what to do next.
 func (e *RestoreError) HintLines() []string {
 	return []string{"boxes verify " + e.Archive + " checks the archive without Docker; fix or replace it, then run the command again"}
-}
-
-// counted is "2 containers, 1 network, 2 volumes".
-func counted(r Resources) string {
-	plural := func(n int, what string) string {
-		if n == 1 {
-			return "1 " + what
-		}
-		return fmt.Sprintf("%d %ss", n, what)
-	}
-	return plural(len(r.Containers), "container") + ", " + plural(len(r.Networks), "network") + ", " + plural(len(r.Volumes), "volume")
 }
 
 // putBack puts a recreated box whose new containers failed back on its
@@ -568,10 +529,7 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 		if !raced(err) || (bp.Action != Create && bp.Action != Recreate) || seed {
 			return err
 		}
-		if err := a.settle(ctx, engine, bp, err); err != nil {
-			return err
-		}
-		if err := engine.Create(ctx, project, false); err != nil {
+		if err := a.remake(ctx, engine, bp, project, err); err != nil {
 			return err
 		}
 		a.Progress.Step(bp.Name, "starting")

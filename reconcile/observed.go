@@ -188,6 +188,34 @@ func (o *Observed) Of(name string) Resources {
 	return r
 }
 
+// Labelled are the resources that carry fleet's boxes.fleet label: those
+// an apply of that fleet made.
+func (r Resources) Labelled(fleet string) Resources {
+	var out Resources
+	for _, c := range r.Containers {
+		if c.Fleet == fleet {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	for _, n := range r.Networks {
+		if n.Fleet == fleet {
+			out.Networks = append(out.Networks, n)
+		}
+	}
+	for _, v := range r.Volumes {
+		if v.Fleet == fleet {
+			out.Volumes = append(out.Volumes, v)
+		}
+	}
+	return out
+}
+
+// Counted is "2 containers, 1 network, 2 volumes", as rm and a removed
+// restore say what they delete.
+func Counted(containers, networks, volumes int) string {
+	return text.Plural(containers, "container", "containers") + ", " + text.Plural(networks, "network", "networks") + ", " + text.Plural(volumes, "volume", "volumes")
+}
+
 // Fleets are the distinct boxes.fleet labels of the resources, sorted; none
 // for a box made before fleets existed.
 func (r Resources) Fleets() []string {

@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/hermes-box/boxes/doctor"
-	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -60,6 +59,5 @@ func Removed(name, host string, r reconcile.Resources, backup string, declared b
 // WriteDeleting writes what rm is about to delete, before it asks: r's
 // resources and the backup left of them.
 func (r BoxResult) WriteDeleting(w io.Writer) {
-	fmt.Fprintf(w, "box %s: %s, %s, %s; backup: %s\n", r.Box, text.Plural(*r.Containers, "container", "containers"),
-		text.Plural(*r.Networks, "network", "networks"), text.Plural(*r.Volumes, "volume", "volumes"), reconcile.BackupText(*r.Backup))
+	fmt.Fprintf(w, "box %s: %s; backup: %s\n", r.Box, reconcile.Counted(*r.Containers, *r.Networks, *r.Volumes), reconcile.BackupText(*r.Backup))
 }
