@@ -72,14 +72,8 @@ type passphraseRecipient struct {
 	passphrase string
 }
 
-func (r *passphraseRecipient) Wrap(fileKey []byte) ([]*age.Stanza, error) {
-	s, err := r.ScryptRecipient.Wrap(fileKey)
-	if err == nil {
-		fileKeys.Store(stanzaKey(r.passphrase, s), bytes.Clone(fileKey))
-	}
-	return s, err
-}
-
+// WrapWithLabels is what age.Encrypt calls on a scrypt recipient (it must
+// be the only one, which its label enforces).
 func (r *passphraseRecipient) WrapWithLabels(fileKey []byte) ([]*age.Stanza, []string, error) {
 	s, labels, err := r.ScryptRecipient.WrapWithLabels(fileKey)
 	if err == nil {

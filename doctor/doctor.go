@@ -83,7 +83,7 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		switch {
 		case !c.ok:
 			rep.add("host", c.service+" container", "error", "missing (boxes apply recreates it)")
-		case c.c.State != "running" && b.Stopped && (c.c.State == "exited" || c.c.State == "created"):
+		case b.Stopped && (c.c.State == "exited" || c.c.State == "created"):
 			rep.add("host", c.service+" container", "ok", "stopped, as boxes.yaml declares, %s", c.c.Name)
 		case c.c.State != "running":
 			rep.add("host", c.service+" container", "error", "%s (boxes start %s)", c.c.State, b.Name)

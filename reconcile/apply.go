@@ -476,7 +476,7 @@ type RestoreError struct {
 }
 
 func (e *RestoreError) Error() string {
-	return fmt.Sprintf("restoring from %s: %v; what the restore created was removed (%s), nothing else was touched", e.Archive, e.Err, Counted(len(e.Removed.Containers), len(e.Removed.Networks), len(e.Removed.Volumes)))
+	return fmt.Sprintf("restoring from %s: %v; what the restore created was removed (%s), nothing else was touched", e.Archive, e.Err, e.Removed.Counts())
 }
 func (e *RestoreError) Unwrap() error { return e.Err }
 

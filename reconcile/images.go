@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-
-	"github.com/hermes-box/boxes/internal/text"
 )
 
 // ImageTransfer brings the locked image to a host that lacks it, before
@@ -95,9 +93,9 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 	}
 	sort.Strings(hosts)
 	var out []ImageTransfer
+	src, found := imageSource(in)
 	for _, host := range hosts {
 		t := ImageTransfer{Image: in.Image, To: host, Bytes: -1}
-		src, found := imageSource(in)
 		if found {
 			if n, ok := in.Observed[src].ImageSizes[in.Image]; ok {
 				t.Bytes = n
@@ -189,24 +187,4 @@ func (im images) wait(ctx context.Context, bp BoxPlan) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// transfersLine is the count of transfers for the plan's summary line.
-func transfersLine(ts []ImageTransfer) string {
-	var streams, pulls int
-	for _, t := range ts {
-		if t.From == nil {
-			pulls++
-		} else {
-			streams++
-		}
-	}
-	out := ""
-	if streams > 0 {
-		out += ", " + text.Plural(streams, "image", "images") + " to stream"
-	}
-	if pulls > 0 {
-		out += ", " + text.Plural(pulls, "image", "images") + " to pull"
-	}
-	return out
 }

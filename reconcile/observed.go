@@ -148,8 +148,7 @@ type Resources struct {
 
 // Counts are the resources as messages count them: "1 container, 1 network, 2 volumes".
 func (r Resources) Counts() string {
-	return text.Plural(len(r.Containers), "container", "containers") + ", " + text.Plural(len(r.Networks), "network", "networks") + ", " +
-		text.Plural(len(r.Volumes), "volume", "volumes")
+	return Counted(len(r.Containers), len(r.Networks), len(r.Volumes))
 }
 
 // Empty reports whether the box has no labelled resource at all.

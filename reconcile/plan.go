@@ -470,6 +470,7 @@ func NewPlan(in Input) (*Plan, error) {
 			hosts = append(hosts, host)
 		}
 		sort.Strings(hosts) // the same error for the same input
+		_, haveSource := imageSource(in)
 		for _, host := range hosts {
 			o := in.Observed[host]
 			if o == nil {
@@ -477,7 +478,7 @@ func NewPlan(in Input) (*Plan, error) {
 			}
 			// A host that lacks it gets it from one that has it, or from
 			// the registry (imageTransfers).
-			if _, found := imageSource(in); !o.Images[in.Image] && !found && in.ImageRef == "" {
+			if !o.Images[in.Image] && !haveSource && in.ImageRef == "" {
 				return nil, imageMissing(host, in.Image)
 			}
 		}

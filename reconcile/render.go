@@ -62,8 +62,14 @@ func (p *Plan) SummaryLine() string {
 	if s.Move > 0 {
 		moves = fmt.Sprintf(", %d to move", s.Move)
 	}
-	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete%s%s.",
-		s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moves, transfersLine(p.Images))
+	if s.Stream > 0 {
+		moves += ", " + text.Plural(s.Stream, "image", "images") + " to stream"
+	}
+	if s.Pull > 0 {
+		moves += ", " + text.Plural(s.Pull, "image", "images") + " to pull"
+	}
+	return fmt.Sprintf("Plan: %d to create, %d to recreate, %d to start, %d to stop, %d to delete%s.",
+		s.Create, s.Recreate, s.Start, s.Stop, s.Delete, moves)
 }
 
 // RenderText writes the plan the way people read it in a terminal; colour only when asked.
