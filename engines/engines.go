@@ -111,14 +111,14 @@ func Logs(ctx context.Context, ws *workspace.Workspace, name, service string, o 
 // archives, o.Init bounds the wait for a moved box's hb init too, and step
 // shows a box's progress.
 func Apply(ctx context.Context, ws *workspace.Workspace, p *reconcile.Plan, writer string, step func(box, msg string), o workspace.ApplyOptions) error {
-	o.Mover = Mover(ws, writer, o.Init, step)
+	o.Mover = mover(ws, writer, o.Init, step)
 	return ws.Apply(ctx, p, o)
 }
 
-// Mover wires the applier's moves to ws's engines: writer names the
+// mover wires the applier's moves to ws's engines: writer names the
 // program in the archives' manifests, init bounds the wait for a moved
 // box's hb init, step shows a box's progress.
-func Mover(ws *workspace.Workspace, writer string, init hb.Wait, step func(box, msg string)) *backup.Mover {
+func mover(ws *workspace.Workspace, writer string, init hb.Wait, step func(box, msg string)) *backup.Mover {
 	return &backup.Mover{
 		Engine: func(ctx context.Context, host string) (backup.Engine, error) { return Of(ctx, ws, host) },
 		Agent: func(ctx context.Context, host, box string) (reconcile.Container, error) {
