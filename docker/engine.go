@@ -24,6 +24,7 @@ import (
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -188,7 +189,7 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	if force {
 		recreate = api.RecreateForce
 	}
-	return e.lost(e.compose.Create(ctx, p, api.CreateOptions{
+	return e.raced(e.compose.Create(ctx, p, api.CreateOptions{
 		Services:             p.ServiceNames(),
 		Recreate:             recreate,
 		RecreateDependencies: recreate,
@@ -203,8 +204,29 @@ func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
-	return e.lost(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()}))
+	return e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()}))
 }
+
+// raced is lost, and marks as reconcile.ErrRaced the engine's refusals
+// that a killed apply's late request causes: a network name matching two
+// networks, a container name taken.
+func (e *Engine) raced(err error) error {
+	err = e.lost(err)
+	if err == nil {
+		return nil
+	}
+	if s := err.Error(); strings.Contains(s, "is ambiguous") || strings.Contains(s, "is already in use by container") {
+		return racedError{err}
+	}
+	return err
+}
+
+// racedError is err, matching reconcile.ErrRaced too; its message is err's.
+type racedError struct{ err error }
+
+func (r racedError) Error() string        { return r.err.Error() }
+func (r racedError) Unwrap() error        { return r.err }
+func (r racedError) Is(target error) bool { return target == reconcile.ErrRaced }
 
 // Stop stops every container of project.
 func (e *Engine) Stop(ctx context.Context, project string) error {

@@ -399,14 +399,14 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	return err
 }
 
-// raced reports whether err is the engine refusing what a request of a
-// killed apply, still in flight when this one observed, made since: a
+// ErrRaced is matched (errors.Is) by an engine's refusal of what a request
+// of a killed apply, still in flight when this one observed, made since: a
 // second network of the box's network name (the engine's duplicate check
-// does not see a create in flight), or a container name taken.
-func raced(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "is ambiguous") || strings.Contains(s, "is already in use by container")
-}
+// does not see a create in flight), or a container name taken. Engines
+// classify their own errors; the applier clears what was made (remake).
+var ErrRaced = errors.New("a request of an interrupted apply landed after the plan")
+
+func raced(err error) bool { return errors.Is(err, ErrRaced) }
 
 // remake undoes what such a late request made, once, and makes the box's
 // containers again: a second network of the box's name goes, with every

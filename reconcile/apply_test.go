@@ -99,7 +99,7 @@ func (f *fakeEngine) step(box, step string) error {
 	}
 	f.mu.Unlock()
 	if raced {
-		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name)", box)
+		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name): %w", box, reconcile.ErrRaced)
 	}
 	if f.fail[box] == step {
 		return fmt.Errorf("%s failed", step)
