@@ -2,8 +2,8 @@
 // /data with a manifest, encrypted with age. It also reads the older smolvm
 // tool's archives (see the legacy format below).
 //
-// The plaintext of a box archive is a compressed tar (zstd since format 2,
-// gzip before) whose first entry is manifest.json and whose other entries are
+// The plaintext of a box archive is a compressed tar (S2 since format 3,
+// zstd in format 2, gzip in format 1) whose first entry is manifest.json and whose other entries are
 // the box's /data as the Docker engine's copy API shapes it: "data/",
 // "data/home/", "data/home/agent/.bashrc", and so on. From format 2 on, a last
 // entry, content.sha256, records the SHA-256 of every regular file and the
@@ -36,10 +36,14 @@ import (
 
 // Format is the manifest format version this package writes. It reads every
 // format from 1 to Format, and the legacy one (reported as format 0).
-const Format = 2
+const Format = 3
 
-// Ext is the file name extension of the box archives Write makes.
-const Ext = ".tar.zst.age"
+// Ext is the file name extension of the box archives Write makes (format 3,
+// S2-compressed).
+const Ext = ".tar.s2.age"
+
+// ExtZstd is the extension of box archives of format 2 (zstd-compressed).
+const ExtZstd = ".tar.zst.age"
 
 // ExtGzip is the extension of box archives of format 1 (gzip-compressed).
 const ExtGzip = ".tar.gz.age"
@@ -48,7 +52,7 @@ const ExtGzip = ".tar.gz.age"
 const ExtLegacy = ".tar.gz.gpg"
 
 // exts are the archive extensions, longest match first.
-var exts = []string{Ext, ExtGzip, ExtLegacy}
+var exts = []string{Ext, ExtZstd, ExtGzip, ExtLegacy}
 
 // IsArchiveName reports whether name has the extension of an archive this
 // package reads.

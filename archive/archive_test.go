@@ -490,7 +490,7 @@ func TestManifestRefusals(t *testing.T) {
 		{"missing", data, `first entry is "data/", not manifest.json`},
 		{"not first", makeTar(t, append(append([]entry{}, layout...), manifestEntry(t, 1, "dev"))),
 			`first entry is "data/", not manifest.json`},
-		{"format 3", makeTar(t, append([]entry{manifestEntry(t, 3, "dev")}, layout...)), "written by a newer boxes"},
+		{"format 4", makeTar(t, append([]entry{manifestEntry(t, 4, "dev")}, layout...)), "written by a newer boxes"},
 		{"format 2 without hashes", makeTar(t, append([]entry{manifestEntry(t, 2, "dev")}, layout...)), "no content.sha256 entry"},
 		{"format 0", makeTar(t, append([]entry{manifestEntry(t, 0, "dev")}, layout...)), "bad format 0"},
 		{"no box", makeTar(t, append([]entry{manifestEntry(t, 1, "")}, layout...)), "no box name"},

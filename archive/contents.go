@@ -56,7 +56,7 @@ func (c *Contents) Check(r io.Reader) error {
 				continue
 			}
 			hs := sha256.New()
-			if _, err := io.Copy(hs, tr); err != nil {
+			if _, err := copyAll(hs, tr); err != nil {
 				return fmt.Errorf("reading the restored data: in %s: %w", name, err)
 			}
 			var sum [sha256.Size]byte

@@ -149,7 +149,7 @@ func (x *extractor) file(name string, h *tar.Header, body io.Reader) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, body)
+	_, err = copyAll(f, body)
 	if err == nil {
 		err = f.Chmod(perm(h))
 	}

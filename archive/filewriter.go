@@ -20,7 +20,7 @@ import (
 // What the read-back proves, and why it is as good as reading the archive
 // again from the start with Verify: it reads the file itself (not the
 // bytes in memory), decrypts it with the identity, every chunk
-// authenticated up to the end of the encryption, and decompresses it (zstd
+// authenticated up to the end of the encryption, and decompresses it (S2 checks every block's CRC-32C, zstd
 // checks its frame's own checksum), and the plaintext it gets is byte for
 // byte the tar that was compressed: of the same length and the same CRC-32C
 // as the writer computed of it. That tar is the one the writer checked
@@ -60,7 +60,7 @@ func NewFileWriter(f *os.File, m Manifest, id age.Identity, recipients ...age.Re
 	g := newGrowth()
 	fw := &FileWriter{f: f, g: g, back: make(chan readBack, 1)}
 	go func() { fw.back <- readFollowing(&follower{f: f, g: g}, id) }()
-	aw, err := newWriter(growWriter{f: f, g: g}, m, compressZstd, recipients)
+	aw, err := newWriter(growWriter{f: f, g: g}, m, compressS2, recipients)
 	if err != nil {
 		fw.stop(err)
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"filippo.io/age"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -33,6 +34,13 @@ type Options struct {
 	// what is being done ("verifying", "extracting"), the file's reader and
 	// size, and returns the reader to use and a function called at the end.
 	Progress func(what string, r io.Reader, size int64) (io.Reader, func())
+	// RecordedHashes takes the content hashes of an archive that records
+	// them (format 2 on) from its trailer instead of computing them again:
+	// the trailer's names and totals are still checked against the
+	// entries. For a read whose result is checked against those hashes
+	// afterwards: a restore's copy, read back from the engine. (Data
+	// always reads so.)
+	RecordedHashes bool
 	// Owner, when set, gives the entries Data streams a box's owners
 	// instead of the archive's: Home ("data/home/agent") and everything
 	// under it belongs to UID and GID, the rest to root. (Setuid and setgid
@@ -79,6 +87,7 @@ var (
 	ageMagic  = []byte("age-encryption.org/")
 	gzipMagic = []byte{0x1f, 0x8b}
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	s2Magic   = []byte("\xff\x06\x00\x00S2sTwO") // the stream identifier chunk
 )
 
 // reader is an archive opened for reading: decrypted, with its manifest read
@@ -121,7 +130,7 @@ func openBox(r io.Reader, opts Options) (*reader, error) {
 		return nil, err
 	}
 	if rd.manifest.Format >= 2 {
-		rd.hash = &hasher{}
+		rd.hash = &hasher{recorded: opts.RecordedHashes}
 		rd.trailer = true
 	}
 	rd.chk.setLimit(rd.manifest.Size, "the size its manifest declares")
@@ -146,14 +155,19 @@ func openLegacy(r io.Reader, opts Options) (*reader, error) {
 	return rd, nil
 }
 
-// decompress starts decompressing plain, gzip or zstd by its magic number.
+// decompress starts decompressing plain, S2, zstd or gzip by its magic
+// number.
 func decompress(plain io.Reader) (*reader, error) {
 	br := bufio.NewReaderSize(plain, 64<<10)
-	head, err := br.Peek(4)
+	head, err := br.Peek(len(s2Magic))
 	if err != nil && len(head) < 2 {
 		return nil, fmt.Errorf("archive: %s: %w", damaged, noEOF(err))
 	}
 	switch {
+	case bytes.HasPrefix(head, s2Magic):
+		// Blocks no larger than the writer's, so memory stays small
+		// whatever the archive claims; each block's CRC-32C is checked.
+		return &reader{plain: s2.NewReader(br, s2.ReaderMaxBlockSize(s2BlockSize)), close: func() {}}, nil
 	case bytes.HasPrefix(head, zstdMagic):
 		// A bounded window, so memory stays small whatever the archive
 		// claims; two decoder goroutines (one is five times slower).
@@ -169,7 +183,7 @@ func decompress(plain io.Reader) (*reader, error) {
 		}
 		return &reader{plain: gz, close: func() {}}, nil
 	}
-	return nil, fmt.Errorf("archive: %s: the decrypted content is neither zstd nor gzip", damaged)
+	return nil, fmt.Errorf("archive: %s: the decrypted content is neither S2, zstd nor gzip", damaged)
 }
 
 // noEOF turns a premature end into io.ErrUnexpectedEOF.
@@ -298,10 +312,13 @@ func VerifyFileWith(path string, opts Options) (Manifest, Summary, error) {
 // of the archive's data entries ("data/", "data/home/", …; the manifest left
 // out), in the shape the Docker engine's copy API takes for a copy to "/".
 //
-// The entries are checked on the fly by the same rules as Verify; a bad entry
-// or a damaged archive is an error from Read, after the entries before it have
-// been read. So call Verify first, before changing anything, and treat an
-// error from Read as a failed restore. Close stops reading r; it returns once
+// The entries are checked on the fly by the same rules as Verify, but for
+// the content hashes of an archive that records them (format 2 on): those
+// are taken from its trailer, for the restored copy to be checked against
+// (see DataReader.Contents), not computed again. A bad entry or a damaged
+// archive is an error from Read, after the entries before it have been read.
+// So call Verify first, before changing anything, and treat an error from
+// Read as a failed restore. Close stops reading r; it returns once
 // nothing reads r any more.
 func Data(r io.Reader, identities ...age.Identity) (io.ReadCloser, error) {
 	return DataWith(r, Options{Identities: identities})
@@ -315,6 +332,7 @@ func DataWith(r io.Reader, opts Options) (io.ReadCloser, error) {
 // OpenData is DataWith, whose reader also tells the content hashes of what
 // it streamed once it was read to its end (see DataReader.Contents).
 func OpenData(r io.Reader, opts Options) (*DataReader, error) {
+	opts.RecordedHashes = true
 	rd, err := open(r, opts)
 	if err != nil {
 		return nil, err
@@ -376,8 +394,9 @@ func (d *DataReader) Close() error {
 }
 
 // Contents are the hashes of every regular file streamed, once the stream
-// was read to its end (or closed): for a box archive of format 2 on, checked
-// against the hashes recorded at save. It waits for the copy to end, so
+// was read to its end (or closed): for a box archive of format 2 on, the
+// hashes recorded at save (Verify checks that the content has them);
+// for older ones, computed from what was streamed. It waits for the copy to end, so
 // call it only after reading to the end or Close.
 func (d *DataReader) Contents() (*Contents, error) {
 	<-d.done

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
 // Write reads the engine's tar of a box's /data from data (entries "data/",
 // "data/home/", …) and writes an archive of it to w, encrypted to recipients:
-// a zstd-compressed tar whose first entry is manifest.json (m, with Format
+// an S2-compressed tar (format 3) whose first entry is manifest.json (m, with Format
 // set and Created in UTC, now if zero), followed by data's entries and the
 // content.sha256 trailer that records the hash of every regular file.
 //
@@ -26,7 +27,7 @@ import (
 // or any other error, fails Write before the encryption is finished, so what
 // was written to w by then is never a readable archive.
 func Write(w io.Writer, m Manifest, data io.Reader, recipients ...age.Recipient) (Summary, error) {
-	sum, _, err := write(w, m, data, compressZstd, recipients)
+	sum, _, err := write(w, m, data, compressS2, recipients)
 	return sum, err
 }
 
@@ -35,29 +36,51 @@ type Dropped struct{ Xattrs int }
 
 // WriteReport is Write that also tells what it dropped.
 func WriteReport(w io.Writer, m Manifest, data io.Reader, recipients ...age.Recipient) (Summary, Dropped, error) {
-	return write(w, m, data, compressZstd, recipients)
+	return write(w, m, data, compressS2, recipients)
 }
 
-// compression is how the tar of an archive is compressed.
+// compression is how the tar of an archive is compressed; each is the
+// compression of one format, which the manifest records.
 type compression int
 
 const (
-	compressZstd compression = iota
-	compressGzip             // format 1's, kept for comparison in benchmarks
+	compressS2   compression = iota // format 3's, written now
+	compressZstd                    // format 2's
+	compressGzip                    // format 1's
 )
+
+// format is the manifest format of archives compressed with c.
+func (c compression) format() int {
+	switch c {
+	case compressGzip:
+		return 1
+	case compressZstd:
+		return 2
+	}
+	return Format
+}
 
 // compressor returns a writer compressing to w.
 func (c compression) compressor(w io.Writer) (io.WriteCloser, error) {
-	if c == compressGzip {
+	switch c {
+	case compressGzip:
 		return gzip.NewWriter(w), nil
+	case compressZstd:
+		return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(8<<20))
 	}
-	// zstd's fastest level (about its level 1): on source trees it is two
-	// to three times as fast as the default level 3, for an archive a few
-	// percent larger (or none); one encoder goroutine, since the engine's
-	// stream, the hashing and the encryption share the cores, and a second
-	// only adds overhead on incompressible data.
-	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(8<<20))
+	// S2 (Snappy's successor, with a CRC-32C of every block): on a tree of
+	// source files four to five times as fast as zstd's fastest level, and
+	// over three times as fast on incompressible data, for an archive about
+	// 1.6 times the size; it decompresses three to four times as fast. One
+	// encoder goroutine: the engine's stream, the hashing, the encryption
+	// and the read-back share the cores. Blocks of 1 MiB bound the memory
+	// of writer and reader alike.
+	return s2.NewWriter(w, s2.WriterConcurrency(1), s2.WriterBlockSize(s2BlockSize)), nil
 }
+
+// s2BlockSize is the largest block of the S2 streams this package writes
+// and reads.
+const s2BlockSize = 1 << 20
 
 func write(w io.Writer, m Manifest, data io.Reader, c compression, recipients []age.Recipient) (Summary, Dropped, error) {
 	aw, err := newWriter(w, m, c, recipients)
@@ -89,7 +112,7 @@ type writer struct {
 }
 
 func newWriter(w io.Writer, m Manifest, c compression, recipients []age.Recipient) (*writer, error) {
-	m, err := prepare(m)
+	m, err := prepare(m, c.format())
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +166,7 @@ func (aw *writer) finish() error {
 // abort frees the compressor of a write that failed; what was written is
 // never a readable archive, since the encryption was not finished.
 func (aw *writer) abort() {
+	// (S2's writer, with one goroutine, runs none of its own.)
 	if z, ok := aw.zw.(*zstd.Encoder); ok {
 		z.Reset(io.Discard)
 		z.Close()
@@ -150,14 +174,14 @@ func (aw *writer) abort() {
 }
 
 // prepare returns the manifest to write for m, or why it can't be written.
-func prepare(m Manifest) (Manifest, error) {
+func prepare(m Manifest, format int) (Manifest, error) {
 	if m.Box == "" {
 		return Manifest{}, errors.New("archive: manifest has no box name")
 	}
 	if m.Size < 0 {
 		return Manifest{}, errors.New("archive: manifest has a negative size")
 	}
-	m.Format = Format
+	m.Format = format
 	if m.Created.IsZero() {
 		m.Created = time.Now()
 	}
@@ -194,7 +218,7 @@ func copyEntry(tw *tar.Writer, h *tar.Header, body io.Reader) error {
 		return err
 	}
 	if h.Typeflag == tar.TypeReg {
-		if _, err := io.Copy(tw, body); err != nil {
+		if _, err := copyAll(tw, body); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ const Reserve = 256 << 20
 var ErrExists = hint.New("the archive exists; save never overwrites an archive", "name another file with -o")
 
 // ErrNotArchive is a file that is not a boxes archive by its name.
-var ErrNotArchive = hint.New("not a boxes archive (*"+archive.Ext+", *"+archive.ExtGzip+" or the smolvm tool's *"+archive.ExtLegacy+")",
+var ErrNotArchive = hint.New("not a boxes archive (*"+archive.Ext+", *"+archive.ExtZstd+", *"+archive.ExtGzip+" or the smolvm tool's *"+archive.ExtLegacy+")",
 	"boxes save writes NAME-YYYYMMDD-HHMMSS"+archive.Ext+"; rename an archive only back to the name it was given")
 
 // ErrNoArchive is an archive path where there is no file.
@@ -197,22 +197,35 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 		}
 		thawed = func() { startThaw(); <-done }
 		s.Step("quiescing")
+		// The data is measured while the box quiesces (one exec less to
+		// wait for): the bound's margin covers what its processes write
+		// before they stop, and what root's, which go on, add before the
+		// pause.
+		type size struct {
+			n   int64
+			err error
+		}
+		measured := make(chan size, 1)
+		go func() {
+			n, err := dataSize(ctx, e, id)
+			measured <- size{n, err}
+		}()
 		// Quiesce and pause run to their end, a cancel notwithstanding: an
 		// exec or a pause the engine still carries out after the thaw would
 		// leave the box frozen.
 		whole := context.WithoutCancel(ctx)
-		if err := hb.Quiesce(whole, e, id); err != nil {
-			return archive.Summary{}, fmt.Errorf("quiescing %s: %w", s.Box, err)
+		qerr := hb.Quiesce(whole, e, id)
+		sz := <-measured
+		if qerr != nil {
+			return archive.Summary{}, fmt.Errorf("quiescing %s: %w", s.Box, qerr)
 		}
 		if err := ctx.Err(); err != nil {
 			return archive.Summary{}, err
 		}
-		// The box's processes are stopped; what still runs (root's) may
-		// add a little before the pause.
-		if n, err := dataSize(ctx, e, id); err == nil {
-			m.Size = n + n/8 + 64<<20
+		if sz.err == nil {
+			m.Size = sz.n + sz.n/8 + 64<<20
 		} else {
-			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, err)
+			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, sz.err)
 		}
 		// The engine's pause freezes every process of the box at one
 		// instant, root's included: databases and half-written files are
@@ -642,7 +655,9 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 				return nil, nil, fmt.Errorf("box %s: restore: %w", b.Name, err)
 			}
 		}
-		m, sum, err := archive.VerifyFile(path, ids...)
+		// Every rule, before anything is created; the content hashes are
+		// those the restored copy is checked against, once restored.
+		m, sum, err := archive.VerifyFileWith(path, archive.Options{Identities: ids, RecordedHashes: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("box %s: restore: %s: %w; nothing was created or changed", b.Name, b.Restore, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	boxarchive "github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -87,7 +88,7 @@ func (m *fakeMover) do(box, host, step string) error {
 	return nil
 }
 func (m *fakeMover) Save(_ context.Context, host, box, archive, key string) (int64, error) {
-	if !strings.HasPrefix(filepath.Base(archive), box+"-") || !strings.HasSuffix(archive, ".tar.zst.age") || !strings.Contains(key, filepath.Join(".boxes", "secrets")) {
+	if !strings.HasPrefix(filepath.Base(archive), box+"-") || !strings.HasSuffix(archive, boxarchive.Ext) || !strings.Contains(key, filepath.Join(".boxes", "secrets")) {
 		return 0, fmt.Errorf("archive %s, key %s", archive, key)
 	}
 	return 42, m.do(box, host, "save")

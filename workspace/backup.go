@@ -35,7 +35,7 @@ func FreeArchivePath(dir, name string) string {
 }
 
 // ArchivePath is where save writes box name's archive made at t by default:
-// backups/NAME-YYYYMMDD-HHMMSS.tar.zst.age in dir, boxes.yaml's directory.
+// backups/NAME-YYYYMMDD-HHMMSS.tar.s2.age in dir, boxes.yaml's directory.
 func ArchivePath(dir, name string, t time.Time) string {
 	return filepath.Join(dir, "backups", name+"-"+t.UTC().Format("20060102-150405")+archive.Ext)
 }

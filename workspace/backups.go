@@ -3,14 +3,14 @@ package workspace
 import (
 	"os"
 	"path/filepath"
-	"regexp"
+
+	"github.com/hermes-box/boxes/archive"
 )
 
-// archiveName is how save names archives: NAME-YYYYMMDD-HHMMSS.tar.gz.age (.gpg from the older tool).
-var archiveName = regexp.MustCompile(`^([a-z][a-z0-9-]*)-[0-9]{8}-[0-9]{6}\.tar\.(zst\.age|gz\.age|gz\.gpg)$`)
-
-// NewestBackups maps a box name to its newest archive in dir (NAME-*.tar.gz.age
-// or .gpg), as a path relative to dir's parent ("backups/…").
+// NewestBackups maps a box name to its newest archive in dir, named as save
+// names them (NAME-YYYYMMDD-HHMMSS with any archive extension, the smolvm
+// tool's .tar.gz.gpg included), as a path relative to dir's parent
+// ("backups/…").
 func NewestBackups(dir string) map[string]string {
 	out := map[string]string{}
 	entries, err := os.ReadDir(dir)
@@ -20,14 +20,13 @@ func NewestBackups(dir string) map[string]string {
 	newest := map[string]int64{}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() {
+		if e.IsDir() || !archive.IsArchiveName(name) {
 			continue
 		}
-		m := archiveName.FindStringSubmatch(name)
-		if m == nil {
+		box := archive.BoxFromName(name)
+		if box == "" {
 			continue
 		}
-		box := m[1]
 		info, err := e.Info()
 		if err != nil {
 			continue

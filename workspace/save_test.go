@@ -31,6 +31,17 @@ func TestSaveTo(t *testing.T) {
 	if _, err := workspace.SaveTo(dir, "alpha", out, shown); !errors.Is(err, backup.ErrExists) || !strings.HasPrefix(err.Error(), "mine"+archive.Ext+": ") {
 		t.Errorf("taken: %v", err)
 	}
+	// A name load would not take as an archive's, or one of an older
+	// format's extension, is refused before anything is written.
+	for _, name := range []string{"mine.tar", "mine.tar.zst.age", "mine" + archive.Ext + ".bak"} {
+		_, err := workspace.SaveTo(dir, "alpha", filepath.Join(dir, name), shown)
+		if !errors.Is(err, workspace.ErrArchiveExt) || err.Error() != name+": an archive's name ends in "+archive.Ext+", the format save writes" {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, serr := os.Lstat(filepath.Join(dir, name)); serr == nil {
+			t.Errorf("%s was written", name)
+		}
+	}
 }
 
 // save's result names the box's host and the archive, and its sha256 only

@@ -16,6 +16,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/benchtable"
@@ -276,7 +277,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 		_ = exec.Command("docker", "rm", "-f", scratch).Run()
 		_ = exec.Command("docker", "volume", "rm", "-f", scratch).Run()
 
-		archiveFile := filepath.Join(b.TempDir(), src+"-bench.tar.zst.age")
+		archiveFile := filepath.Join(b.TempDir(), src+"-bench"+archive.Ext)
 		save := measure(b, boxesCmd("save", src, "-o", archiveFile))
 		verify := measure(b, boxesCmd("verify", archiveFile))
 		removeBoxes(dst)

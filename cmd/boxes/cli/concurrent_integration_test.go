@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/boxes/archive"
 )
 
 // TestIntegrationConcurrentCommands: while an apply recreates a box, the
@@ -106,7 +108,7 @@ func TestIntegrationConcurrentCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"save", box, "-o", filepath.Join(dir, "during.tar.zst.age")}, boxLock},
+		{[]string{"save", box, "-o", filepath.Join(dir, "during"+archive.Ext)}, boxLock},
 		{[]string{"rm", box, "--confirm", box}, boxLock},
 		{[]string{"stop", box}, boxLock},
 		{[]string{"apply", "--auto-approve"}, applyLock},
@@ -117,7 +119,7 @@ func TestIntegrationConcurrentCommands(t *testing.T) {
 			t.Errorf("boxes %s while apply holds the box: exit %d, want 1 and %q in:\n%s", strings.Join(tc.args, " "), code, tc.want, out)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "during.tar.zst.age")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "during"+archive.Ext)); err == nil {
 		t.Error("save wrote an archive while apply held the box")
 	}
 	code, out, took := run("exec", box, "--", "cat", "/data/marker")
@@ -146,7 +148,7 @@ func TestIntegrationConcurrentCommands(t *testing.T) {
 		t.Errorf("what exec wrote during the apply: %q", got)
 	}
 	// The locks are free again: save now works.
-	if code, out, _ := run("save", box, "-o", filepath.Join(dir, "after.tar.zst.age")); code != 0 {
+	if code, out, _ := run("save", box, "-o", filepath.Join(dir, "after"+archive.Ext)); code != 0 {
 		t.Errorf("save after the apply: exit %d: %s", code, out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/internal/benchtable"
 	"github.com/hermes-box/boxes/internal/testhost"
@@ -54,7 +55,7 @@ func BenchmarkMove(b *testing.B) {
 	run("apply", "--auto-approve")
 	run("exec", box, "--", "sh", "-c", "head -c 209715200 /dev/urandom > /data/home/agent/blob")
 
-	file := filepath.Join(dir, "by-hand.tar.zst.age")
+	file := filepath.Join(dir, "by-hand"+archive.Ext)
 	save := run("save", box, "-o", file)
 	config("  " + box + ": {}\n  " + hand + ": {host: remote}\n")
 	load := run("load", file, hand)

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/testhost"
 )
@@ -175,7 +176,7 @@ func TestIntegrationMove(t *testing.T) {
 	if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
 		t.Fatalf("plan after the move back: %+v", r)
 	}
-	archives, _ := filepath.Glob(filepath.Join(dir, "backups", moveBox+"-*.tar.zst.age"))
+	archives, _ := filepath.Glob(filepath.Join(dir, "backups", moveBox+"-*"+archive.Ext))
 	if len(archives) != 2 {
 		t.Errorf("archives kept as backups: %v", archives)
 	}

@@ -74,7 +74,7 @@ func TestVerifyCommand(t *testing.T) {
 	file := boxArchive(t, t.TempDir(), "pw")
 
 	r := runBoxes(t, "verify", file)
-	if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "box alpha, format 2") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "box alpha, format 3") ||
 		!strings.Contains(r.stdout, "1 content hash checked") {
 		t.Errorf("verify: %+v", r)
 	}
@@ -84,7 +84,7 @@ func TestVerifyCommand(t *testing.T) {
 
 	r = runBoxes(t, "verify", "--json", file)
 	var rep archive.Report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || !rep.OK || rep.Hashed != 1 || rep.Box != "alpha" || rep.Format != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 || !rep.OK || rep.Hashed != 1 || rep.Box != "alpha" || rep.Format != 3 {
 		t.Errorf("verify --json: %+v (%v): %+v", r, err, rep)
 	}
 
