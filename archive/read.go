@@ -41,6 +41,10 @@ type Options struct {
 	// afterwards: a restore's copy, read back from the engine. (Data
 	// always reads so.)
 	RecordedHashes bool
+	// Before, when set, writes entries that Data streams ahead of the
+	// archive's (hb's quiesce marker, say, so that a restore cut short
+	// leaves it).
+	Before func(tw *tar.Writer) error
 	// Owner, when set, gives the entries Data streams a box's owners
 	// instead of the archive's: Home ("data/home/agent") and everything
 	// under it belongs to UID and GID, the rest to root. (Setuid and setgid
@@ -341,31 +345,29 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 		// Archives that record no hashes are checked against what was read.
 		rd.hash = &hasher{}
 	}
-	pr, pw := io.Pipe()
-	d := &DataReader{PipeReader: pr, done: make(chan struct{})}
+	pipe := newRoomyPipe(8, 256<<10)
+	d := &DataReader{pipe: pipe, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		// Large writes: each write to the pipe is one read at the other end,
-		// which an HTTP client sends as one chunk and flushes, so a tar of
-		// many small files written entry by entry would cross to the engine
-		// in pieces of a few hundred bytes, each a round of system calls.
-		bw := bufio.NewWriterSize(pw, 256<<10)
-		sum, err := rd.copyData(bw, opts.Owner)
-		if err == nil {
-			err = bw.Flush()
-		}
+		sum, err := rd.copyData(pipe, opts.Before, opts.Owner)
 		if err == nil {
 			d.contents = newContents(rd.hash.list, sum)
 		}
 		d.err = err
-		pw.CloseWithError(err)
+		pipe.CloseWithError(err)
 	}()
 	return d, nil
 }
 
 // copyData writes the data entries to w as a tar stream.
-func (rd *reader) copyData(w io.Writer, owner *Owner) (Summary, error) {
+func (rd *reader) copyData(w io.Writer, before func(*tar.Writer) error, owner *Owner) (Summary, error) {
 	tw := tar.NewWriter(w)
+	if before != nil {
+		if err := before(tw); err != nil {
+			rd.close()
+			return Summary{}, err
+		}
+	}
 	sum, err := rd.walk(func(h *tar.Header, body io.Reader) error {
 		if owner != nil {
 			owner.set(h)
@@ -380,15 +382,17 @@ func (rd *reader) copyData(w io.Writer, owner *Owner) (Summary, error) {
 
 // DataReader is the reader OpenData returns.
 type DataReader struct {
-	*io.PipeReader
+	pipe     *roomyPipe
 	done     chan struct{}
 	contents *Contents
 	err      error
 }
 
+func (d *DataReader) Read(p []byte) (int, error) { return d.pipe.Read(p) }
+
 // Close stops the copy and waits for it to end.
 func (d *DataReader) Close() error {
-	err := d.PipeReader.Close()
+	err := d.pipe.Close()
 	<-d.done
 	return err
 }

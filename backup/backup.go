@@ -4,6 +4,7 @@
 package backup
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -474,9 +475,6 @@ func Restore(ctx context.Context, e Engine, id, file string, identities []age.Id
 // restoreData is Restore without the check of the restored data: it
 // returns what to check it against.
 func restoreData(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
-	if err := e.CopyTo(ctx, id, "/", hb.MarkerTar("boxes restore")); err != nil {
-		return nil, err
-	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -485,7 +483,10 @@ func restoreData(ctx context.Context, e Engine, id, file string, identities []ag
 	// A box's owners, whatever the archive says: the agent's home is the
 	// agent's, the rest root's.
 	owner := &archive.Owner{Home: hb.AgentHome, UID: hb.AgentUID, GID: hb.AgentUID}
-	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner})
+	// hb's quiesce marker is the stream's first entry: the engine writes
+	// the entries in order, so a restore cut short leaves it.
+	marker := func(tw *tar.Writer) error { return hb.WriteMarker(tw, "boxes restore") }
+	data, err := archive.OpenData(f, archive.Options{Identities: identities, MaxBytes: maxBytes, Owner: owner, Before: marker})
 	if err != nil {
 		return nil, err
 	}
@@ -591,7 +592,13 @@ func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 	}
 	s.checks[[2]string{host, box}] = c
 	s.mu.Unlock()
-	go func() { c.done <- checkRestored(ctx, e, id, contents) }()
+	go func() {
+		err := checkRestored(ctx, e, id, contents)
+		if err == nil && s.Step != nil {
+			s.Step(box, "restored /data checked against the archive")
+		}
+		c.done <- err
+	}()
 	return nil
 }
 
@@ -610,9 +617,6 @@ func (s *Seeder) Finish(ctx context.Context, host, box string) error {
 			}
 		case <-ctx.Done():
 			return ctx.Err()
-		}
-		if s.Step != nil {
-			s.Step(box, "restored /data checked against the archive")
 		}
 	}
 	e, id, err := s.agent(ctx, host, box)

@@ -162,19 +162,21 @@ func Doctor(ctx context.Context, r Runner, id string) []Check {
 	return checks
 }
 
-// MarkerTar is a tar holding the quiesce marker, to copy to / of a created,
-// not yet started agent container before a restore: should the restore
-// stop half-way, the box comes up quiesced instead of running on part of it.
-func MarkerTar(why string) io.Reader {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+// WriteMarker writes the quiesce marker to tw, as entries of a tar to copy
+// to / of a created, not yet started agent container ahead of a restore's
+// data: should the restore stop half-way, the box comes up quiesced
+// instead of running on part of it.
+func WriteMarker(tw *tar.Writer, why string) error {
 	now := time.Now().UTC()
 	stamp := []byte(now.Format(time.RFC3339) + " " + why + "\n")
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "data/.hb/", Mode: 0o755, ModTime: now})
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: QuiescedMarker, Mode: 0o644, Size: int64(len(stamp)), ModTime: now})
-	_, _ = tw.Write(stamp)
-	_ = tw.Close()
-	return &buf
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "data/.hb/", Mode: 0o755, ModTime: now}); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: QuiescedMarker, Mode: 0o644, Size: int64(len(stamp)), ModTime: now}); err != nil {
+		return err
+	}
+	_, err := tw.Write(stamp)
+	return err
 }
 
 // Session is the agent's tmux session that boxes enter attaches to.

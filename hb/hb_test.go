@@ -1,6 +1,7 @@
 package hb
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -135,10 +136,29 @@ func TestDoctorTakesTheInBoxChecks(t *testing.T) {
 	}
 }
 
-func TestMarkerTarHoldsTheMarker(t *testing.T) {
-	data, _ := io.ReadAll(MarkerTar("boxes load"))
-	if !bytes.Contains(data, []byte(QuiescedMarker)) || !bytes.Contains(data, []byte("boxes load")) {
-		t.Error("marker tar lacks the marker")
+func TestWriteMarker(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := WriteMarker(tw, "boxes load"); err != nil {
+		t.Fatal(err)
+	}
+	tw.Close()
+	tr := tar.NewReader(&buf)
+	var names []string
+	var stamp []byte
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		stamp, _ = io.ReadAll(tr)
+	}
+	if strings.Join(names, " ") != "data/.hb/ "+QuiescedMarker || !bytes.HasSuffix(stamp, []byte(" boxes load\n")) {
+		t.Errorf("marker entries %q, stamp %q", names, stamp)
 	}
 }
 
