@@ -109,9 +109,10 @@ func peakHeap() (stop func() uint64) {
 }
 
 // BenchmarkArchive writes and reads back (Verify) an archive of 200 MiB of
-// incompressible and of compressible data, with gzip (format 1's) and zstd
-// (format 2's). Figures: write and read MB/s, archive size, and the peak heap
-// of each phase; for the make bench table, each zstd figure against gzip's.
+// incompressible and of compressible data, with gzip (format 1's), zstd
+// (format 2's) and S2 (format 3's). Figures: write and read MB/s, archive
+// size, and the peak heap of each phase; for the make bench table, each S2
+// figure against zstd's, and zstd's against gzip's.
 func BenchmarkArchive(b *testing.B) {
 	type figures struct{ write, read, size, heap float64 }
 	got := map[string]figures{}
@@ -128,7 +129,7 @@ func BenchmarkArchive(b *testing.B) {
 		for _, c := range []struct {
 			name string
 			c    compression
-		}{{"gzip", compressGzip}, {"zstd", compressZstd}} {
+		}{{"gzip", compressGzip}, {"zstd", compressZstd}, {"s2", compressS2}} {
 			b.Run(data+"/"+c.name, func(b *testing.B) {
 				path := filepath.Join(b.TempDir(), "a")
 				var wsec, rsec float64
@@ -174,19 +175,22 @@ func BenchmarkArchive(b *testing.B) {
 		}
 	}
 	for _, data := range []string{"incompressible", "compressible"} {
-		z, zok := got[data+"/zstd"]
-		g, gok := got[data+"/gzip"]
-		if !zok || !gok {
-			continue
-		}
 		what := "200 MiB of " + map[string]string{"incompressible": "random data", "compressible": "source-like text"}[data]
-		for _, r := range []benchtable.Row{
-			{Figure: "archive write (zstd, format 2), " + what, Value: z.write, Unit: "s", Baseline: "gzip (format 1)", Base: g.write},
-			{Figure: "archive read and verify (zstd), " + what, Value: z.read, Unit: "s", Baseline: "gzip (format 1)", Base: g.read},
-			{Figure: "archive size (zstd), " + what, Value: z.size, Unit: "MiB", Baseline: "gzip (format 1)", Base: g.size},
-			{Figure: "archive peak heap (zstd), " + what, Value: z.heap, Unit: "MiB", Baseline: "gzip (format 1)", Base: g.heap},
-		} {
-			benchtable.Report(b, r)
+		for _, pair := range [][2]string{{"s2", "zstd"}, {"zstd", "gzip"}} {
+			v, vok := got[data+"/"+pair[0]]
+			base, bok := got[data+"/"+pair[1]]
+			if !vok || !bok {
+				continue
+			}
+			name := map[string]string{"s2": "S2, format 3", "zstd": "zstd, format 2", "gzip": "gzip, format 1"}
+			for _, r := range []benchtable.Row{
+				{Figure: "archive write (" + name[pair[0]] + "), " + what, Value: v.write, Unit: "s", Baseline: name[pair[1]], Base: base.write},
+				{Figure: "archive read and verify (" + name[pair[0]] + "), " + what, Value: v.read, Unit: "s", Baseline: name[pair[1]], Base: base.read},
+				{Figure: "archive size (" + name[pair[0]] + "), " + what, Value: v.size, Unit: "MiB", Baseline: name[pair[1]], Base: base.size},
+				{Figure: "archive peak heap (" + name[pair[0]] + "), " + what, Value: v.heap, Unit: "MiB", Baseline: name[pair[1]], Base: base.heap},
+			} {
+				benchtable.Report(b, r)
+			}
 		}
 	}
 }

@@ -149,11 +149,13 @@ func (aw *writer) copy(data io.Reader) (Summary, Dropped, error) {
 	return sum, Dropped{Xattrs: in.chk.xattrs}, nil
 }
 
-// finish writes the trailer and ends the tar, the compression and the
-// encryption.
+// finish writes the trailer (from format 2 on) and ends the tar, the
+// compression and the encryption.
 func (aw *writer) finish() error {
-	if err := writeTrailer(aw.tw, aw.hashes, aw.sum, aw.m.Created); err != nil {
-		return err
+	if aw.m.Format >= 2 { // format 1 had no trailer
+		if err := writeTrailer(aw.tw, aw.hashes, aw.sum, aw.m.Created); err != nil {
+			return err
+		}
 	}
 	for _, c := range []io.Closer{aw.tw, aw.zw, aw.enc} {
 		if err := c.Close(); err != nil {

@@ -67,7 +67,7 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 		t.Fatalf("save: %+v", r)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "backups"))
-	if len(entries) != 1 || !regexp.MustCompile(`^it-save-\d{8}-\d{6}\.tar\.zst\.age$`).MatchString(entries[0].Name()) {
+	if len(entries) != 1 || !regexp.MustCompile(`^it-save-\d{8}-\d{6}\.tar\.s2\.age$`).MatchString(entries[0].Name()) {
 		t.Fatalf("backups/ holds %v", entries)
 	}
 	file := filepath.Join(dir, "backups", entries[0].Name())
