@@ -116,7 +116,7 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 	if _, err := RemoveLeftovers(dir); err != nil {
 		s.Warn("removing what saves that died left in %s: %v", dir, err)
 	}
-	m := archive.Manifest{Format: archive.Format, Box: s.Box, Created: time.Now().UTC(), Image: s.Agent.Image, Writer: s.Writer, Tools: s.Tools}
+	m := archive.Manifest{Box: s.Box, Created: time.Now().UTC(), Image: s.Agent.Image, Writer: s.Writer, Tools: s.Tools}
 	if m.Tools == nil {
 		if tools, err := e.ToolVersions(ctx, s.Agent.Image); err == nil {
 			m.Tools = tools

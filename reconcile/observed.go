@@ -168,42 +168,33 @@ func (r Resources) Container(service string) (Container, bool) {
 
 // Of returns the labelled resources of box name.
 func (o *Observed) Of(name string) Resources {
-	var r Resources
-	for _, c := range o.Containers {
-		if c.Box == name {
-			r.Containers = append(r.Containers, c)
-		}
-	}
-	for _, v := range o.Volumes {
-		if v.Box == name {
-			r.Volumes = append(r.Volumes, v)
-		}
-	}
-	for _, n := range o.Networks {
-		if n.Box == name {
-			r.Networks = append(r.Networks, n)
-		}
-	}
-	return r
+	all := Resources{Containers: o.Containers, Volumes: o.Volumes, Networks: o.Networks}
+	return all.where(func(box, _ string) bool { return box == name })
 }
 
 // Labelled are the resources that carry fleet's boxes.fleet label: those
 // an apply of that fleet made.
 func (r Resources) Labelled(fleet string) Resources {
-	var out Resources
-	for _, c := range r.Containers {
-		if c.Fleet == fleet {
-			out.Containers = append(out.Containers, c)
-		}
-	}
-	for _, n := range r.Networks {
-		if n.Fleet == fleet {
-			out.Networks = append(out.Networks, n)
-		}
-	}
-	for _, v := range r.Volumes {
-		if v.Fleet == fleet {
-			out.Volumes = append(out.Volumes, v)
+	return r.where(func(_, f string) bool { return f == fleet })
+}
+
+// where are the resources whose boxes.box and boxes.fleet labels ok keeps.
+func (r Resources) where(ok func(box, fleet string) bool) Resources {
+	return Resources{Containers: kept(r.Containers, ok), Volumes: kept(r.Volumes, ok), Networks: kept(r.Networks, ok)}
+}
+
+// labelled is a resource with boxes' labels.
+type labelled interface{ labels() (box, fleet string) }
+
+func (c Container) labels() (string, string) { return c.Box, c.Fleet }
+func (v Volume) labels() (string, string)    { return v.Box, v.Fleet }
+func (n Network) labels() (string, string)   { return n.Box, n.Fleet }
+
+func kept[T labelled](xs []T, ok func(box, fleet string) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if ok(x.labels()) {
+			out = append(out, x)
 		}
 	}
 	return out
