@@ -136,6 +136,9 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 	unfinished, resume := reconcile.RestoresBeside(w.Path).Get(name)
 	for _, host := range w.Hosts() {
 		if o := w.Observed[host]; o != nil && !o.Of(name).Empty() {
+			if err := w.Claim(name, host, o.Of(name), false); err != nil {
+				return box, nil, err
+			}
 			if resume && host == box.Host && unfinished.Host == host {
 				if !backup.SameArchive(w.Dir(), unfinished.Archive, abs) {
 					return box, nil, &UnfinishedError{Box: name, Archive: unfinished.Archive, Shown: w.opts.Shown(unfinished.Archive)}

@@ -24,12 +24,22 @@ func (e *NoResourcesError) Hint() string { return "run boxes plan to see what bo
 
 // LockedBox takes box name's lock as what, before it is observed, then
 // observes only the box's host: where the box is and what it has there. A
-// box with nothing there is a *NoResourcesError.
+// box with nothing there is a *NoResourcesError; one that is not this
+// fleet's is refused (see ObserveBox).
 func (w *Workspace) LockedBox(ctx context.Context, name, what string) (string, reconcile.Resources, error) {
+	return w.lockedBox(ctx, name, what, w.ObserveBox)
+}
+
+// LockedRemoval is LockedBox for rm, which alone reaches a box of no fleet.
+func (w *Workspace) LockedRemoval(ctx context.Context, name string) (string, reconcile.Resources, error) {
+	return w.lockedBox(ctx, name, "boxes rm", w.ObserveRemoval)
+}
+
+func (w *Workspace) lockedBox(ctx context.Context, name, what string, observe func(context.Context, string) (string, reconcile.Resources, error)) (string, reconcile.Resources, error) {
 	if err := w.LockBox(name, what); err != nil {
 		return "", reconcile.Resources{}, err
 	}
-	host, r, err := w.ObserveBox(ctx, name)
+	host, r, err := observe(ctx, name)
 	if err != nil {
 		return "", reconcile.Resources{}, err
 	}
@@ -63,7 +73,9 @@ func (w *Workspace) StopPlan(host, name string, _ reconcile.Resources) (*reconci
 func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult, *reconcile.Plan) {
 	backup := w.Backups()[name]
 	_, declared := w.Config.Box(name)
-	return Removed(name, host, r, backup, declared), reconcile.DeletePlan(host, name, r, backup)
+	res := Removed(name, host, r, backup, declared)
+	res.NoFleet = w.NoFleet(name, r)
+	return res, reconcile.DeletePlan(host, name, r, backup)
 }
 
 // BoxContainer takes box name's lock as lockAs when it is not empty,

@@ -58,3 +58,59 @@ type noConfigError struct{ file string }
 func (e *noConfigError) Error() string        { return e.file + " not found" }
 func (e *noConfigError) Is(target error) bool { return target == ErrNoConfig }
 func (e *noConfigError) Hint() string         { return ErrNoConfig.(interface{ Hint() string }).Hint() }
+
+// OtherFleetError is a box another fleet holds on the engine a command
+// reached: no command of this fleet touches it.
+type OtherFleetError struct {
+	Box, Host string
+	// Fleet holds the box; Own is the fleet of the command's boxes.yaml.
+	Fleet, Own string
+}
+
+func (e *OtherFleetError) Error() string {
+	return fmt.Sprintf("box %s on %s is fleet %s's, not fleet %s's; nothing was changed", e.Box, reconcile.HostLabel(e.Host), e.Fleet, e.Own)
+}
+
+// Hint is where the box can be reached from.
+func (e *OtherFleetError) Hint() string {
+	return fmt.Sprintf("run it from fleet %s's directory; boxes ls --all lists every fleet's boxes", e.Fleet)
+}
+
+func (e *OtherFleetError) Unwrap() error { return reconcile.ErrHeldByFleet }
+
+// NoFleetError is a box made before fleets existed that boxes.yaml does not
+// declare: it is no fleet's, and only rm reaches it.
+type NoFleetError struct{ Box, Host, File string }
+
+func (e *NoFleetError) Error() string {
+	return fmt.Sprintf("box %s on %s belongs to no fleet (it was made before fleets existed) and %s does not declare it; nothing was changed", e.Box, reconcile.HostLabel(e.Host), e.File)
+}
+
+// Hint is how to adopt or remove it.
+func (e *NoFleetError) Hint() string {
+	return fmt.Sprintf("declare %s in boxes.yaml to make it this fleet's, or boxes rm %s to delete it", e.Box, e.Box)
+}
+
+// Claim checks that box name's resources r on host are this fleet's to act
+// on: none of them another fleet's, and, unless noFleetOK (rm), the box
+// either labelled with this fleet or declared by boxes.yaml.
+func (w *Workspace) Claim(name, host string, r reconcile.Resources, noFleetOK bool) error {
+	fleet := w.Config.Fleet
+	if other := r.HeldBy(fleet); other != "" {
+		return &OtherFleetError{Box: name, Host: host, Fleet: other, Own: fleet}
+	}
+	if r.Empty() || r.Owned(fleet) || noFleetOK {
+		return nil
+	}
+	if _, declared := w.Config.Box(name); declared {
+		return nil
+	}
+	return &NoFleetError{Box: name, Host: host, File: w.opts.Shown(w.Path)}
+}
+
+// NoFleet reports whether box name's resources r carry no fleet's label
+// and boxes.yaml does not declare it: a box made before fleets existed.
+func (w *Workspace) NoFleet(name string, r reconcile.Resources) bool {
+	_, declared := w.Config.Box(name)
+	return !declared && !r.Empty() && len(r.Fleets()) == 0
+}

@@ -31,8 +31,11 @@ type BoxResult struct {
 	Volumes    *int    `json:"volumes,omitempty"`
 	Backup     *string `json:"backup,omitempty"`
 	// Still declared: the next apply creates the removed box again.
-	Declared *bool          `json:"declared,omitempty"`
-	Doctor   *doctor.Report `json:"doctor,omitempty"`
+	Declared *bool `json:"declared,omitempty"`
+	// NoFleet: the removed box was made before fleets existed and no
+	// fleet declares it.
+	NoFleet bool           `json:"no_fleet,omitempty"`
+	Doctor  *doctor.Report `json:"doctor,omitempty"`
 	// did is the sentence the text prints: "removed alpha".
 	did string
 }
@@ -60,4 +63,7 @@ func Removed(name, host string, r reconcile.Resources, backup string, declared b
 // resources and the backup left of them.
 func (r BoxResult) WriteDeleting(w io.Writer) {
 	fmt.Fprintf(w, "box %s: %s; backup: %s\n", r.Box, reconcile.Counted(*r.Containers, *r.Networks, *r.Volumes), reconcile.BackupText(*r.Backup))
+	if r.NoFleet {
+		fmt.Fprintf(w, "box %s belongs to no fleet: it was made before fleets existed and no boxes.yaml here declares it\n", r.Box)
+	}
 }

@@ -294,24 +294,52 @@ func (w *Workspace) distinct(ctx context.Context, hosts []string) error {
 
 // HostOf is the host box name lives on: its declared host, else (for a box
 // boxes.yaml does not declare) the first host, in Hosts order, that holds
-// resources of it once observed.
+// resources of it once observed: one holding this fleet's first, then one
+// holding a box of no fleet, then any (so that a refusal can name the fleet
+// that holds it).
 func (w *Workspace) HostOf(name string) (host string, declared bool) {
 	if b, ok := w.Config.Box(name); ok {
 		return b.Host, true
 	}
+	best, found := 3, ""
 	for _, h := range w.Hosts() {
-		if o := w.Observed[h]; o != nil && !o.Of(name).Empty() {
-			return h, false
+		o := w.Observed[h]
+		if o == nil || o.Of(name).Empty() {
+			continue
+		}
+		r, rank := o.Of(name), 2
+		switch {
+		case r.HeldBy(w.Config.Fleet) != "":
+		case r.Owned(w.Config.Fleet):
+			rank = 0
+		default:
+			rank = 1
+		}
+		if rank < best {
+			best, found = rank, h
 		}
 	}
-	return "", false
+	return found, false
 }
 
 // ObserveBox observes only what box name needs: its declared host, or every
-// host when boxes.yaml does not declare it (to find it). It returns where
-// the box is and its resources there.
+// host when boxes.yaml does not declare it. A box another fleet holds is an
+// *OtherFleetError, and one no fleet declares a *NoFleetError, before
+// anything is done to it: only rm (ObserveRemoval) reaches the latter.
 func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
+	return w.observeOwn(ctx, name, false)
+}
+
+// ObserveRemoval is ObserveBox for rm, which alone reaches a box of no fleet.
+func (w *Workspace) ObserveRemoval(ctx context.Context, name string) (string, reconcile.Resources, error) {
+	return w.observeOwn(ctx, name, true)
+}
+
+func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool) (string, reconcile.Resources, error) {
 	host, r, err := w.observeBox(ctx, name)
+	if err == nil {
+		err = w.Claim(name, host, r, noFleetOK)
+	}
 	if err != nil || w.opts.Thaw == nil {
 		return host, r, err
 	}

@@ -135,7 +135,8 @@ func TestUndeclaredBoxIsFoundInHostOrder(t *testing.T) {
 	f.snapshots["nexus"] = box("stray")
 	for range 20 {
 		ws := f.open(t)
-		host, _, err := ws.ObserveBox(context.Background(), "stray")
+		// stray is of no fleet: only rm reaches it.
+		host, _, err := ws.ObserveRemoval(context.Background(), "stray")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -65,6 +66,8 @@ func TestIntegrationFleets(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dirB, "boxes.yaml"), "version: 1\nfleet: team-b\nboxes:\n  fl-b: {}\n")
 
+	refusesOtherFleet(t, dirA, dirB)
+
 	r = boxes(t, dirA, "ls")
 	if r.code != 0 || strings.Contains(r.stdout, "fl-b") {
 		t.Errorf("ls of team-a lists team-b's box: %+v", r)
@@ -110,6 +113,52 @@ func TestIntegrationFleets(t *testing.T) {
 	}
 }
 
+// refusesOtherFleet: from fleet team-b's directory, every command that acts
+// on one box refuses team-a's fl-a, naming team-a, before anything changes,
+// whether or not team-b declares the name. Real engine: what is proven is
+// that fl-a's containers, volumes and data are untouched on the engine.
+func refusesOtherFleet(t *testing.T, dirA, dirB string) {
+	t.Helper()
+	t.Setenv("BOXES_PASSPHRASE", "correct horse battery staple")
+	dockerOut(t, "exec", "hbl-fl-a-agent-1", "sh", "-c", "echo keep > /data/home/agent/keep")
+	archive := filepath.Join(t.TempDir(), "fl-a.tar.s2.age")
+	if r := boxes(t, dirA, "save", "fl-a", "-o", archive); r.code != 0 {
+		t.Fatalf("save in team-a: %+v", r)
+	}
+	// enter, which wants a terminal first, reaches the box as exec does.
+	commands := [][]string{
+		{"rm", "fl-a", "--confirm", "fl-a"}, {"stop", "fl-a"}, {"start", "fl-a"},
+		{"save", "fl-a", "-o", filepath.Join(dirB, "fl-a.tar.s2.age")}, {"exec", "fl-a", "--", "true"},
+		{"logs", "fl-a"}, {"open", "fl-a"}, {"doctor", "fl-a"},
+	}
+	for _, declared := range []string{"", "  fl-a: {}\n"} {
+		writeFile(t, filepath.Join(dirB, "boxes.yaml"), "version: 1\nfleet: team-b\nboxes:\n  fl-b: {}\n"+declared)
+		cmds := commands
+		if declared != "" {
+			cmds = append(cmds, []string{"load", archive, "fl-a"})
+		}
+		for _, args := range cmds {
+			r := boxes(t, dirB, args...)
+			if r.code == 0 || !strings.Contains(r.stderr, "box fl-a on the local engine is fleet team-a's, not fleet team-b's; nothing was changed") {
+				t.Errorf("boxes %s from team-b (declared %v): %+v", strings.Join(args, " "), declared != "", r)
+			}
+		}
+	}
+	writeFile(t, filepath.Join(dirB, "boxes.yaml"), "version: 1\nfleet: team-b\nboxes:\n  fl-b: {}\n")
+	if got := dockerOut(t, "exec", "hbl-fl-a-agent-1", "cat", "/data/home/agent/keep"); got != "keep" {
+		t.Errorf("fl-a's file after team-b's commands: %q", got)
+	}
+	if got := dockerOut(t, "inspect", "-f", "{{.State.Status}}", "hbl-fl-a-agent-1", "hbl-fl-a-executor-1"); got != "running\nrunning" {
+		t.Errorf("fl-a's containers after team-b's commands: %q", got)
+	}
+	if r := boxes(t, dirA, "plan", "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("team-a's plan after team-b's commands: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dirB, "fl-a.tar.s2.age")); !os.IsNotExist(err) {
+		t.Errorf("team-b's save wrote an archive of team-a's box: %v", err)
+	}
+}
+
 // A box made before fleets existed (no boxes.fleet label) belongs to the
 // fleet that declares it; undeclared, no plan touches it.
 func TestIntegrationFleetUnlabelled(t *testing.T) {
@@ -133,6 +182,13 @@ func TestIntegrationFleetUnlabelled(t *testing.T) {
 	}
 	if r := boxes(t, dir, "ls", "--all"); !strings.Contains(r.stdout, "fl-old") || !strings.Contains(r.stdout, "(no fleet)") {
 		t.Errorf("ls --all:\n%s", r.stdout)
+	}
+	// Undeclared, it is no fleet's: only rm reaches it, and says so.
+	if r := boxes(t, dir, "stop", "fl-old"); r.code == 0 || !strings.Contains(r.stderr, "box fl-old on the local engine belongs to no fleet") {
+		t.Errorf("stop of a box of no fleet: %+v", r)
+	}
+	if r := boxes(t, dir, "rm", "fl-old"); r.code == 0 || !strings.Contains(r.stdout, "box fl-old belongs to no fleet") || !strings.Contains(r.stderr, "nothing was changed") {
+		t.Errorf("rm of a box of no fleet, unconfirmed: %+v", r)
 	}
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nfleet: team-a\nboxes: {fl-old: {}}\n")
 	if r := boxes(t, dir, "plan"); r.code != 0 || !strings.Contains(r.stdout, "containers were never created, or were removed since (volumes kept)") {

@@ -18,13 +18,23 @@ import (
 // observed: only the box's host is reached.
 func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		host, r, err := ws.LockedBox(ctx, name, what)
+		locked := ws.LockedBox
+		if what == rmWhat {
+			// rm alone reaches a box of no fleet.
+			locked = func(ctx context.Context, name, _ string) (string, reconcile.Resources, error) {
+				return ws.LockedRemoval(ctx, name)
+			}
+		}
+		host, r, err := locked(ctx, name, what)
 		if err != nil {
 			return err
 		}
 		return fn(ws, host, r)
 	})
 }
+
+// rmWhat is rm's name for the box lock it holds.
+const rmWhat = "boxes rm"
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
 func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
@@ -74,7 +84,7 @@ func newRmCommand(env *Env) *cobra.Command {
 			if confirm != "" && confirm != name {
 				return hint.Wrap(fmt.Errorf("--confirm %s does not name the box to remove, %s; nothing was changed", confirm, name), "pass --confirm %s", name)
 			}
-			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+			return boxOp(cmd.Context(), env, name, rmWhat, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				res, p := ws.Removal(name, host, r)
 				// With --json, stdout holds only the result.
 				talk := env.Out
