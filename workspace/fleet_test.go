@@ -53,7 +53,10 @@ func TestOtherFleetsBoxIsRefused(t *testing.T) {
 				return err
 			},
 			"ObserveDoctor": func(ws *workspace.Workspace) error { _, err := ws.ObserveDoctor(ctx, "pr-b"); return err },
-			"Save":          func(ws *workspace.Workspace) error { _, err := ws.Save(ctx, "pr-b", "out.tar.s2.age", workspace.SaveOptions{}); return err },
+			"Save": func(ws *workspace.Workspace) error {
+				_, err := ws.Save(ctx, "pr-b", "out.tar.s2.age", workspace.SaveOptions{})
+				return err
+			},
 		}
 		if declared != " {}" {
 			reach["LoadPlan"] = func(ws *workspace.Workspace) error { _, _, err := ws.LoadPlan(ctx, "a.tar.s2.age", "pr-b"); return err }
