@@ -11,7 +11,7 @@ import (
 // runs shellcheck on every run: script when shellcheck is on PATH.
 const actionlint = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 
-// TestPRWorkflowLints checks docs/pr-workflow.yml, the workflow the README
+// TestPRWorkflowLints checks docs/pr-workflow.yml, the workflow docs/pull-requests.md
 // offers for pull requests, with actionlint (and shellcheck through it).
 func TestPRWorkflowLints(t *testing.T) {
 	if testing.Short() {

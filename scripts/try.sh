@@ -123,5 +123,5 @@ cat <<MSG
 try: done. The box demo is up, on the offline test image with the stand-in Executor.
 try: step into it:        bin/boxes -f try/boxes.yaml enter demo   (C-b d detaches)
 try: remove it and try/:  make try-clean
-try: the real image needs the internet: make up (see README).
+try: the real image needs the internet: make up (see docs/setup.md).
 MSG
