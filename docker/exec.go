@@ -133,3 +133,16 @@ func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) 
 func (e *Engine) Run(ctx context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
 	return e.Exec(ctx, id, ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
 }
+
+// StillRunning reports whether container id is still there and running:
+// false once it was stopped, removed or replaced.
+func (e *Engine) StillRunning(ctx context.Context, id string) (bool, error) {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return c.State != nil && c.State.Running && !c.State.Restarting, nil
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
@@ -198,7 +199,54 @@ func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wai
 	if ready != nil {
 		defer ready()()
 	}
-	return e.Exec(ctx, c.ID, opts)
+	code, err := e.Exec(ctx, c.ID, opts)
+	if err != nil || code == 0 || ctx.Err() != nil {
+		return code, err
+	}
+	// A command killed with its container (an apply recreating the box, a
+	// stop) says so rather than exiting with a bare 137.
+	if code > 128 && stopping(context.WithoutCancel(ctx), e, c.ID) {
+		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(ws.Path, name)}
+	}
+	return code, nil
+}
+
+// stopping reports whether container id stops within a few seconds: a
+// command killed by a signal may have been killed by its container's stop,
+// which the engine reports as done a moment after the processes die.
+func stopping(ctx context.Context, e *docker.Engine, id string) bool {
+	for range 30 {
+		running, err := e.StillRunning(ctx, id)
+		if err != nil {
+			return false
+		}
+		if !running {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// ReplacedError is a command in a box whose agent container was stopped or
+// replaced while it ran, and killed with it.
+type ReplacedError struct {
+	Box  string
+	Code int
+	// Holder is the boxes process changing the box, if one still is.
+	Holder string
+}
+
+func (e *ReplacedError) Error() string {
+	return fmt.Sprintf("box %s's agent container was stopped or replaced while the command ran, and the command ended with it (exit %d)", e.Box, e.Code)
+}
+
+// Hint names who is changing the box, when that is known.
+func (e *ReplacedError) Hint() string {
+	if e.Holder != "" {
+		return e.Holder + " is changing the box; run the command again once it is done"
+	}
+	return "an apply, stop or rm changed the box; boxes ls shows it now"
 }
 
 // ReadyAgent is box name's running agent container and its engine once the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -78,4 +80,32 @@ func (l *FileLock) Unlock() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// holderLine matches what lockFile writes: "WHAT (pid N on HOST, since T)".
+var holderLine = regexp.MustCompile(`^(.*) \(pid (\d+) on ([^,]+), since [^)]*\)$`)
+
+// BoxHolder names the other boxes process that holds box name's lock (e.g.
+// "boxes apply (pid 42 on vm, since …)"), or "" when none does: read, never
+// taken, so that asking cannot make the holder's own attempt fail. A line a
+// killed process left behind is not a holder.
+func BoxHolder(configPath, name string) string {
+	line := readHolder(filepath.Join(filepath.Dir(configPath), ".boxes", "locks", name+".lock"))
+	m := holderLine.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	pid, _ := strconv.Atoi(m[2])
+	if host, _ := os.Hostname(); m[3] == host {
+		if pid == os.Getpid() || !alive(pid) {
+			return ""
+		}
+	}
+	return line
+}
+
+// alive reports whether process pid exists on this machine.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

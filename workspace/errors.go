@@ -32,26 +32,45 @@ func (e *UndeclaredError) Hint() string {
 // NotRunningError is a box whose container a command needs up is not.
 type NotRunningError struct {
 	Box, Service, State string
+	// Holder is the boxes process changing the box now, if one is.
+	Holder string
 }
 
 func (e *NotRunningError) Error() string {
 	return fmt.Sprintf("box %s: the %s container is %s", e.Box, e.Service, e.State)
 }
 
-// Hint is the command that starts it.
-func (e *NotRunningError) Hint() string { return "boxes start " + e.Box }
+// Hint is the process changing the box, else the command that starts it.
+func (e *NotRunningError) Hint() string {
+	if e.Holder != "" {
+		return busyHint(e.Holder)
+	}
+	return "boxes start " + e.Box
+}
 
 // NoContainerError is a declared box without the container a command needs.
 type NoContainerError struct {
 	Box, Service string
+	// Holder is the boxes process changing the box now, if one is.
+	Holder string
 }
 
 func (e *NoContainerError) Error() string {
 	return fmt.Sprintf("box %s has no %s container", e.Box, e.Service)
 }
 
-// Hint is where to look next.
-func (e *NoContainerError) Hint() string { return "boxes plan shows what apply would create" }
+// Hint is the process changing the box, else where to look next.
+func (e *NoContainerError) Hint() string {
+	if e.Holder != "" {
+		return busyHint(e.Holder)
+	}
+	return "boxes plan shows what apply would create"
+}
+
+// busyHint is the hint for a box that holder, another boxes process, is changing.
+func busyHint(holder string) string {
+	return holder + " is changing the box; run the command again once it is done"
+}
 
 type noConfigError struct{ file string }
 

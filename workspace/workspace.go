@@ -387,7 +387,7 @@ func (w *Workspace) Container(name, service string, running bool) (string, recon
 	if o := w.Observed[host]; o != nil {
 		if c, ok := o.Of(name).Container(service); ok {
 			if running && c.State != "running" {
-				return host, c, &NotRunningError{Box: name, Service: service, State: c.State}
+				return host, c, &NotRunningError{Box: name, Service: service, State: c.State, Holder: reconcile.BoxHolder(w.Path, name)}
 			}
 			return host, c, nil
 		}
@@ -395,7 +395,7 @@ func (w *Workspace) Container(name, service string, running bool) (string, recon
 	if !declared {
 		return "", reconcile.Container{}, w.Undeclared(name)
 	}
-	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service}
+	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service, Holder: reconcile.BoxHolder(w.Path, name)}
 }
 
 // Undeclared is the error for a box name boxes.yaml does not declare.

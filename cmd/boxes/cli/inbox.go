@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,11 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 	}
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
 		code, err := engines.Exec(ctx, ws, name, initWait(env, name), opts, raw)
-		if err == nil && code != 0 {
+		var replaced *engines.ReplacedError
+		switch {
+		case errors.As(err, &replaced):
+			return &ExitError{Code: code, Err: err}
+		case err == nil && code != 0:
 			return &ExitError{Code: code}
 		}
 		return err

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +154,8 @@ func TestIntegrationInBox(t *testing.T) {
 		}
 	})
 
+	t.Run("exec under change", func(t *testing.T) { execUnderChange(t, dir, box) })
+
 	t.Run("doctor", func(t *testing.T) {
 		r := boxes(t, dir, "doctor", box)
 		if r.code != 0 || !strings.Contains(r.stdout, "box "+box+" is healthy") {
@@ -193,6 +198,55 @@ func TestIntegrationInBox(t *testing.T) {
 			t.Errorf("doctor text with the executor stopped: %+v", r)
 		}
 	})
+}
+
+// execUnderChange: an exec whose box an apply recreates says so instead of
+// a bare exit 137, and one started while another boxes process is changing
+// the box names that process instead of hinting boxes start. Real engine:
+// what kills the command is the engine removing its container.
+func execUnderChange(t *testing.T, dir, box string) {
+	done := make(chan run, 1)
+	go func() { done <- boxes(t, dir, "exec", box, "--", "sleep", "120") }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := osexec.Command("docker", "exec", "hbl-"+box+"-agent-1", "pgrep", "-x", "sleep").Output()
+		if len(out) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exec's sleep never started")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve", "--target", box, "--replace", box); r.code != 0 {
+		t.Fatalf("apply --replace: %+v", r)
+	}
+	select {
+	case r := <-done:
+		if r.code != 137 || !strings.Contains(r.stderr, "boxes: error: box "+box+"'s agent container was stopped or replaced while the command ran, and the command ended with it (exit 137)") {
+			t.Errorf("exec under a recreate: %+v", r)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("exec still running after its container was replaced")
+	}
+
+	// Another process holds the box's lock, as apply does while it
+	// recreates the box, and the agent is down meanwhile.
+	holder := osexec.Command("sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	host, _ := os.Hostname()
+	line := fmt.Sprintf("boxes apply (pid %d on %s, since 2026-12-03T10:00:00Z)\n", holder.Process.Pid, host)
+	writeFile(t, filepath.Join(dir, ".boxes", "locks", box+".lock"), line)
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(dir, ".boxes", "locks", box+".lock")) })
+	dockerOut(t, "stop", "hbl-"+box+"-agent-1")
+	defer dockerOut(t, "start", "hbl-"+box+"-agent-1")
+	r := boxes(t, dir, "exec", box, "--", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "boxes: hint: boxes apply (pid "+strconv.Itoa(holder.Process.Pid)) || strings.Contains(r.stderr, "boxes start") {
+		t.Errorf("exec while apply holds the box: %+v", r)
+	}
 }
 
 func doctorJSON(t *testing.T, dir, box string, code int) doctor.Report {
