@@ -1,6 +1,8 @@
 package progress
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -34,6 +36,11 @@ func (p *Boxes) Step(box, msg string) { p.set(box, msg) }
 
 // Done shows that box is done, or failed with err.
 func (p *Boxes) Done(box string, err error) {
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM: the engine request it cut is no news.
+		p.set(box, "interrupted")
+		return
+	}
 	if err != nil {
 		p.set(box, "failed: "+err.Error())
 		return
