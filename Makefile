@@ -55,7 +55,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run)
+	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'image/guest/hb' .ci/run)
 
 # Every benchmark once, one package at a time, gathered into one table (figure,
 # baseline measured in the same run, ratio) under a line naming the machine:
