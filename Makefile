@@ -5,7 +5,7 @@ BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
 
-.PHONY: all build up try try-clean test test-long test-short test-image lint bench fuzz clean render-markdown
+.PHONY: all build up try try-clean test test-long test-short test-image lint lint-workflow bench fuzz clean render-markdown
 
 all: build
 
@@ -40,7 +40,9 @@ try-clean: build
 test-image:
 	bash scripts/test-image.sh
 
-test: test-image
+# lint-workflow too: CI runs only make test (.ci/run), and the workflow the
+# README offers has no Go code for go test to check.
+test: lint-workflow test-image
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
 
@@ -51,11 +53,24 @@ test-long: test-image
 test-short:
 	$(GO) test -short ./...
 
-lint:
+lint: lint-workflow
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run)
+	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'image/guest/hb' .ci/run)
+
+# docs/pr-workflow.yml, the workflow the README offers for pull requests:
+# actionlint at a fixed version (which runs shellcheck on each run: script when
+# shellcheck is on PATH), then the commands and the marker the README says it has.
+WORKFLOW   := docs/pr-workflow.yml
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
+lint-workflow:
+	@command -v shellcheck >/dev/null || echo "lint-workflow: shellcheck is not on PATH: actionlint checks $(WORKFLOW) without it"
+	$(GO) run $(ACTIONLINT) -no-color $(WORKFLOW)
+	@for want in 'boxes -f "$$BOXES_FILE" validate' 'diff --markdown "origin/$${BASE_REF}"' '<!-- boxes-diff -->' 'fetch-depth: 0'; do \
+		grep -qF -- "$$want" $(WORKFLOW) || { echo "$(WORKFLOW) does not contain: $$want" >&2; exit 1; }; \
+	done
 
 # Every benchmark once, one package at a time, gathered into one table (figure,
 # baseline measured in the same run, ratio) under a line naming the machine:

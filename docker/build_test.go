@@ -11,7 +11,7 @@ import (
 
 func recipeFS() fstest.MapFS {
 	return fstest.MapFS{
-		"docker/Dockerfile":               {Data: []byte("FROM scratch\n"), Mode: 0o755},
+		"Dockerfile":                      {Data: []byte("FROM scratch\n"), Mode: 0o755},
 		"guest/hb":                        {Data: []byte("#!/bin/bash\n"), Mode: 0o755},
 		"guest/guest_integration_test.go": {Data: []byte("package guest_test\n")},
 		"guest/testdata/fixture":          {Data: []byte("x")},
@@ -25,7 +25,7 @@ func TestBuildContextTarIsFixedAndLeavesOutTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(c.Names(), " "), "docker/Dockerfile guest/hb provision/provision.sh"; got != want {
+	if got, want := strings.Join(c.Names(), " "), "Dockerfile guest/hb provision/provision.sh"; got != want {
 		t.Fatalf("files %q, want %q", got, want)
 	}
 	data, err := c.Tar()
@@ -55,7 +55,7 @@ func TestBuildContextTarIsFixedAndLeavesOutTests(t *testing.T) {
 			t.Errorf("%s: mode %o uid %d gid %d uname %q mtime %v", h.Name, h.Mode, h.Uid, h.Gid, h.Uname, h.ModTime)
 		}
 	}
-	if got, want := strings.Join(entries, " "), "docker/ docker/Dockerfile guest/ guest/hb provision/ provision/provision.sh"; got != want {
+	if got, want := strings.Join(entries, " "), "Dockerfile guest/ guest/hb provision/ provision/provision.sh"; got != want {
 		t.Errorf("entries %q, want %q", got, want)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	boxes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/image"
 )
 
 func TestParseHealthSize(t *testing.T) {
@@ -36,7 +36,7 @@ func TestParseHealthSize(t *testing.T) {
 
 // hb health prints the line parseHealthSize reads.
 func TestGuestHealthPrintsTheSize(t *testing.T) {
-	src, err := fs.ReadFile(boxes.Recipe, "guest/hb")
+	src, err := fs.ReadFile(image.Recipe, "guest/hb")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	boxes "github.com/hermes-box/boxes"
+	"github.com/hermes-box/boxes/image"
 )
 
 // The names here are guest/hb's: a rename on one side must fail here.
 func TestNamesMatchGuestHB(t *testing.T) {
-	src, err := fs.ReadFile(boxes.Recipe, "guest/hb")
+	src, err := fs.ReadFile(image.Recipe, "guest/hb")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestNamesMatchGuestHB(t *testing.T) {
 	if vars["AGENT_HOME"] != "/"+AgentHome {
 		t.Errorf("guest/hb AGENT_HOME=%q, boxes has /%s", vars["AGENT_HOME"], AgentHome)
 	}
-	prov, err := fs.ReadFile(boxes.Recipe, "provision/provision.sh")
+	prov, err := fs.ReadFile(image.Recipe, "provision/provision.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
 #!/bin/bash
 # test-image.sh builds the offline test images (what `make test-image` runs):
 #
-#   hermes-box-lite:test         docker/Dockerfile on a Debian bookworm base with
+#   hermes-box-lite:test         image/Dockerfile on a Debian bookworm base with
 #                                every install off, plus the Executor stand-in
 #                                (cmd/executor-standin) as /usr/local/bin/executor
 #   hermes-box-lite:test2        the same but for /opt/hermes-box/test-variant: a
 #                                second image for reconciler tests
-#   hermes-box-lite:test-recipe  docker/Dockerfile's own output, built by
+#   hermes-box-lite:test-recipe  image/Dockerfile's own output, built by
 #                                `boxes build --offline`, before the stand-in
 #
 # Needs docker and go; no registry. The base image hermes-box-lite-base:bookworm
@@ -73,7 +73,7 @@ binaries() {
 		go build -o "$work/boxes" ./cmd/boxes)
 }
 
-# docker/Dockerfile through boxes build itself, from the recipe built into
+# image/Dockerfile through boxes build itself, from the recipe built into
 # the binary, with every network install off.
 build_recipe() {
 	"$work/boxes" -f "$work/boxes.yaml" build --offline --no-lock --quiet \

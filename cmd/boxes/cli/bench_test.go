@@ -28,11 +28,11 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
-	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image"
+	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/internal/benchtable"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
@@ -518,24 +518,24 @@ func BenchmarkBuild(b *testing.B) {
 		f := &benchFleet{b: b, dir: b.TempDir()}
 		f.declare("", nil, nil)
 		recipe := b.TempDir()
-		if err := os.CopyFS(recipe, recipes.Recipe); err != nil {
+		if err := os.CopyFS(recipe, image.Recipe); err != nil {
 			b.Fatal(err)
 		}
-		build := func() time.Duration {
+		timed := func() time.Duration {
 			t, out := f.run("build", "--json", "--offline", "--base", base, "--recipe", recipe, "--tag", "hermes-box-lite:it-bench-build")
-			var rep imagebuild.Result
+			var rep build.Result
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", rep.Image).Run() })
 			return t
 		}
-		build()
-		current += build()
+		timed()
+		current += timed()
 		benchAppend(b, filepath.Join(recipe, "guest", "profile.sh"))
-		assets += build()
+		assets += timed()
 		benchAppend(b, filepath.Join(recipe, "provision", "lib.sh"))
-		tools += build()
+		tools += timed()
 	}
 	N := float64(b.N)
 	benchtable.Report(b, benchtable.Row{Figure: "boxes build, lock current (nothing to build)", Value: seconds(current) / N, Unit: "s"})

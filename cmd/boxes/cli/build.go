@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image/build"
 )
 
 type buildFlags struct {
@@ -25,7 +25,7 @@ func newBuildCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the box image from the pins in boxes.lock and record it there",
-		Long: `Build the box image from the recipe built into boxes (docker/Dockerfile,
+		Long: `Build the box image from the recipe built into boxes (the Dockerfile,
 provision/, guest/) with the versions pinned in boxes.lock, then write the
 lock's image section: the image ID, the digest of the build inputs, the tool
 versions read from inside the image, and the build time.
@@ -40,7 +40,7 @@ build says so and does nothing; --force rebuilds.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.tag, "tag", "t", "", "tag the image as REF (default "+compose.ManagedLabel+":<first 12 digits of the inputs digest>)")
 	fl.StringVar(&f.base, "base", "", "build FROM this image instead of the lock's base (a mirror, or a local base with --offline)")
-	fl.StringVar(&f.recipe, "recipe", "", "build from the recipe in DIR (holding docker/Dockerfile, provision/, guest/) instead of the built-in one")
+	fl.StringVar(&f.recipe, "recipe", "", "build from the recipe in DIR (holding Dockerfile, provision/, guest/: a source tree's image/) instead of the built-in one")
 	fl.BoolVar(&f.offline, "offline", false, "switch off every network install (INSTALL_*=0); needs no tool pins")
 	fl.BoolVar(&f.force, "force", false, "build even when the lock's image is current (the layer cache still applies)")
 	fl.BoolVar(&f.noLock, "no-lock", false, "build and tag only; leave boxes.lock as it is")
@@ -50,8 +50,8 @@ build says so and does nothing; --force rebuilds.`,
 }
 
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
-	o := imagebuild.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: imagebuild.Printer(env.Err, f.quiet)}
-	rep, err := imagebuild.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
+	o := build.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: build.Printer(env.Err, f.quiet)}
+	rep, err := build.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	recipes "github.com/hermes-box/boxes"
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image"
+	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -30,11 +30,11 @@ func buildDir(t *testing.T) (dir, recipe string) {
 	testImage(t, "BOXES_TEST_BASE", testBase)
 	dir, recipe = t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes: {}\n")
-	err := fs.WalkDir(recipes.Recipe, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(image.Recipe, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := fs.ReadFile(recipes.Recipe, path)
+		data, err := fs.ReadFile(image.Recipe, path)
 		if err != nil {
 			return err
 		}
@@ -65,10 +65,10 @@ func appendTo(t *testing.T, path, text string) {
 
 // built runs boxes build --json and returns its report; every image it makes
 // is removed when the test ends.
-func built(t *testing.T, dir string, args ...string) (imagebuild.Result, run) {
+func built(t *testing.T, dir string, args ...string) (build.Result, run) {
 	t.Helper()
 	r := boxes(t, dir, append([]string{"build", "--json"}, args...)...)
-	var rep imagebuild.Result
+	var rep build.Result
 	if r.code == 0 {
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("build --json: %v\n%s", err, r.stdout)
@@ -191,13 +191,13 @@ func TestIntegrationBuildRefusals(t *testing.T) {
 	lock := "version: 1\npins:\n  codex:\n    version: 0.58.0\n"
 	writeFile(t, lockPath, lock)
 	failing := t.TempDir()
-	for _, d := range []string{"docker", "guest", "provision"} {
+	for _, d := range []string{"guest", "provision"} {
 		if err := os.MkdirAll(filepath.Join(failing, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Fails at once on the base image, so that it leaves no layer behind.
-	writeFile(t, filepath.Join(failing, "docker", "Dockerfile"), "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo 'provision: step node' && exit 3\n")
+	writeFile(t, filepath.Join(failing, "Dockerfile"), "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo 'provision: step node' && exit 3\n")
 
 	for name, tc := range map[string]struct {
 		args []string
@@ -208,7 +208,7 @@ func TestIntegrationBuildRefusals(t *testing.T) {
 		"pins missing": {[]string{"--base", testBase}, []string{"lacks what the build needs: pins.node.version, pins.node.integrity, pins.claude.version",
 			"pins.codex.integrity", "pins.hermes.version, pins.uv.version, pins.uv.integrity\n", "boxes: hint: boxes lock update fills the tool pins"}},
 		"no such recipe":          {[]string{"--offline", "--base", testBase, "--recipe", filepath.Join(recipe, "nope")}, []string{"boxes: error: --recipe: stat "}},
-		"recipe lacks Dockerfile": {[]string{"--offline", "--base", testBase, "--recipe", filepath.Join(recipe, "guest")}, []string{"boxes: error: the recipe has no docker/Dockerfile"}},
+		"recipe lacks Dockerfile": {[]string{"--offline", "--base", testBase, "--recipe", filepath.Join(recipe, "guest")}, []string{"boxes: error: the recipe has no Dockerfile", "boxes: hint: in a source tree the recipe is the image/ folder"}},
 		"failing step": {[]string{"--offline", "--base", testBase, "--recipe", failing, "--tag", "hermes-box-lite:it-build-fails"},
 			[]string{"provision: step node", "boxes: error: build failed: The command '/bin/sh -c echo 'provision: step node' && exit 3' returned a non-zero code: 3"}},
 		"base the engine lacks": {[]string{"--offline", "--base", "127.0.0.1:1/hermes-box-lite-base:absent", "--recipe", recipe},

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 		Hermes:   spec.ToolPin{Version: strings.Repeat("d", 40)},
 	}
 	current := &spec.Lock{Version: 1, Pins: full}
-	inputs, ok := imagebuild.CurrentInputs(current)
+	inputs, ok := build.CurrentInputs(current)
 	if !ok {
 		t.Fatal("complete pins give no inputs digest")
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image/build"
 )
 
 func newLockCommand(env *Env) *cobra.Command {
@@ -26,7 +26,7 @@ func newLockCommand(env *Env) *cobra.Command {
 }
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
-	id, toolsErr, err := imagebuild.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
+	id, toolsErr, err := build.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
 	if err != nil {
 		return err
 	}

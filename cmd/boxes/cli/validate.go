@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -47,7 +47,7 @@ func runValidate(env *Env, asJSON bool) error {
 }
 
 func validate(env *Env, ws *workspace.Workspace, asJSON bool) error {
-	v, err := ws.Validate(imagebuild.CurrentInputs)
+	v, err := ws.Validate(build.CurrentInputs)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,10 @@
-package imagebuild
+package build
 
 import (
 	"context"
 
-	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -21,7 +21,7 @@ func BuildLock(ctx context.Context, lockPath, display, recipeDir string, o Optio
 	if lock == nil {
 		lock = &spec.Lock{Version: 1, Path: lockPath}
 	}
-	if o.Recipe, err = recipes.RecipeDir(recipeDir); err != nil {
+	if o.Recipe, err = image.RecipeDir(recipeDir); err != nil {
 		return Result{}, err
 	}
 	p, err := Prepare(lock, o)

@@ -1,4 +1,4 @@
-package boxes
+package image
 
 import (
 	"io/fs"
@@ -11,7 +11,7 @@ import (
 
 func TestRecipeHoldsTheBuildContext(t *testing.T) {
 	for _, name := range []string{
-		"docker/Dockerfile",
+		"Dockerfile",
 		"provision/provision.sh",
 		"provision/lib.sh",
 		"guest/hb",
@@ -32,7 +32,7 @@ func TestRecipeHoldsTheBuildContext(t *testing.T) {
 // Every COPY source of the Dockerfile must be in the embedded context, or a
 // build from an installed binary fails where one from the tree works.
 func TestRecipeHasEveryCopySource(t *testing.T) {
-	dockerfile, err := fs.ReadFile(Recipe, "docker/Dockerfile")
+	dockerfile, err := fs.ReadFile(Recipe, "Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}

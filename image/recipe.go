@@ -1,4 +1,8 @@
-package boxes
+// Package image is the box image's recipe: the Dockerfile, provision/ and
+// guest/ beside this file, embedded so that an installed boxes binary builds
+// the image without the source tree, and the build arguments made from the
+// pins. Building it is image/build's.
+package image
 
 import (
 	"embed"
@@ -11,22 +15,22 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Recipe is the build context of the box image: docker/Dockerfile,
-// provision/ and the guest files the Dockerfile copies (guest/ also holds
-// tests), so that an installed boxes binary can build the image
-// without the source tree. Build it with -f docker/Dockerfile from the root of
-// this file system.
+// Recipe is the build context of the box image: the Dockerfile, provision/
+// and the guest files the Dockerfile copies (guest/ also holds tests), so
+// that an installed boxes binary can build the image without the source
+// tree. Its root is this folder: build it from there, with the Dockerfile
+// at the top.
 //
 // embed keeps no file modes: boxes build derives them from the content
 // (docker.BuildContext), so that a build from the binary and one from a
 // source tree (--recipe) share the layer cache. A new guest file is listed
 // here and in the Dockerfile's COPY (recipe_test.go checks the two agree).
 //
-//go:embed docker/Dockerfile provision guest/hb guest/profile.sh guest/tmux.conf
+//go:embed Dockerfile provision guest/hb guest/profile.sh guest/tmux.conf
 var Recipe embed.FS
 
 // Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
-const Dockerfile = "docker/Dockerfile"
+const Dockerfile = "Dockerfile"
 
 // The network installs of provision.sh, each switched by INSTALL_<NAME>:
 // the system packages, and one per tool pin.
@@ -99,8 +103,8 @@ func missingPins(missing []string) error {
 	return fmt.Errorf("boxes.lock lacks what the build needs: %s", strings.Join(missing, ", "))
 }
 
-// RecipeDir is the recipe in directory dir (--recipe), seen through the
-// built-in recipe's names; "" is the built-in recipe.
+// RecipeDir is the recipe in directory dir (--recipe: image/ in a source
+// tree), seen through the built-in recipe's names; "" is the built-in recipe.
 func RecipeDir(dir string) (fs.FS, error) {
 	if dir == "" {
 		return Recipe, nil
@@ -117,7 +121,7 @@ func RecipeDir(dir string) (fs.FS, error) {
 }
 
 // recipeSubset is a directory seen through the built-in recipe's top-level
-// names (docker/Dockerfile, provision/, guest/).
+// names (Dockerfile, provision/, guest/).
 type recipeSubset struct{ fs.FS }
 
 func (r recipeSubset) Open(name string) (fs.File, error) {
@@ -146,8 +150,8 @@ func inRecipe(name string) bool {
 	switch top {
 	case "provision", "guest":
 		return true
-	case "docker":
-		return name == "docker" || name == Dockerfile
+	case Dockerfile:
+		return name == Dockerfile
 	}
 	return false
 }

@@ -1,4 +1,4 @@
-package imagebuild
+package build
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -34,7 +34,7 @@ func (f *fakeEngine) ToolVersions(context.Context, string) (map[string]string, e
 }
 
 func TestBuildRecordsTheImageAndSkipsACurrentOne(t *testing.T) {
-	o := Options{Recipe: recipes.Recipe, Offline: true, Base: "base:local"}
+	o := Options{Recipe: image.Recipe, Offline: true, Base: "base:local"}
 	lock := &spec.Lock{Version: 1}
 	p, err := Prepare(lock, o)
 	if err != nil {
@@ -61,13 +61,13 @@ func TestBuildRecordsTheImageAndSkipsACurrentOne(t *testing.T) {
 }
 
 func TestBuildRefusals(t *testing.T) {
-	if _, err := Prepare(&spec.Lock{}, Options{Recipe: recipes.Recipe}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(false)}) {
+	if _, err := Prepare(&spec.Lock{}, Options{Recipe: image.Recipe}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(false)}) {
 		t.Errorf("a lock without pins: %v %q", err, hint.Lines(err))
 	}
-	if _, err := Prepare(&spec.Lock{}, Options{Recipe: recipes.Recipe, Offline: true}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(true)}) {
+	if _, err := Prepare(&spec.Lock{}, Options{Recipe: image.Recipe, Offline: true}); !errors.Is(err, ErrPins) || !slices.Equal(hint.Lines(err), []string{pinsHint(true)}) {
 		t.Errorf("an offline build without a base: %v %q", err, hint.Lines(err))
 	}
-	o := Options{Recipe: recipes.Recipe, Offline: true, Base: "base:missing"}
+	o := Options{Recipe: image.Recipe, Offline: true, Base: "base:missing"}
 	p, err := Prepare(&spec.Lock{}, o)
 	if err != nil {
 		t.Fatal(err)

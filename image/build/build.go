@@ -1,7 +1,8 @@
-// Package imagebuild builds the box image from a recipe and the pins of
-// boxes.lock, and records the result in the lock: what boxes build and
-// boxes lock image do, over a narrow engine interface.
-package imagebuild
+// Package build builds the box image from a recipe (package image's, or a
+// directory like it) and the pins of boxes.lock, and records the result in
+// the lock: what boxes build and boxes lock image do, over a narrow engine
+// interface.
+package build
 
 import (
 	"context"
@@ -11,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	recipes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -39,7 +40,7 @@ var (
 
 // Options are build's flags.
 type Options struct {
-	// Recipe is the recipe to build from (recipes.Recipe, or RecipeDir's view).
+	// Recipe is the recipe to build from (image.Recipe, or image.RecipeDir's view).
 	Recipe fs.FS
 	Tag    string
 	Base   string
@@ -77,10 +78,10 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if _, err := fs.Stat(o.Recipe, recipes.Dockerfile); err != nil {
-		return Plan{}, fmt.Errorf("the recipe has no %s", recipes.Dockerfile)
+	if _, err := fs.Stat(o.Recipe, image.Dockerfile); err != nil {
+		return Plan{}, hint.Wrap(fmt.Errorf("the recipe has no %s", image.Dockerfile), "in a source tree the recipe is the image/ folder: --recipe PATH/image")
 	}
-	args, err := recipes.BuildArgs(lock.Pins, o.Base, o.Offline)
+	args, err := image.BuildArgs(lock.Pins, o.Base, o.Offline)
 	if err != nil {
 		return Plan{}, hint.Wrap(&kindError{ErrPins, err}, "%s", pinsHint(o.Offline))
 	}
@@ -121,7 +122,7 @@ func Run(ctx context.Context, e Engine, lock *spec.Lock, p Plan, o Options) (Res
 			return res, nil
 		}
 	}
-	built, err := e.Build(ctx, docker.BuildOptions{Context: p.Context, Dockerfile: recipes.Dockerfile, Tag: p.Tag, Args: p.Args, Line: o.Line})
+	built, err := e.Build(ctx, docker.BuildOptions{Context: p.Context, Dockerfile: image.Dockerfile, Tag: p.Tag, Args: p.Args, Line: o.Line})
 	if err != nil {
 		return Result{}, &kindError{ErrBuild, err}
 	}
@@ -139,7 +140,7 @@ func Run(ctx context.Context, e Engine, lock *spec.Lock, p Plan, o Options) (Res
 // CurrentInputs is the inputs digest a full build of the built-in recipe
 // with lock's pins would have; false when the pins are not complete.
 func CurrentInputs(lock *spec.Lock) (string, bool) {
-	p, err := Prepare(lock, Options{Recipe: recipes.Recipe})
+	p, err := Prepare(lock, Options{Recipe: image.Recipe})
 	if err != nil {
 		return "", false
 	}
