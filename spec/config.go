@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"filippo.io/age"
 	"gopkg.in/yaml.v3"
@@ -81,31 +80,6 @@ type parser struct {
 	ports map[string]*yaml.Node
 }
 
-// badUTF8 reports the first byte that is not UTF-8 at its line and column
-// (in characters, as editors count them): YAML would only say "invalid
-// UTF-8" without a position.
-func (p *parser) badUTF8(data []byte) bool {
-	if utf8.Valid(data) {
-		return false
-	}
-	line, start := 1, 0
-	for i := 0; i < len(data); {
-		r, size := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && size <= 1 {
-			col := utf8.RuneCount(data[start:i]) + 1
-			p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col,
-				Msg: fmt.Sprintf("byte 0x%02x is not UTF-8", data[i]), Hint: "save the file as UTF-8"})
-			return true
-		}
-		// Lines end as YAML ends them: \n, \r\n or a lone \r.
-		if r == '\n' || (r == '\r' && (i+1 == len(data) || data[i+1] != '\n')) {
-			line, start = line+1, i+1
-		}
-		i += size
-	}
-	return false
-}
-
 func (p *parser) errorf(n *yaml.Node, hint, format string, args ...any) {
 	line, col := 1, 1
 	if n != nil && n.Line > 0 {
@@ -121,12 +95,8 @@ func Parse(path string, data []byte) (*Config, error) {
 		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
 		return nil, p.errs
 	}
-	if p.badUTF8(data) {
-		return nil, p.errs
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.syntaxError(err)
+	doc, ok := p.document(data)
+	if !ok {
 		return nil, p.errs
 	}
 	// A document of nothing but a "---" (or comments) is empty too; its null
@@ -273,18 +243,6 @@ func displayName(path string) string {
 		return path[i+1:]
 	}
 	return path
-}
-
-var syntaxLine = regexp.MustCompile(`line (\d+)`)
-
-func (p *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
-	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax error: " + msg})
 }
 
 type entry struct {

@@ -116,6 +116,29 @@ func TestParseErrors(t *testing.T) {
 		{"unix relative", "version: 1\nhosts:\n  nexus: {docker: unix://run/d.sock}\n", 3, 19, "not an absolute socket path", "three slashes"},
 		{"tls without tcp", "version: 1\nhosts:\n  nexus: {docker: ssh://me@nexus, tls: certs}\n", 3, 40, "tls: goes with docker: tcp://", ""},
 		{"tls with context", "version: 1\nhosts:\n  nexus: {context: nexus, tls: certs}\n", 3, 32, "tls: goes with docker: tcp://", ""},
+		// yaml.v3 gives no position for a character it refuses, and the
+		// line of a parser error counted from 0: each at its place.
+		{"NUL byte", "version: 1\nboxes:\n  a: {}\n  b: {}\n  c: {}\n  d: {env: {X: y\x00}}\n", 6, 17, "character U+0000 is not allowed in YAML", "UTF-16"},
+		{"NUL byte after a multi-byte character", "version: 1\nfleet: t\u00e9am\x00\n", 2, 12, "character U+0000", ""},
+		{"escape character", "version: 1\r\nboxes:\r\n  a: {env: {X: \"\x1b[0m\"}}\r\n", 3, 17, "character U+001B", ""},
+		{"C1 control character", "version: 1\nboxes: {}\u0085fleet: \u009b\n", 3, 8, "character U+009B", ""},
+		{"unclosed brace", "version: 1\nfleet: x\nboxes:\n  b: {cpus: 1\n", 4, 6, "YAML syntax error: did not find expected ',' or '}'", ""},
+		{"unclosed brace before more", "version: 1\nboxes:\n  a: {}\n  b: {cpus: 1\n  c: {}\n", 4, 6, "did not find expected ',' or '}'", ""},
+		{"unclosed brace on line 1", "{version: 1\n", 1, 1, "did not find expected ',' or '}'", ""},
+		{"unclosed inner brace on line 1", "{version: 1, boxes: {a: {}, b: {cpus: 2}\n", 1, 21, "did not find expected ',' or '}'", ""},
+		{"unclosed bracket", "version: 1\narchive:\n  recipients: [age1x, {a: 1}\n", 3, 15, "did not find expected ',' or ']'", ""},
+		{"bracket closed by a brace", "version: 1\nboxes:\n  a: {env: [1, 2}\n", 3, 12, "did not find expected ',' or ']'", ""},
+		{"brace in a quoted value", "version: 1\nboxes:\n  a: {env: {X: \"{[\", Y: '}'}\n", 3, 6, "did not find expected ',' or '}'", ""},
+		{"bad indentation", "version: 1\nboxes:\n  a: {}\n b: {}\n", 4, 1, "did not find expected key", ""},
+		{"block sequence", "version: 1\narchive:\n  recipients:\n    - age1x\n    b: 1\n", 4, 1, "did not find expected '-' indicator", ""},
+		{"unclosed quote", "version: 1\nboxes:\n  a: {env: {X: \"abc}}\n", 3, 16, "found unexpected end of stream", ""},
+		{"unknown alias", "version: 1\nboxes:\n  a: {env: {X: '*nope'}}\n  b: *nope\n", 4, 6, "unknown anchor 'nope' referenced", ""},
+		{"YAML 1.2 directive", "version: 1\n%YAML 1.2\n---\nboxes: {}\n", 2, 1, "incompatible YAML document", ""},
+		// A second document would be dropped: it is refused where it starts.
+		{"second document", "version: 1\nboxes:\n  a: {}\n---\nboxes:\n  b: {}\n", 4, 1, "a second YAML document", "one document"},
+		{"second document after an empty one", "version: 1\n---\n# nothing\n---\nfleet: x\n", 4, 1, "a second YAML document", ""},
+		{"document after end marker", "version: 1\n...\nboxes: {}\n", 3, 1, "a second YAML document", ""},
+		{"broken second document", "version: 1\n---\nboxes: {a: [}\n", 3, 1, "did not find expected node content", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,8 @@ func FuzzParse(f *testing.F) {
 		"version: 1\nboxes:\n  a: {env: {X: \"\xff\"}}\n",
 		"- a\n", "", "version: 1\nboxes:\n  a: b: c\n", "a: &x [*x]\n",
 		"version: 1\ndefaults: {memory: 4GiB, executor: {port: auto}}\nboxes: {a: {env: {X: 1}}}\n",
+		"version: 1\nboxes:\n  a: {}\n---\nboxes:\n  b: {}\n", "version: 1\n...\nx: 1\n", "version: 1\nboxes:\n  b: {cpus: 1\n",
+		"version: 1\nboxes: {a: {env: {X: \"{\", Y: '['}}, b: *x}\n", "version: 1\nfleet: a\x00\n",
 	} {
 		f.Add([]byte(seed))
 	}
