@@ -22,13 +22,14 @@ func (e *OverHostError) Error() string { return strings.Join(e.Boxes, "; ") }
 
 func (e *OverHostError) Unwrap() error { return ErrOverHost }
 
-// overHost checks the boxes the plan creates, recreates, starts or moves
+// OverHost checks the boxes a plan creates, recreates, starts or moves
 // against their host's CPUs and memory, where the snapshot knows them. The
 // engine refuses more CPUs than its machine has, at create and at every
 // start, after the network and volumes exist; a memory limit above the
 // machine's limits nothing. A box left as it is, running, is not checked:
-// the plan does not touch it.
-func overHost(in Input, boxes []BoxPlan) error {
+// the plan does not touch it. NewPlan checks its plans; a one-box plan
+// made without it (load's) is checked the same.
+func OverHost(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) error {
 	var found []string
 	for _, bp := range boxes {
 		switch bp.Action {
@@ -36,8 +37,8 @@ func overHost(in Input, boxes []BoxPlan) error {
 		default:
 			continue
 		}
-		b, ok := in.Config.Box(bp.Name)
-		o := in.Observed[b.Host]
+		b, ok := cfg.Box(bp.Name)
+		o := observed[b.Host]
 		if !ok || o == nil {
 			continue
 		}
