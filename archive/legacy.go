@@ -52,12 +52,14 @@ func (l *legacy) rename(h *tar.Header) error {
 	if err != nil {
 		return entryError(h.Name, "%v", err)
 	}
-	h.Name = name
 	if h.Typeflag == tar.TypeLink {
-		if h.Linkname, err = legacyName(h.Linkname); err != nil {
+		target, err := legacyName(h.Linkname)
+		if err != nil {
 			return entryError(h.Name, "hard link to %q: %v", h.Linkname, err)
 		}
+		h.Linkname = target
 	}
+	h.Name = name
 	return nil
 }
 

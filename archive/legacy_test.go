@@ -278,7 +278,8 @@ func TestLegacyRefusals(t *testing.T) {
 		{"dotdot", append(root, file("../evil", 0o644, "x")), `"../evil": name contains ".."`},
 		{"dotdot inside", append(root, file("./home/../../evil", 0o644, "x")), `name contains ".."`},
 		{"absolute", append(root, file("/etc/cron.d/evil", 0o644, "x")), `"/etc/cron.d/evil": absolute name`},
-		{"hard link out", append(root, hardlink("./home/agent/h", "/etc/shadow")), `absolute name`},
+		{"hard link out", append(root, hardlink("./home/agent/h", "/etc/shadow")), `"./home/agent/h": hard link to "/etc/shadow": absolute name`},
+		{"hard link up", append(root, hardlink("./home/agent/h", "home/../../etc/shadow")), `"./home/agent/h": hard link to "home/../../etc/shadow": name contains ".."`},
 		{"through symlink", append(root, symlink("./home/agent/etc", "/etc"), file("./home/agent/etc/passwd", 0o644, "x")), "goes through symlink"},
 		{"no home", []entry{dir("./", 0o755), file("./x", 0o644, "x")}, "not a box's data"},
 	} {

@@ -36,9 +36,12 @@ type Engine struct {
 	Endpoint Endpoint
 	id       string
 	name     string
-	api      client.APIClient
-	compose  api.Compose
-	calls    *atomic.Int64
+	// cpus and memory are the machine's (docker info's NCPU and MemTotal).
+	cpus    int
+	memory  int64
+	api     client.APIClient
+	compose api.Compose
+	calls   *atomic.Int64
 }
 
 // Options tune how an engine is reached.
@@ -124,6 +127,7 @@ func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 		return e.Endpoint.explain(ctx, time.Since(began), err)
 	}
 	e.id, e.name = info.ID, info.Name
+	e.cpus, e.memory = info.NCPU, info.MemTotal
 	return nil
 }
 

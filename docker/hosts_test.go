@@ -200,7 +200,11 @@ func startFakeEngine(t *testing.T, apiVersion, id string) *fakeEngine {
 		case strings.HasSuffix(r.URL.Path, "/_ping"):
 			fmt.Fprint(w, "OK")
 		case strings.HasSuffix(r.URL.Path, "/info"):
-			fmt.Fprintf(w, `{"ID": %q, "Name": "fake"}`, id)
+			fmt.Fprintf(w, `{"ID": %q, "Name": "fake", "NCPU": 3, "MemTotal": 8341913600}`, id)
+		case strings.HasSuffix(r.URL.Path, "/containers/json"), strings.HasSuffix(r.URL.Path, "/networks"):
+			fmt.Fprint(w, `[]`)
+		case strings.HasSuffix(r.URL.Path, "/volumes"):
+			fmt.Fprint(w, `{"Volumes": []}`)
 		case strings.HasSuffix(r.URL.Path, "/version"):
 			f.versions.Add(1)
 			fmt.Fprintf(w, `{"ApiVersion": %q}`, apiVersion)
@@ -235,6 +239,15 @@ func TestConnectChecksTheEngine(t *testing.T) {
 	}
 	if e.ID() != "NEW" || e.Host != "new" || e.APIVersion() == "" {
 		t.Errorf("engine %q of host %q, API %q", e.ID(), e.Host, e.APIVersion())
+	}
+	// The snapshot carries the machine's size, read with the engine's ID,
+	// for the plan to hold boxes to.
+	o, err := e.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.CPUs != 3 || o.Memory != 8341913600 {
+		t.Errorf("observed %d CPUs, %d bytes of memory", o.CPUs, o.Memory)
 	}
 }
 

@@ -328,12 +328,16 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	var prev Previous
 	switch bp.Action {
 	case Create:
+		undoable := a.nothingYet(ctx, engine, bp)
 		a.Progress.Step(bp.Name, "creating network, volumes and containers")
 		if err := engine.Create(ctx, project, false); err != nil {
-			if !raced(err) {
-				return err
+			if raced(err) {
+				err = a.remake(ctx, engine, bp, project, err)
 			}
-			if err := a.remake(ctx, engine, bp, project, err); err != nil {
+			if err != nil && undoable {
+				return a.createFailed(ctx, engine, bp, err)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -442,6 +446,69 @@ func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
+
+// nothingYet reports whether the engine holds nothing of a box the plan
+// found with nothing, looked at just before its create, under the box's
+// lock: what the create makes is then all the box has, and the create can
+// be undone. A create over what is there (the volumes of a restore cut
+// short, or a box a load made since the plan) never is.
+func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp BoxPlan) bool {
+	if !hasKind(bp.Reasons, "new") {
+		return false
+	}
+	o, err := engine.Observe(ctx)
+	return err == nil && o.Of(bp.Name).Empty()
+}
+
+// createFailed handles the failed create of a box that had nothing before
+// it. Refused by the engine (a setting it does not take, a name taken), it
+// would fail the same way every time: what it made is removed (the network,
+// the volumes, new and empty since nothing was restored into them yet, and
+// any container), with the token and the restore record it wrote, so that
+// the next plan shows the box as never made rather than a half-made box to
+// explain. Cut short (interrupted, the engine gone), it is left: the next
+// plan shows it and the next apply finishes it.
+func (a *Applier) createFailed(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
+		return cause
+	}
+	o, err := engine.Observe(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; what the create made could not be listed: %v (the next plan shows it)", cause, err)
+	}
+	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
+	if !made.Empty() {
+		a.Progress.Step(bp.Name, "the create failed; removing what it made")
+		if err := a.remove(ctx, engine, bp.Name, planDelete(Input{}, bp.Host, bp.Name, made).Delete); err != nil {
+			return fmt.Errorf("%w; removing what the create made failed: %v (the next plan shows it)", cause, err)
+		}
+	}
+	// A restore cut short before this create keeps its record: the box
+	// is still to be seeded from that archive.
+	if bp.Restore != "" && !hasKind(bp.Reasons, "incomplete") {
+		if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+			return err
+		}
+	}
+	if err := a.Tokens.Remove(bp.Name); err != nil {
+		return err
+	}
+	if made.Empty() {
+		return cause
+	}
+	return &CreateError{Err: cause, Removed: made}
+}
+
+// CreateError is a create the engine refused, after what it made was removed.
+type CreateError struct {
+	Err     error
+	Removed Resources
+}
+
+func (e *CreateError) Error() string {
+	return fmt.Sprintf("%v; what the create made was removed (%s), nothing else was touched", e.Err, e.Removed.Counts())
+}
+func (e *CreateError) Unwrap() error { return e.Err }
 
 // restoreFailed handles a restore that failed. Cut short (interrupted, or
 // the engine gone), the record stays and the next plan seeds the box
@@ -605,35 +672,44 @@ func (a *Applier) token(bp BoxPlan) (string, error) {
 	return token, a.Tokens.Put(bp.Name, token)
 }
 
-// delete removes exactly the resources the plan listed: containers first,
-// then the network, then the volumes, then the token.
+// delete removes exactly the resources the plan listed (see remove), then
+// the box's restore record and token.
 func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
 	d := bp.Delete
 	if d == nil {
 		return errors.New("delete without a list of resources")
 	}
-	for _, c := range d.Containers {
-		a.Progress.Step(bp.Name, "removing container "+c.Name)
-		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
-			return fmt.Errorf("removing container %s: %w", c.Name, err)
-		}
-	}
-	for _, n := range d.Networks {
-		a.Progress.Step(bp.Name, "removing network "+n.Name)
-		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
-			return fmt.Errorf("removing network %s: %w", n.Name, err)
-		}
-	}
-	for _, v := range d.Volumes {
-		a.Progress.Step(bp.Name, "removing volume "+v.Name)
-		if err := engine.RemoveVolume(ctx, v.Name); err != nil {
-			return fmt.Errorf("removing volume %s: %w", v.Name, err)
-		}
+	if err := a.remove(ctx, engine, bp.Name, d); err != nil {
+		return err
 	}
 	if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 		return err
 	}
 	return a.Tokens.Remove(bp.Name)
+}
+
+// remove removes exactly the resources of box that d lists: containers
+// first, then the network, then the volumes.
+func (a *Applier) remove(ctx context.Context, engine Engine, box string, d *Deletion) error {
+	for _, c := range d.Containers {
+		a.Progress.Step(box, "removing container "+c.Name)
+		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("removing container %s: %w", c.Name, err)
+		}
+	}
+	for _, n := range d.Networks {
+		a.Progress.Step(box, "removing network "+n.Name)
+		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("removing network %s: %w", n.Name, err)
+		}
+	}
+	for _, v := range d.Volumes {
+		a.Progress.Step(box, "removing volume "+v.Name)
+		if err := engine.RemoveVolume(ctx, v.Name); err != nil {
+			return fmt.Errorf("removing volume %s: %w", v.Name, err)
+		}
+	}
+	return nil
 }
 
 // project is box's compose project as the applier makes it.

@@ -24,6 +24,11 @@ type Observed struct {
 	// ImageSizes are the sizes in bytes of those present, as the engine
 	// reports them.
 	ImageSizes map[string]int64 `json:",omitempty"`
+	// CPUs and Memory (bytes) are the engine's machine's, as docker info
+	// reports them (NCPU, MemTotal): no box there can have more. 0 when
+	// not known (a plan made without the engines).
+	CPUs   int   `json:",omitempty"`
+	Memory int64 `json:",omitempty"`
 }
 
 // Unmanaged are resource names on the engine that boxes does not own.

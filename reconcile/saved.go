@@ -109,7 +109,8 @@ func (s *Saved) Fresh(file string, files map[string]string, fleet string, observ
 // Fingerprint digests what a plan was made from and what it does: both
 // files' bytes, every labelled resource and the plan's actions. Fields that
 // change on their own (volume sizes, health, the newest backup) are left
-// out, so a plan stays fresh while a box it deletes writes a byte.
+// out, so a plan stays fresh while a box it deletes writes a byte; so are
+// the hosts' CPUs and memory.
 func Fingerprint(files map[string]string, fleet string, observed map[string]*Observed, p *Plan) string {
 	type seen struct {
 		Files    map[string]string    `json:"files"`
@@ -122,6 +123,9 @@ func Fingerprint(files map[string]string, fleet string, observed map[string]*Obs
 	for h, o := range observed {
 		c := o.ForFleet(fleet)
 		c.Unmanaged = Unmanaged{}
+		// A machine's memory can change under a VM's balloon; a box too
+		// big for the host is a plan error, not a stale plan.
+		c.CPUs, c.Memory = 0, 0
 		vols := make([]Volume, len(c.Volumes))
 		for i, v := range c.Volumes {
 			v.Size = 0

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"filippo.io/age"
 	"gopkg.in/yaml.v3"
@@ -26,6 +26,26 @@ const (
 	// for arguments and environment together (ARG_MAX), the rest kept for
 	// the variables boxes sets and the entrypoint's arguments.
 	MaxEnvTotal = 1 << 20
+)
+
+// Bounds of the numbers boxes.yaml hands the engine, checked offline. A plan
+// checks cpus and memory against the host too: the engine refuses more CPUs
+// than its machine has, and a box cannot use more memory than it has.
+const (
+	// MinCPUs is the least the kernel's CPU bandwidth control takes: a
+	// quota of 1 ms per 100 ms period. Docker leaves the check to the
+	// kernel, which refuses it only when the container starts.
+	MinCPUs = 0.01
+	// MaxCPUs is the most CPUs a Linux kernel runs (NR_CPUS is at most
+	// 8192): no host can give a box more.
+	MaxCPUs = 8192
+	// MinMemory is the least memory limit Docker accepts ("Minimum memory
+	// limit allowed is 6MB").
+	MinMemory = 6 << 20
+	// MaxMemory is 4 PiB, all that a machine with 52-bit physical
+	// addresses (x86-64, arm64) can have.
+	MaxMemory     = 1 << 52
+	maxMemoryText = "4 PiB"
 )
 
 // FormatBytes is n as people read it: 512 B, 128 KiB, 5.0 MiB.
@@ -76,34 +96,34 @@ func Load(path string) (*Config, error) {
 type parser struct {
 	file string
 	errs Errors
-	// ports are the executor port: values, by box ("" for defaults), so a
-	// clash points at the value.
-	ports map[string]*yaml.Node
+	// at holds where each setting's value is written, by box ("" for
+	// defaults) and key ("cpus", "executor.port"), so that a message
+	// about it (a port clash, a plan's host limit) points at the value.
+	at map[string]map[string]*yaml.Node
 }
 
-// badUTF8 reports the first byte that is not UTF-8 at its line and column
-// (in characters, as editors count them): YAML would only say "invalid
-// UTF-8" without a position.
-func (p *parser) badUTF8(data []byte) bool {
-	if utf8.Valid(data) {
-		return false
+// wrote records that box's setting key is written at n.
+func (p *parser) wrote(box, key string, n *yaml.Node) {
+	if p.at == nil {
+		p.at = map[string]map[string]*yaml.Node{}
 	}
-	line, start := 1, 0
-	for i := 0; i < len(data); {
-		r, size := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && size <= 1 {
-			col := utf8.RuneCount(data[start:i]) + 1
-			p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col,
-				Msg: fmt.Sprintf("byte 0x%02x is not UTF-8", data[i]), Hint: "save the file as UTF-8"})
-			return true
-		}
-		// Lines end as YAML ends them: \n, \r\n or a lone \r.
-		if r == '\n' || (r == '\r' && (i+1 == len(data) || data[i+1] != '\n')) {
-			line, start = line+1, i+1
-		}
-		i += size
+	if p.at[box] == nil {
+		p.at[box] = map[string]*yaml.Node{}
 	}
-	return false
+	p.at[box][key] = n
+}
+
+// where is the position of box's setting key: the box's own value, else
+// the defaults' it inherits; zero when neither is written.
+func (p *parser) where(box, key string) Pos {
+	n := p.at[box][key]
+	if n == nil {
+		n = p.at[""][key]
+	}
+	if n == nil {
+		return Pos{}
+	}
+	return Pos{File: p.file, Line: n.Line, Col: n.Column}
 }
 
 func (p *parser) errorf(n *yaml.Node, hint, format string, args ...any) {
@@ -121,12 +141,8 @@ func Parse(path string, data []byte) (*Config, error) {
 		p.errorf(nil, "run boxes init to write a starter file", "%s is empty", displayName(path))
 		return nil, p.errs
 	}
-	if p.badUTF8(data) {
-		return nil, p.errs
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.syntaxError(err)
+	doc, ok := p.document(data)
+	if !ok {
 		return nil, p.errs
 	}
 	// A document of nothing but a "---" (or comments) is empty too; its null
@@ -275,18 +291,6 @@ func displayName(path string) string {
 	return path
 }
 
-var syntaxLine = regexp.MustCompile(`line (\d+)`)
-
-func (p *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
-	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: "YAML syntax error: " + msg})
-}
-
 type entry struct {
 	key, value *yaml.Node
 }
@@ -361,6 +365,24 @@ func (p *parser) str(n *yaml.Node) (string, bool) {
 	return n.Value, true
 }
 
+// number reads a YAML number (an integer in any of YAML's forms, or a
+// float). A plain scalar too big for a float64, which YAML reads as a
+// string, is a number too: an infinite one.
+func number(n *yaml.Node) (float64, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	switch n.Tag {
+	case "!!int", "!!float":
+		var v float64
+		return v, n.Decode(&v) == nil
+	case "!!str":
+		v, err := strconv.ParseFloat(n.Value, 64)
+		return v, n.Style == 0 && errors.Is(err, strconv.ErrRange)
+	}
+	return 0, false
+}
+
 func (p *parser) int(n *yaml.Node) (int, bool) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" {
 		if v, err := strconv.Atoi(n.Value); err == nil {
@@ -387,22 +409,29 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 	}
 	fields := p.mapping(n, known)
 	if f, ok := fields["cpus"]; ok {
-		if f.value.Kind == yaml.ScalarNode && (f.value.Tag == "!!int" || f.value.Tag == "!!float") {
-			v, err := strconv.ParseFloat(f.value.Value, 64)
-			if err != nil || v <= 0 {
-				p.errorf(f.value, "e.g. cpus: 2 or cpus: 0.5", "cpus must be a positive number, not %s", f.value.Value)
-			} else {
-				s.CPUs = v
-			}
+		p.wrote(box, "cpus", f.value)
+		const hint = "e.g. cpus: 2 or cpus: 0.5; a plan also checks it against the host's CPUs"
+		if v, ok := number(f.value); !ok {
+			p.errorf(f.value, hint, "cpus must be a positive number, found %s", describe(f.value))
+		} else if !(v >= MinCPUs && v <= MaxCPUs) { // NaN too
+			p.errorf(f.value, hint, "cpus must be a positive number from %v to %v, not %s", MinCPUs, MaxCPUs, f.value.Value)
 		} else {
-			p.errorf(f.value, "e.g. cpus: 2 or cpus: 0.5", "cpus must be a positive number, found %s", describe(f.value))
+			s.CPUs = v
 		}
 		set["cpus"] = true
 	}
 	if f, ok := fields["memory"]; ok {
-		if v, err := ParseSize(f.value.Value); err != nil || f.value.Kind != yaml.ScalarNode {
-			p.errorf(f.value, "e.g. memory: 4GiB, 512MiB or 8g", "bad size %s", describe(f.value))
-		} else {
+		p.wrote(box, "memory", f.value)
+		const hint = "e.g. memory: 4GiB, 512MiB or 8g"
+		v, err := ParseSize(f.value.Value)
+		switch {
+		case err != nil || f.value.Kind != yaml.ScalarNode:
+			p.errorf(f.value, hint, "bad size %s", describe(f.value))
+		case v < MinMemory:
+			p.errorf(f.value, hint, "memory %s is less than %s, the least Docker accepts", f.value.Value, FormatBytes(MinMemory))
+		case v > MaxMemory:
+			p.errorf(f.value, hint, "memory %s is more than %s, more than any machine can address", f.value.Value, maxMemoryText)
+		default:
 			s.Memory = v
 		}
 		set["memory"] = true
@@ -424,10 +453,7 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 			set["executor.bind"] = true
 		}
 		if pt, ok := ef["port"]; ok {
-			if p.ports == nil {
-				p.ports = map[string]*yaml.Node{}
-			}
-			p.ports[box] = pt.value
+			p.wrote(box, "executor.port", pt.value)
 			switch {
 			case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
 				s.Executor.Port = 0
@@ -496,6 +522,7 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 		return b, false
 	}
 	p.settingsOf(name, e.value, &b.Settings, boxKeys)
+	b.CPUsAt, b.MemoryAt = p.where(name, "cpus"), p.where(name, "memory")
 	fields := map[string]entry{}
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		k := e.value.Content[i]
@@ -554,9 +581,9 @@ func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 			if a.Executor.Port == 0 || a.Executor.Port != b.Executor.Port || a.Host != b.Host || !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
 				continue
 			}
-			at := p.ports[a.Name]
+			at := p.at[a.Name]["executor.port"]
 			if at == nil {
-				at = p.ports[""]
+				at = p.at[""]["executor.port"]
 			}
 			if at == nil {
 				at = boxesNode[a.Name]

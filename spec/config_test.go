@@ -88,6 +88,21 @@ func TestParseErrors(t *testing.T) {
 		{"bad size", "version: 1\nboxes:\n  a: {memory: 4 gigs}\n", 3, 15, "bad size", "4GiB"},
 		{"cpus zero", "version: 1\nboxes:\n  a: {cpus: 0}\n", 3, 13, "cpus must be a positive number", ""},
 		{"cpus type", "version: 1\nboxes:\n  a: {cpus: lots}\n", 3, 13, "cpus must be a positive number", ""},
+		// Numbers the engine or the kernel refuses, or that no machine has.
+		{"cpus too many", "version: 1\nboxes:\n  a: {cpus: 100000}\n", 3, 13, "cpus must be a positive number from 0.01 to 8192, not 100000", "host's CPUs"},
+		{"cpus 1e308", "version: 1\nboxes:\n  a: {cpus: 1e308}\n", 3, 13, "cpus must be a positive number from 0.01 to 8192, not 1e308", ""},
+		{"cpus beyond float64", "version: 1\nboxes:\n  a: {cpus: 1e309}\n", 3, 13, "cpus must be a positive number from 0.01 to 8192, not 1e309", ""},
+		{"cpus infinite", "version: 1\nboxes:\n  a: {cpus: .inf}\n", 3, 13, "not .inf", ""},
+		{"cpus NaN", "version: 1\nboxes:\n  a: {cpus: .nan}\n", 3, 13, "not .nan", ""},
+		{"cpus negative infinite", "version: 1\nboxes:\n  a: {cpus: -.inf}\n", 3, 13, "not -.inf", ""},
+		{"cpus too few", "version: 1\nboxes:\n  a: {cpus: 0.005}\n", 3, 13, "from 0.01 to 8192, not 0.005", ""},
+		{"cpus in defaults", "version: 1\ndefaults:\n  cpus: 1e308\nboxes:\n  a: {}\n", 3, 9, "from 0.01 to 8192", ""},
+		{"cpus quoted", "version: 1\nboxes:\n  a: {cpus: \"2\"}\n", 3, 13, "cpus must be a positive number, found \"2\"", ""},
+		{"memory below Docker's minimum", "version: 1\nboxes:\n  a: {memory: 1}\n", 3, 15, "memory 1 is less than 6 MiB, the least Docker accepts", "4GiB"},
+		{"memory of half a byte", "version: 1\nboxes:\n  a: {memory: 0.5}\n", 3, 15, "memory 0.5 is less than 6 MiB", ""},
+		{"memory 5MiB", "version: 1\nboxes:\n  a: {memory: 5MiB}\n", 3, 15, "less than 6 MiB", ""},
+		{"memory over any machine", "version: 1\nboxes:\n  a: {memory: 5000TiB}\n", 3, 15, "memory 5000TiB is more than 4 PiB, more than any machine can address", ""},
+		{"memory zero", "version: 1\nboxes:\n  a: {memory: 0}\n", 3, 15, "bad size", ""},
 		{"bad state", "version: 1\nboxes:\n  a: {state: paused}\n", 3, 14, `bad state "paused"`, "running or stopped"},
 		{"port range", "version: 1\nboxes:\n  a: {executor: {port: 70000}}\n", 3, 24, "out of range", ""},
 		{"port zero", "version: 1\nboxes:\n  a: {executor: {port: 0}}\n", 3, 24, "out of range", ""},
@@ -116,6 +131,29 @@ func TestParseErrors(t *testing.T) {
 		{"unix relative", "version: 1\nhosts:\n  nexus: {docker: unix://run/d.sock}\n", 3, 19, "not an absolute socket path", "three slashes"},
 		{"tls without tcp", "version: 1\nhosts:\n  nexus: {docker: ssh://me@nexus, tls: certs}\n", 3, 40, "tls: goes with docker: tcp://", ""},
 		{"tls with context", "version: 1\nhosts:\n  nexus: {context: nexus, tls: certs}\n", 3, 32, "tls: goes with docker: tcp://", ""},
+		// yaml.v3 gives no position for a character it refuses, and the
+		// line of a parser error counted from 0: each at its place.
+		{"NUL byte", "version: 1\nboxes:\n  a: {}\n  b: {}\n  c: {}\n  d: {env: {X: y\x00}}\n", 6, 17, "character U+0000 is not allowed in YAML", "UTF-16"},
+		{"NUL byte after a multi-byte character", "version: 1\nfleet: t\u00e9am\x00\n", 2, 12, "character U+0000", ""},
+		{"escape character", "version: 1\r\nboxes:\r\n  a: {env: {X: \"\x1b[0m\"}}\r\n", 3, 17, "character U+001B", ""},
+		{"C1 control character", "version: 1\nboxes: {}\u0085fleet: \u009b\n", 3, 8, "character U+009B", ""},
+		{"unclosed brace", "version: 1\nfleet: x\nboxes:\n  b: {cpus: 1\n", 4, 6, "YAML syntax error: did not find expected ',' or '}'", ""},
+		{"unclosed brace before more", "version: 1\nboxes:\n  a: {}\n  b: {cpus: 1\n  c: {}\n", 4, 6, "did not find expected ',' or '}'", ""},
+		{"unclosed brace on line 1", "{version: 1\n", 1, 1, "did not find expected ',' or '}'", ""},
+		{"unclosed inner brace on line 1", "{version: 1, boxes: {a: {}, b: {cpus: 2}\n", 1, 21, "did not find expected ',' or '}'", ""},
+		{"unclosed bracket", "version: 1\narchive:\n  recipients: [age1x, {a: 1}\n", 3, 15, "did not find expected ',' or ']'", ""},
+		{"bracket closed by a brace", "version: 1\nboxes:\n  a: {env: [1, 2}\n", 3, 12, "did not find expected ',' or ']'", ""},
+		{"brace in a quoted value", "version: 1\nboxes:\n  a: {env: {X: \"{[\", Y: '}'}\n", 3, 6, "did not find expected ',' or '}'", ""},
+		{"bad indentation", "version: 1\nboxes:\n  a: {}\n b: {}\n", 4, 1, "did not find expected key", ""},
+		{"block sequence", "version: 1\narchive:\n  recipients:\n    - age1x\n    b: 1\n", 4, 1, "did not find expected '-' indicator", ""},
+		{"unclosed quote", "version: 1\nboxes:\n  a: {env: {X: \"abc}}\n", 3, 16, "found unexpected end of stream", ""},
+		{"unknown alias", "version: 1\nboxes:\n  a: {env: {X: '*nope'}}\n  b: *nope\n", 4, 6, "unknown anchor 'nope' referenced", ""},
+		{"YAML 1.2 directive", "version: 1\n%YAML 1.2\n---\nboxes: {}\n", 2, 1, "incompatible YAML document", ""},
+		// A second document would be dropped: it is refused where it starts.
+		{"second document", "version: 1\nboxes:\n  a: {}\n---\nboxes:\n  b: {}\n", 4, 1, "a second YAML document", "one document"},
+		{"second document after an empty one", "version: 1\n---\n# nothing\n---\nfleet: x\n", 4, 1, "a second YAML document", ""},
+		{"document after end marker", "version: 1\n...\nboxes: {}\n", 3, 1, "a second YAML document", ""},
+		{"broken second document", "version: 1\n---\nboxes: {a: [}\n", 3, 1, "did not find expected node content", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +185,28 @@ func TestParseReportsEveryError(t *testing.T) {
 	}
 	if errs[0].Line != 3 || errs[1].Line != 4 || errs[2].Line != 5 {
 		t.Errorf("errors out of order: %v", errs)
+	}
+}
+
+func TestParseAcceptsTheBounds(t *testing.T) {
+	src := "version: 1\ndefaults:\n  cpus: 0.01\n  memory: 6MiB\nboxes:\n  a: {}\n  b:\n    cpus: 8192\n    memory: 4096TiB\n"
+	cfg, err := Parse("boxes.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Boxes[0], cfg.Boxes[1]
+	if a.CPUs != 0.01 || a.Memory != 6<<20 || b.CPUs != 8192 || b.Memory != 1<<52 {
+		t.Errorf("a = %v cpus %d bytes, b = %v cpus %d bytes", a.CPUs, a.Memory, b.CPUs, b.Memory)
+	}
+	// Where each value is written, for the plan's messages: a box's own,
+	// else the defaults' it inherits.
+	if a.CPUsAt.String() != "boxes.yaml:3:9" || a.MemoryAt.String() != "boxes.yaml:4:11" ||
+		b.CPUsAt.String() != "boxes.yaml:8:11" || b.MemoryAt.String() != "boxes.yaml:9:13" {
+		t.Errorf("positions: a %s %s, b %s %s", a.CPUsAt, a.MemoryAt, b.CPUsAt, b.MemoryAt)
+	}
+	cfg, err = Parse("boxes.yaml", []byte("version: 1\nboxes:\n  a: {cpus: 0x10}\n"))
+	if err != nil || cfg.Boxes[0].CPUs != 16 || cfg.Boxes[0].MemoryAt != (Pos{}) {
+		t.Errorf("cpus: 0x10 (a YAML integer) = %+v, %v", cfg, err)
 	}
 }
 

@@ -22,6 +22,9 @@ func FuzzParse(f *testing.F) {
 		"version: 1\nboxes:\n  a: {env: {X: \"\xff\"}}\n",
 		"- a\n", "", "version: 1\nboxes:\n  a: b: c\n", "a: &x [*x]\n",
 		"version: 1\ndefaults: {memory: 4GiB, executor: {port: auto}}\nboxes: {a: {env: {X: 1}}}\n",
+		"version: 1\nboxes:\n  a: {}\n---\nboxes:\n  b: {}\n", "version: 1\n...\nx: 1\n", "version: 1\nboxes:\n  b: {cpus: 1\n",
+		"version: 1\nboxes: {a: {env: {X: \"{\", Y: '['}}, b: *x}\n", "version: 1\nfleet: a\x00\n",
+		"version: 1\ndefaults: {cpus: 1e308, memory: 1}\nboxes: {a: {cpus: .nan}, b: {memory: 0.5}}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -34,6 +37,10 @@ func FuzzParse(f *testing.F) {
 			for _, b := range cfg.Boxes {
 				if !boxNamePattern.MatchString(b.Name) || (b.State != Running && b.State != Stopped) || b.Fleet != cfg.Fleet {
 					t.Fatalf("accepted box %+v", b)
+				}
+				// Every number handed to the engine is one it takes.
+				if (b.CPUs != 0 && !(b.CPUs >= MinCPUs && b.CPUs <= MaxCPUs)) || (b.Memory != 0 && (b.Memory < MinMemory || b.Memory > MaxMemory)) {
+					t.Fatalf("accepted cpus %v, memory %d", b.CPUs, b.Memory)
 				}
 			}
 			return

@@ -56,12 +56,8 @@ func LoadLock(path string) (*Lock, error) {
 // ParseLock validates boxes.lock content.
 func ParseLock(path string, data []byte) (*Lock, error) {
 	p := &parser{file: path}
-	if p.badUTF8(data) {
-		return nil, p.errs
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.syntaxError(err)
+	doc, ok := p.document(data)
+	if !ok {
 		return nil, p.errs
 	}
 	if len(doc.Content) == 0 {
@@ -104,7 +100,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		}
 	}
 	if err != nil && len(p.errs) == 0 {
-		p.syntaxError(err)
+		p.syntaxError(data, err, false)
 	}
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()

@@ -83,6 +83,9 @@ func TestLockErrors(t *testing.T) {
 		"version":               {"version: 1\npins", "version: 2\npins", "boxes.lock:1:10: unsupported lock version 2"},
 		"non-UTF-8":             {"version: 22.21.1", "version: 22.\xff", "boxes.lock:7:17: byte 0xff is not UTF-8"},
 		"duplicate key":         {"  hermes:\n", "  node:\n    version: 1.0.0\n  hermes:\n", `duplicate key "node"`},
+		"second document":       {"    claude: \"2.0.32\"\n", "    claude: \"2.0.32\"\n---\nversion: 2\n", "boxes.lock:23:1: a second YAML document starts here; boxes.lock is one document"},
+		"NUL":                   {"version: 22.21.1", "version: 22.\x00", "boxes.lock:7:17: character U+0000 is not allowed in YAML"},
+		"unclosed list":         {"    claude: \"2.0.32\"\n", "    claude: [\"2.0.32\"\n", "boxes.lock:22:13: YAML syntax error: did not find expected ',' or ']'"},
 	} {
 		data := strings.Replace(goodLock(), tc.from, tc.to, 1)
 		if data == goodLock() {

@@ -40,8 +40,8 @@ func Schema() []byte {
 		},
 	}
 	settings := map[string]any{
-		"cpus":     map[string]any{"type": "number", "exclusiveMinimum": 0},
-		"memory":   map[string]any{"oneOf": []any{size, map[string]any{"type": "integer", "minimum": 1}}},
+		"cpus":     map[string]any{"type": "number", "minimum": MinCPUs, "maximum": MaxCPUs},
+		"memory":   map[string]any{"oneOf": []any{size, map[string]any{"type": "integer", "minimum": MinMemory, "maximum": MaxMemory}}},
 		"executor": executor,
 		"runtime":  map[string]any{"type": "string"},
 		"env": map[string]any{

@@ -33,6 +33,11 @@ func TestSchemaMatchesParserKeys(t *testing.T) {
 	if got := keysAny(s.Properties["defaults"].Properties); !equal(got, sorted(settingKeys)) {
 		t.Errorf("schema defaults keys %v, parser %v", got, sorted(settingKeys))
 	}
+	// The schema bounds the numbers as the parser does.
+	cpus := s.Properties["defaults"].Properties["cpus"].(map[string]any)
+	if cpus["minimum"] != MinCPUs || cpus["maximum"] != float64(MaxCPUs) {
+		t.Errorf("schema cpus %v, parser %v to %v", cpus, MinCPUs, MaxCPUs)
+	}
 	box := s.Properties["boxes"].AdditionalProperties.(map[string]any)["properties"].(map[string]any)
 	if got := keysAny(box); !equal(got, sorted(boxKeys)) {
 		t.Errorf("schema box keys %v, parser %v", got, sorted(boxKeys))

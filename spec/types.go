@@ -2,6 +2,8 @@
 // boxes.lock. It never talks to Docker.
 package spec
 
+import "fmt"
+
 // State is the declared run state of a box.
 type State string
 
@@ -56,6 +58,23 @@ type Box struct {
 	Restore string
 	// Line is where the box is declared in boxes.yaml, for messages.
 	Line int
+	// CPUsAt and MemoryAt are where the box's cpus: and memory: are
+	// written (its own, or the defaults' it inherits), for a plan's
+	// messages; zero when not written.
+	CPUsAt, MemoryAt Pos
+}
+
+// Pos is a place in a file, as messages name it: boxes.yaml:7:11.
+type Pos struct {
+	File      string
+	Line, Col int
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
 }
 
 // Host is one Docker engine named under hosts:.

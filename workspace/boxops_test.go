@@ -88,6 +88,15 @@ func TestLoadPlanChecks(t *testing.T) {
 	if b.Name != "gamma" || len(p.Boxes) != 1 || p.Boxes[0].Action != reconcile.Create || !filepath.IsAbs(p.Boxes[0].Restore) {
 		t.Errorf("load plan %+v", p.Boxes)
 	}
+	// A box that asks for more CPUs than its host has, as apply's plan refuses it.
+	f.snapshots["nexus"].CPUs = 2
+	if err := os.WriteFile(filepath.Join(f.dir, "boxes.yaml"), []byte(strings.Replace(config, "    host: nexus\n", "    host: nexus\n    cpus: 4\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrOverHost) || !strings.Contains(err.Error(), "box gamma asks for cpus: 4 (") ||
+		!strings.Contains(err.Error(), "boxes.yaml:6:11), but host nexus has 2 CPUs") {
+		t.Errorf("load of a box bigger than its host: %v", err)
+	}
 }
 
 // validate warns of a missing lock and of a stale schema file, with a hint each.
