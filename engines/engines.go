@@ -15,7 +15,6 @@ import (
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -169,12 +168,7 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 	if err != nil {
 		return err
 	}
-	b := doctor.Box{Name: box, Host: host, Resources: o.Of(box), Image: ws.Image()}
-	if decl, ok := ws.Config.Box(box); ok {
-		b.Bind = decl.Executor.Bind
-	}
-	b.Token, _, b.TokenErr = ws.Tokens.Get(box)
-	rep := doctor.Check(ctx, b, doctor.Probes{Runner: e})
+	rep := ws.DoctorOn(ctx, host, box, o.Of(box), e)
 	if rep.OK {
 		return nil
 	}
