@@ -94,6 +94,7 @@ func (w *Workspace) List(all bool) Rows {
 	backups := w.Backups()
 	var rows Rows
 	seen := map[string]bool{}
+	restoring := reconcile.RestoresBeside(w.Path).All()
 	add := func(name, host string, declared bool) {
 		seen[name] = true
 		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
@@ -126,6 +127,11 @@ func (w *Workspace) List(all bool) Rows {
 					}
 				}
 			}
+		}
+		// A box whose restore was cut short runs on part of an archive
+		// until apply or load seeds it again: it is not "running".
+		if rec, ok := restoring[name]; ok && rec.Host == host && row.State != "absent" {
+			row.State = "restore incomplete"
 		}
 		switch {
 		case declared:

@@ -76,3 +76,23 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 		t.Errorf("ls --all:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// A box whose restore was cut short is not listed as running.
+func TestListShowsAnIncompleteRestore(t *testing.T) {
+	f := newFleet(t)
+	agent := reconcile.Container{ID: "a", Box: "alpha", Service: compose.AgentService, State: "running"}
+	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{agent, executorOf("alpha", "127.0.0.1", 4801)}}
+	ws := f.open(t)
+	if err := ws.Observe(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := ws.List(false)[0].State; got != "running" {
+		t.Fatalf("alpha before: %q", got)
+	}
+	if err := reconcile.RestoresBeside(ws.Path).Begin(reconcile.Restoring{Box: "alpha", Archive: "backups/a.tar.s2.age"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ws.List(false)[0].State; got != "restore incomplete" {
+		t.Errorf("alpha with its restore cut short: %q, want restore incomplete", got)
+	}
+}

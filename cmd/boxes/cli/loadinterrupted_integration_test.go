@@ -73,6 +73,11 @@ func TestIntegrationLoadInterrupted(t *testing.T) {
 	if strings.Contains(got, "incomplete") && !strings.Contains(got, "boxes: hint: boxes load "+file+" "+dst+" finishes it from the same archive") {
 		t.Errorf("interrupted restore without its next command:\n%s", got)
 	}
+	if strings.Contains(got, "incomplete") {
+		if r := boxes(t, dir, "ls"); !strings.Contains(r.stdout, "restore incomplete") {
+			t.Errorf("ls of a box whose restore was cut short:\n%s", r.stdout)
+		}
+	}
 	if r := boxes(t, dir, "load", file, dst); r.code != 0 {
 		t.Fatalf("load after the interrupted one: %+v", r)
 	}
