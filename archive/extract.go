@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,16 @@ type ExtractOptions struct {
 }
 
 // ExtractWith is Extract with options.
-func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
+func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (Manifest, Summary, error) {
+	return ExtractContext(context.Background(), r, dir, opts)
+}
+
+// ExtractContext is ExtractWith until ctx is done: then it stops at its next
+// read of r or of an entry, leaves dir as it found it, and returns an error
+// wrapping ctx.Err(). Should ctx be done while the archive's key is
+// derived, it returns at once, and a read of r under way may end after it
+// has returned.
+func ExtractContext(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
 	t, err := newTarget(dir)
 	if err != nil {
 		return Manifest{}, Summary{}, err
@@ -55,7 +65,7 @@ func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum 
 		}
 		t.close()
 	}()
-	rd, err := open(r, opts.Options)
+	rd, err := openContext(ctx, r, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -74,8 +84,12 @@ func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum 
 			return Manifest{}, Summary{}, err
 		}
 	}
-	if sum, err = rd.walk(x.entry); err != nil {
-		return Manifest{}, Summary{}, err
+	if sum, err = rd.walk(stoppable(ctx, x.entry)); err != nil {
+		return Manifest{}, Summary{}, stopped(ctx, err)
+	}
+	// The last moment to stop: past it, the data is moved into place.
+	if err := ctx.Err(); err != nil {
+		return Manifest{}, Summary{}, fmt.Errorf("archive: %w", err)
 	}
 	top, err := x.finish()
 	if err != nil {
@@ -183,7 +197,12 @@ func perm(h *tar.Header) fs.FileMode {
 // legacy one): the extraction is refused before it starts if that would not
 // leave the reserve free, and bounded by it.
 func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
-	m, checked, err := VerifyFileWith(path, opts.Options)
+	return ExtractFileContext(context.Background(), path, dir, opts)
+}
+
+// ExtractFileContext is ExtractFile until ctx is done (see ExtractContext).
+func ExtractFileContext(ctx context.Context, path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
+	m, checked, err := VerifyFileContext(ctx, path, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -195,7 +214,7 @@ func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, erro
 		return Manifest{}, Summary{}, err
 	}
 	defer done()
-	_, sum, err := ExtractWith(r, dir, opts)
+	_, sum, err := ExtractContext(ctx, r, dir, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
