@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +25,11 @@ import (
 // permissions (without setuid, setgid and sticky bits) and mtimes (except a
 // symlink's); it does not change owners.
 //
-// On error it removes what it wrote (and dir, if it created it).
+// It writes into a hidden directory in dir and moves the data to dir/data
+// only once it is whole: dir never holds part of an archive under the name
+// of the whole, not even after a crash. On error it leaves dir as it found
+// it: it removes what it wrote, and dir and its parents if it made them,
+// else gives dir back its mtime.
 func Extract(r io.Reader, dir string, identities ...age.Identity) (m Manifest, sum Summary, err error) {
 	return ExtractWith(r, dir, ExtractOptions{Options: Options{Identities: identities}})
 }
@@ -40,29 +45,31 @@ type ExtractOptions struct {
 }
 
 // ExtractWith is Extract with options.
-func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
-	created, err := prepareDir(dir)
+func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (Manifest, Summary, error) {
+	return ExtractContext(context.Background(), r, dir, opts)
+}
+
+// ExtractContext is ExtractWith until ctx is done: then it stops at its next
+// read of r or of an entry, leaves dir as it found it, and returns an error
+// wrapping ctx.Err(). Should ctx be done while the archive's key is
+// derived, it returns at once, and a read of r under way may end after it
+// has returned.
+func ExtractContext(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
+	t, err := newTarget(dir)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return Manifest{}, Summary{}, fmt.Errorf("archive: %w", err)
-	}
-	defer root.Close()
 	defer func() {
 		if err != nil {
-			root.RemoveAll(dataRoot)
-			if created {
-				os.Remove(dir)
-			}
+			t.undo()
 		}
+		t.close()
 	}()
-	rd, err := open(r, opts.Options)
+	rd, err := openContext(ctx, r, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	x := &extractor{root: root}
+	x := &extractor{root: t.stage}
 	if opts.Reserve > 0 {
 		x.room = &room{dir: dir, reserve: opts.Reserve}
 		// Before anything is written, the data must fit: by the bound
@@ -77,37 +84,21 @@ func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum 
 			return Manifest{}, Summary{}, err
 		}
 	}
-	if sum, err = rd.walk(x.entry); err != nil {
+	if sum, err = rd.walk(stoppable(ctx, x.entry)); err != nil {
+		return Manifest{}, Summary{}, stopped(ctx, err)
+	}
+	// The last moment to stop: past it, the data is moved into place.
+	if err := ctx.Err(); err != nil {
+		return Manifest{}, Summary{}, fmt.Errorf("archive: %w", err)
+	}
+	top, err := x.finish()
+	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	if err := x.finish(); err != nil {
+	if err := t.commit(top); err != nil {
 		return Manifest{}, Summary{}, err
 	}
 	return rd.manifest, sum, nil
-}
-
-// prepareDir makes dir if it does not exist, reporting whether it did, and
-// otherwise checks that it is an empty directory.
-func prepareDir(dir string) (created bool, err error) {
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, fmt.Errorf("archive: %w", err)
-		}
-		return true, nil
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return false, fmt.Errorf("archive: %w", err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if len(names) > 0 {
-		return false, fmt.Errorf("archive: %s is not empty", dir)
-	}
-	if err != nil && err != io.EOF {
-		return false, fmt.Errorf("archive: %w", err)
-	}
-	return false, nil
 }
 
 // extractor writes checked entries under its root.
@@ -162,18 +153,33 @@ func (x *extractor) file(name string, h *tar.Header, body io.Reader) error {
 	return x.root.Chtimes(name, h.ModTime, h.ModTime)
 }
 
-// finish gives the directories their modes and mtimes, deepest first, so that
-// making their entries does not change them after.
-func (x *extractor) finish() error {
+// finish gives the directories under data/ their modes and mtimes, deepest
+// first, so that making their entries does not change them after. It
+// returns data/'s own header, for commit to apply once data/ is in place:
+// a directory its owner may not write to cannot be moved to another one.
+func (x *extractor) finish() (*tar.Header, error) {
+	var top *tar.Header
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		h := x.dirs[i]
 		name := strings.TrimSuffix(h.Name, "/")
-		if err := x.root.Chtimes(name, h.ModTime, h.ModTime); err != nil {
-			return fmt.Errorf("archive: %w", err)
+		if name == dataRoot {
+			top = h
+			continue
 		}
-		if err := x.root.Chmod(name, perm(h)); err != nil {
-			return fmt.Errorf("archive: %w", err)
+		if err := setDir(x.root, name, h); err != nil {
+			return nil, err
 		}
+	}
+	return top, nil
+}
+
+// setDir gives directory name under root h's mtime and mode.
+func setDir(root *os.Root, name string, h *tar.Header) error {
+	if err := root.Chtimes(name, h.ModTime, h.ModTime); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	if err := root.Chmod(name, perm(h)); err != nil {
+		return fmt.Errorf("archive: %w", err)
 	}
 	return nil
 }
@@ -191,7 +197,12 @@ func perm(h *tar.Header) fs.FileMode {
 // legacy one): the extraction is refused before it starts if that would not
 // leave the reserve free, and bounded by it.
 func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
-	m, checked, err := VerifyFileWith(path, opts.Options)
+	return ExtractFileContext(context.Background(), path, dir, opts)
+}
+
+// ExtractFileContext is ExtractFile until ctx is done (see ExtractContext).
+func ExtractFileContext(ctx context.Context, path, dir string, opts ExtractOptions) (Manifest, Summary, error) {
+	m, checked, err := VerifyFileContext(ctx, path, opts.Options)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -203,7 +214,7 @@ func ExtractFile(path, dir string, opts ExtractOptions) (Manifest, Summary, erro
 		return Manifest{}, Summary{}, err
 	}
 	defer done()
-	_, sum, err := ExtractWith(r, dir, opts)
+	_, sum, err := ExtractContext(ctx, r, dir, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}

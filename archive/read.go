@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -278,16 +279,24 @@ func Verify(r io.Reader, identities ...age.Identity) (Manifest, Summary, error) 
 
 // VerifyWith is Verify with options.
 func VerifyWith(r io.Reader, opts Options) (Manifest, Summary, error) {
-	rd, err := open(r, opts)
+	return VerifyContext(context.Background(), r, opts)
+}
+
+// VerifyContext is VerifyWith until ctx is done: then it stops at its next
+// read of r or of an entry and returns an error wrapping ctx.Err(). Should
+// ctx be done while the archive's key is derived, it returns at once, and a
+// read of r under way may end after it has returned.
+func VerifyContext(ctx context.Context, r io.Reader, opts Options) (Manifest, Summary, error) {
+	rd, err := openContext(ctx, r, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
-	sum, err := rd.walk(func(h *tar.Header, body io.Reader) error {
+	sum, err := rd.walk(stoppable(ctx, func(h *tar.Header, body io.Reader) error {
 		_, err := io.Copy(io.Discard, body)
 		return err
-	})
+	}))
 	if err != nil {
-		return Manifest{}, Summary{}, err
+		return Manifest{}, Summary{}, stopped(ctx, err)
 	}
 	return rd.manifest, sum, nil
 }
@@ -300,12 +309,17 @@ func VerifyFile(path string, identities ...age.Identity) (Manifest, Summary, err
 
 // VerifyFileWith is VerifyFile with options.
 func VerifyFileWith(path string, opts Options) (Manifest, Summary, error) {
+	return VerifyFileContext(context.Background(), path, opts)
+}
+
+// VerifyFileContext is VerifyFileWith until ctx is done (see VerifyContext).
+func VerifyFileContext(ctx context.Context, path string, opts Options) (Manifest, Summary, error) {
 	r, done, err := openFile(path, "verifying", opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
 	defer done()
-	m, sum, err := VerifyWith(r, opts)
+	m, sum, err := VerifyContext(ctx, r, opts)
 	if err == nil && m.Box == "" {
 		m.Box = BoxFromName(path)
 	}

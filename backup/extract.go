@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -63,8 +64,9 @@ type Extracted struct {
 // Extract decrypts, checks and unpacks archive file into dir/data (dir ""
 // is the archive's name without its extension), leaving ExtractReserve free
 // on its file system. A dir that holds anything is refused before
-// identities (which may ask for a passphrase) is called.
-func Extract(file, dir string, identities func() ([]age.Identity, error), o archive.Options) (Extracted, error) {
+// identities (which may ask for a passphrase) is called. Once ctx is done,
+// it stops and leaves dir as it was (see archive.ExtractFileContext).
+func Extract(ctx context.Context, file, dir string, identities func() ([]age.Identity, error), o archive.Options) (Extracted, error) {
 	dir, err := extractDir(file, dir)
 	if err != nil {
 		return Extracted{}, err
@@ -72,6 +74,6 @@ func Extract(file, dir string, identities func() ([]age.Identity, error), o arch
 	if o.Identities, err = identities(); err != nil {
 		return Extracted{}, err
 	}
-	m, sum, err := archive.ExtractFile(file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+	m, sum, err := archive.ExtractFileContext(ctx, file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
 	return Extracted{File: file, Dir: dir, Manifest: m, Summary: sum}, err
 }

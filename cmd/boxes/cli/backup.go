@@ -78,16 +78,22 @@ func newExtractCommand(env *Env) *cobra.Command {
 		Short: "Decrypt, check and unpack an archive into DIR (no Docker needed)",
 		Args:  between(1, 2, "extract needs an archive and, optionally, a directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file := args[0]
-			x, err := backup.Extract(file, strings.Join(args[1:], ""), func() ([]age.Identity, error) { return openIdentity(cmd.Context(), env, file) },
-				archive.Options{Progress: watch(env)})
-			if err != nil {
-				return err
-			}
-			x.WriteText(env.Out, shown)
-			return nil
+			return extract(cmd.Context(), env, args[0], strings.Join(args[1:], ""))
 		},
 	}
+}
+
+func extract(ctx context.Context, env *Env, file, dir string) error {
+	x, err := backup.Extract(ctx, file, dir, func() ([]age.Identity, error) { return openIdentity(ctx, env, file) },
+		archive.Options{Progress: watch(env)})
+	if err != nil && ctx.Err() != nil {
+		return interrupted(ctx, "extracting "+shown(file), "nothing was extracted")
+	}
+	if err != nil {
+		return err
+	}
+	x.WriteText(env.Out, shown)
+	return nil
 }
 
 // openIdentity is what decrypts archive file: the age identities in the

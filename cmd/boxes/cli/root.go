@@ -108,6 +108,26 @@ func MainContext(ctx context.Context, s Streams, args []string) int {
 	return code
 }
 
+// interrupted is the error of a command that Ctrl-C or SIGTERM stopped
+// (ctx is done): what it was doing and, when left is not "", what that
+// leaves, in place of the error its last read or write ended with, which
+// only says how it stopped. It exits 1, as every other error does.
+func interrupted(ctx context.Context, doing, left string) error {
+	msg := doing + ": interrupted"
+	if left != "" {
+		msg += "; " + left
+	}
+	return &interruptedError{msg: msg, cause: ctx.Err()}
+}
+
+type interruptedError struct {
+	msg   string
+	cause error
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return e.cause }
+
 // Report prints err as "boxes: error: …" lines, one per error where several
 // were collected (errors.Join), then the hints they carry.
 func Report(w io.Writer, err error) {

@@ -45,7 +45,12 @@ func verify(ctx context.Context, env *Env, file string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	m, sum, err := archive.VerifyFileWith(file, archive.Options{Identities: id, Progress: watch(env)})
+	m, sum, err := archive.VerifyFileContext(ctx, file, archive.Options{Identities: id, Progress: watch(env)})
+	if err != nil && ctx.Err() != nil {
+		// Stopped, the check found nothing either way: no report, not
+		// even in JSON.
+		return interrupted(ctx, "verifying "+shown(file), "")
+	}
 	if asJSON {
 		if jerr := printJSON(env, archive.NewReport(file, m, sum, err)); jerr != nil {
 			return jerr
