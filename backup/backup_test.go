@@ -144,7 +144,7 @@ func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
 	if saved.Size != info.Size() || saved.Summary.Files != 1 {
 		t.Errorf("saved %+v; the file has %d bytes", saved, info.Size())
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
+	if got := saveCalls(e.hbCalls); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q", got)
 	}
 	m, _, err := archive.VerifyFile(out, id)
@@ -173,7 +173,7 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
-	if got := strings.Join(e.hbCalls, "|"); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
+	if got := saveCalls(e.hbCalls); got != "health agent|quiesce|du -sbx /data|pause|unpause|resume" {
 		t.Errorf("hb calls %q: the box was not resumed", got)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -386,4 +386,17 @@ func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 			t.Errorf("bad restore: the box was resumed: %q", e.hbCalls)
 		}
 	}
+}
+
+// saveCalls are a save's calls into the box joined in order, but for the
+// measure of /data and hb quiesce, which run side by side and so land in
+// either order: they are given quiesce first.
+func saveCalls(calls []string) string {
+	out := append([]string(nil), calls...)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "du -sbx /data" && out[i+1] == "quiesce" {
+			out[i], out[i+1] = out[i+1], out[i]
+		}
+	}
+	return strings.Join(out, "|")
 }
