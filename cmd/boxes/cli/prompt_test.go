@@ -40,7 +40,7 @@ func TestInterruptedPassphrasePromptRestoresTheTerminal(t *testing.T) {
 	if !testpty.Echo(t, tty) {
 		t.Error("the interrupted prompt left the terminal without echo")
 	}
-	want := "Enter the passphrase of " + filepath.Base(file) + ": \nboxes: error: context canceled\n"
+	want := "Enter the passphrase of " + filepath.Base(file) + ": \nboxes: error: verifying " + file + ": interrupted\n"
 	if errb.String() != want || out.Len() != 0 {
 		t.Errorf("stderr %q, want %q; stdout %q", errb.String(), want, out.String())
 	}

@@ -42,6 +42,9 @@ identities from ` + backup.EnvIdentity + `. Exits 1 if the archive fails a check
 
 func verify(ctx context.Context, env *Env, file string, asJSON bool) error {
 	id, err := openIdentity(ctx, env, file)
+	if err != nil && ctx.Err() != nil {
+		return interrupted(ctx, "verifying "+shown(file), "")
+	}
 	if err != nil {
 		return err
 	}
