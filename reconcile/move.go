@@ -87,7 +87,7 @@ type Moves struct{ Dir string }
 
 // MovesBeside is the move store of the boxes.yaml at configPath.
 func MovesBeside(configPath string) Moves {
-	return Moves{Dir: filepath.Join(filepath.Dir(configPath), ".boxes", "moves")}
+	return Moves{Dir: StateBeside(configPath).Moves()}
 }
 
 func (m Moves) path(box string) string { return filepath.Join(m.Dir, box+".json") }

@@ -93,7 +93,7 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 		stamp := time.Now().UTC().Format("20060102-150405")
 		rec = MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
 			Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
-			Key:     filepath.Join(".boxes", "secrets", bp.Name+"-"+stamp+".move-key")}
+			Key:     MoveKey(bp.Name, stamp)}
 		if err := moves.Put(rec); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ type Freeze struct {
 }
 
 func frozenDir(configPath string) string {
-	return filepath.Join(filepath.Dir(configPath), ".boxes", "frozen")
+	return StateBeside(configPath).Frozen()
 }
 
 // HeldFreeze is a freeze record its writer holds.
@@ -199,7 +199,7 @@ type Restores struct{ Dir string }
 
 // RestoresBeside is the restore store of the boxes.yaml at configPath.
 func RestoresBeside(configPath string) Restores {
-	return Restores{Dir: filepath.Join(filepath.Dir(configPath), ".boxes", "restores")}
+	return Restores{Dir: StateBeside(configPath).Restores()}
 }
 
 func (s Restores) path(box string) string { return filepath.Join(s.Dir, box+".json") }

@@ -19,7 +19,7 @@ type Tokens struct{ Dir string }
 
 // TokensBeside is the token store of the boxes.yaml at configPath.
 func TokensBeside(configPath string) Tokens {
-	return Tokens{Dir: filepath.Join(filepath.Dir(configPath), ".boxes", "secrets")}
+	return Tokens{Dir: StateBeside(configPath).Secrets()}
 }
 
 func (t Tokens) path(name string) string { return filepath.Join(t.Dir, name+".env") }
