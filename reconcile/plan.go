@@ -755,23 +755,13 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 	if in.Replace[b.Name] {
 		reasons = append(reasons, Reason{Kind: "replace"})
 	}
-	token, haveToken := in.Tokens[b.Name]
-	var hashes, autoHashes map[string]string
-	if haveToken {
-		var err error
-		if hashes, err = desiredHashes(in, b, token, hostPort); err != nil {
-			return nil, err
-		}
-		// A container made with port: auto was hashed before Docker chose its port.
-		if b.Executor.Port == 0 && hostPort != 0 {
-			if autoHashes, err = desiredHashes(in, b, token, 0); err != nil {
-				return nil, err
-			}
-		}
-	} else {
+	want, err := wantedHashes(in, b, hostPort)
+	if err != nil {
+		return nil, err
+	}
+	if !want.token {
 		reasons = append(reasons, Reason{Kind: "token"})
 	}
-
 	if len(r.Containers) == 0 {
 		// Volumes or a network without containers: an apply cut short
 		// before compose created them, or someone removed them.
@@ -787,70 +777,117 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		if len(r.Containers) == 0 {
 			break
 		}
-		var cs []Container
-		for _, c := range r.Containers {
-			if c.Service == service {
-				cs = append(cs, c)
-			}
-		}
-		switch {
-		case len(cs) == 0:
-			reasons = append(reasons, Reason{Kind: "missing", Service: service})
-			continue
-		case len(cs) > 1:
-			reasons = append(reasons, Reason{Kind: "duplicate", Service: service, Old: fmt.Sprint(len(cs))})
-			continue
-		}
-		c := cs[0]
-		// compose names a replacement ID_NAME and renames it last: a
-		// recreate killed between removing the old container and the
-		// rename leaves the box's only container under the wrong name.
-		if want := compose.ContainerName(b.Name, service); c.Name != want {
-			reasons = append(reasons, Reason{Kind: "renamed", Service: service, Old: c.Name, New: want})
-			continue
-		}
-		if c.State == "dead" || c.State == "removing" {
-			reasons = append(reasons, Reason{Kind: "dead", Service: service, Old: c.State})
-			continue
-		}
-		if b.State == spec.Running {
-			if crash, ok := crashReason(c); ok {
-				reasons = append(reasons, crash)
-			}
-		}
-		if haveNetwork && !contains(c.Networks, network) {
-			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
-		}
-		// Published elsewhere with the configuration unchanged is drift; with
-		// it changed, the recreate's own reason says why.
-		sameConfig := c.ConfigHash == hashes[service] || (autoHashes != nil && c.ConfigHash == autoHashes[service])
-		if service == compose.ExecutorService && c.State == "running" && (!haveToken || sameConfig) {
-			if got, want, ok := publishedDrift(b, c); ok {
-				reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
-			}
-		}
-		if c.Image != in.Image {
-			if !hasKind(reasons, "image") {
-				reasons = append(reasons, Reason{Kind: "image", Old: c.Image, New: in.Image})
-			}
-			continue
-		}
-		if !haveToken || c.ConfigHash == hashes[service] || (autoHashes != nil && c.ConfigHash == autoHashes[service]) {
-			continue
-		}
-		changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
-		if len(changes) == 0 {
-			reasons = append(reasons, Reason{Kind: "config", Service: service, Old: c.ConfigHash, New: hashes[service]})
-			continue
-		}
-		for _, ch := range changes {
-			// cpus and memory shape both containers; name each field once.
-			if !named[ch.Field] {
-				named[ch.Field] = true
-				reasons = append(reasons, Reason{Kind: "config", Field: ch.Field, Old: ch.Old, New: ch.New})
-			}
+		reasons = serviceReasons(reasons, in, b, r, service, want, haveNetwork, named)
+	}
+	return volumeReasons(reasons, in, b, r)
+}
+
+// hashes are the config hashes a box's containers should have, by service:
+// none without the box's token (token false); auto, when set, as hashed
+// before Docker chose a port: auto executor's port.
+type hashes struct {
+	token      bool
+	want, auto map[string]string
+}
+
+// matches reports whether hash is what service's container should have.
+func (h hashes) matches(service, hash string) bool {
+	return hash == h.want[service] || (h.auto != nil && hash == h.auto[service])
+}
+
+func wantedHashes(in Input, b spec.Box, hostPort int) (hashes, error) {
+	token, ok := in.Tokens[b.Name]
+	if !ok {
+		return hashes{}, nil
+	}
+	h := hashes{token: true}
+	var err error
+	if h.want, err = desiredHashes(in, b, token, hostPort); err != nil {
+		return hashes{}, err
+	}
+	// A container made with port: auto was hashed before Docker chose its port.
+	if b.Executor.Port == 0 && hostPort != 0 {
+		if h.auto, err = desiredHashes(in, b, token, 0); err != nil {
+			return hashes{}, err
 		}
 	}
+	return h, nil
+}
+
+// serviceReasons adds why service's container of box b (resources r) must
+// be replaced; named are the settings fields already named, which cpus and
+// memory, shaping both containers, would otherwise name twice.
+func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service string, h hashes, haveNetwork bool, named map[string]bool) []Reason {
+	var cs []Container
+	for _, c := range r.Containers {
+		if c.Service == service {
+			cs = append(cs, c)
+		}
+	}
+	switch {
+	case len(cs) == 0:
+		return append(reasons, Reason{Kind: "missing", Service: service})
+	case len(cs) > 1:
+		return append(reasons, Reason{Kind: "duplicate", Service: service, Old: fmt.Sprint(len(cs))})
+	}
+	c := cs[0]
+	// compose names a replacement ID_NAME and renames it last: a
+	// recreate killed between removing the old container and the
+	// rename leaves the box's only container under the wrong name.
+	if want := compose.ContainerName(b.Name, service); c.Name != want {
+		return append(reasons, Reason{Kind: "renamed", Service: service, Old: c.Name, New: want})
+	}
+	if c.State == "dead" || c.State == "removing" {
+		return append(reasons, Reason{Kind: "dead", Service: service, Old: c.State})
+	}
+	if b.State == spec.Running {
+		if crash, ok := crashReason(c); ok {
+			reasons = append(reasons, crash)
+		}
+	}
+	network := compose.NetworkName(b.Name)
+	if haveNetwork && !contains(c.Networks, network) {
+		reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
+	}
+	// Published elsewhere with the configuration unchanged is drift; with
+	// it changed, the recreate's own reason says why.
+	if service == compose.ExecutorService && c.State == "running" && (!h.token || h.matches(service, c.ConfigHash)) {
+		if got, want, ok := publishedDrift(b, c); ok {
+			reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
+		}
+	}
+	if c.Image != in.Image {
+		if !hasKind(reasons, "image") {
+			reasons = append(reasons, Reason{Kind: "image", Old: c.Image, New: in.Image})
+		}
+		return reasons
+	}
+	if !h.token || h.matches(service, c.ConfigHash) {
+		return reasons
+	}
+	return configReasons(reasons, b, service, c, h.want[service], named)
+}
+
+// configReasons adds the settings that changed in service's container c,
+// or its config hash (now, against want) when the settings it records name
+// none.
+func configReasons(reasons []Reason, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
+	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
+	if len(changes) == 0 {
+		return append(reasons, Reason{Kind: "config", Service: service, Old: c.ConfigHash, New: want})
+	}
+	for _, ch := range changes {
+		if !named[ch.Field] {
+			named[ch.Field] = true
+			reasons = append(reasons, Reason{Kind: "config", Field: ch.Field, Old: ch.Old, New: ch.New})
+		}
+	}
+	return reasons
+}
+
+// volumeReasons adds the volumes box b's containers (resources r) lack; a
+// lost data volume is an error, never a silent recreate.
+func volumeReasons(reasons []Reason, in Input, b spec.Box, r Resources) ([]Reason, error) {
 	for _, vol := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 		name := compose.VolumeName(b.Name, vol)
 		if hasVolume(r, name) || len(r.Containers) == 0 {
