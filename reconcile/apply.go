@@ -290,14 +290,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return a.move(ctx, image, bp)
 	}
 	if bp.Action == Stop {
-		// Thawed first: a box stopped quiesced would wait for a resume
-		// when it next starts. Should that fail, the record stays and
-		// the start after thaws it.
-		if err := a.thaw(ctx, bp); err != nil {
-			a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
-		}
-		a.Progress.Step(bp.Name, "stopping")
-		return engine.Stop(ctx, compose.ProjectName(bp.Name))
+		return a.stop(ctx, engine, bp)
 	}
 
 	box, ok := a.Config.Box(bp.Name)
@@ -328,49 +321,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	var prev Previous
 	switch bp.Action {
 	case Create:
-		undoable := a.nothingYet(ctx, engine, bp)
-		a.Progress.Step(bp.Name, "creating network, volumes and containers")
-		if err := engine.Create(ctx, project, false); err != nil {
-			if raced(err) {
-				err = a.remake(ctx, engine, bp, project, err)
-			}
-			if err != nil && undoable {
-				return a.createFailed(ctx, engine, bp, err)
-			}
-			if err != nil {
-				return err
-			}
+		if err := a.create(ctx, engine, bp, project); err != nil {
+			return err
 		}
 	case Recreate:
-		for _, c := range bp.Strays {
-			a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
-			if err := engine.RemoveContainer(ctx, c.ID); err != nil {
-				return fmt.Errorf("removing container %s: %w", c.Name, err)
-			}
-		}
-		for _, n := range bp.StrayNetworks {
-			a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
-			if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
-				return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
-			}
-		}
-		// The name first: compose's own replacement of a container is
-		// named from the container's, and the previous containers are
-		// put back under the names recorded next.
-		for _, r := range bp.Reasons {
-			if r.Kind == "renamed" {
-				a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
-				if err := engine.RenameContainer(ctx, r.Old, r.New); err != nil {
-					return fmt.Errorf("renaming container %s: %w", r.Old, err)
-				}
-			}
-		}
-		if prev, err = engine.Previous(ctx, bp.Name); err != nil {
-			return fmt.Errorf("recording the containers before replacing them: %w", err)
-		}
-		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
-		if err := engine.Create(ctx, project, true); err != nil {
-			return a.putBack(ctx, engine, bp, prev, token, err)
+		if prev, err = a.recreate(ctx, engine, bp, project, token); err != nil {
+			return err
 		}
 	case Start:
 		// Start means start, whatever state boxes.yaml declares: boxes
@@ -401,6 +357,79 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return err
+}
+
+// stop stops box bp, thawed first: a box stopped quiesced would wait for a
+// resume when it next starts. Should the thaw fail, the record stays and
+// the start after thaws it.
+func (a *Applier) stop(ctx context.Context, engine Engine, bp BoxPlan) error {
+	if err := a.thaw(ctx, bp); err != nil {
+		a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
+	}
+	a.Progress.Step(bp.Name, "stopping")
+	return engine.Stop(ctx, compose.ProjectName(bp.Name))
+}
+
+// create makes box bp's network, volumes and containers from project. A
+// refused create of a box that had nothing before it is undone.
+func (a *Applier) create(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project) error {
+	undoable := a.nothingYet(ctx, engine, bp)
+	a.Progress.Step(bp.Name, "creating network, volumes and containers")
+	err := engine.Create(ctx, project, false)
+	if err != nil && raced(err) {
+		err = a.remake(ctx, engine, bp, project, err)
+	}
+	if err != nil && undoable {
+		return a.createFailed(ctx, engine, bp, err)
+	}
+	return err
+}
+
+// recreate replaces box bp's containers with project's, volumes kept, once
+// what an interrupted apply left is cleared; it returns the containers as
+// they were, for putBack. A refused create puts them back at once.
+func (a *Applier) recreate(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string) (Previous, error) {
+	if err := a.clearStrays(ctx, engine, bp); err != nil {
+		return nil, err
+	}
+	prev, err := engine.Previous(ctx, bp.Name)
+	if err != nil {
+		return nil, fmt.Errorf("recording the containers before replacing them: %w", err)
+	}
+	a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
+	if err := engine.Create(ctx, project, true); err != nil {
+		return nil, a.putBack(ctx, engine, bp, prev, token, err)
+	}
+	return prev, nil
+}
+
+// clearStrays removes the containers and second networks an interrupted
+// apply left, and gives a container left under its replacement's name its
+// own name back: first, since compose names its own replacement of a
+// container from the container's, and the previous containers are put back
+// under the names recorded next.
+func (a *Applier) clearStrays(ctx context.Context, engine Engine, bp BoxPlan) error {
+	for _, c := range bp.Strays {
+		a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
+		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("removing container %s: %w", c.Name, err)
+		}
+	}
+	for _, n := range bp.StrayNetworks {
+		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
+		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+			return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
+		}
+	}
+	for _, r := range bp.Reasons {
+		if r.Kind == "renamed" {
+			a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
+			if err := engine.RenameContainer(ctx, r.Old, r.New); err != nil {
+				return fmt.Errorf("renaming container %s: %w", r.Old, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ErrRaced is matched (errors.Is) by an engine's refusal of what a request
