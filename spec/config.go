@@ -159,86 +159,20 @@ func Parse(path string, data []byte) (*Config, error) {
 	cfg := &Config{Path: path, Hosts: map[string]Host{}}
 	top := p.mapping(root, topKeys)
 
-	if v, ok := top["version"]; ok {
-		if n, ok := p.int(v.value); ok {
-			if n != 1 {
-				p.errorf(v.value, "this boxes understands version: 1", "unsupported version %d", n)
-			}
-			cfg.Version = n
-		}
-	} else {
-		p.errorf(root, "add version: 1 at the top", "missing version")
-	}
-
-	if f, ok := top["fleet"]; ok {
-		if v, ok := p.str(f.value); ok {
-			if fleetNamePattern.MatchString(v) {
-				cfg.Fleet = v
-			} else {
-				p.errorf(f.value, "a fleet name is letters, digits, '.', '_' and '-', up to 63 of them, starting with a letter or digit", "bad fleet name %q", v)
-			}
-		}
-	} else {
-		cfg.Fleet, cfg.FleetImplied = FleetFromDir(path), true
-	}
-
+	p.version(cfg, top, root)
+	p.fleet(cfg, top, path)
 	defaults := Settings{Executor: Executor{Bind: DefaultBind}}
 	var defaultsSet fieldSet
 	if d, ok := top["defaults"]; ok {
 		defaultsSet = p.settings(d.value, &defaults, settingKeys)
 	}
 	cfg.Defaults = defaults
-
 	if h, ok := top["hosts"]; ok && p.kind(h.value, yaml.MappingNode, "a mapping of host names") {
-		for name, e := range p.mapping(h.value, nil) {
-			if !boxNamePattern.MatchString(name) {
-				p.errorf(e.key, "use a lowercase name of letters, digits and dashes", "bad host name %q", name)
-			}
-			host := Host{Name: name}
-			if !p.kind(e.value, yaml.MappingNode, "a mapping with docker: or context:") {
-				continue
-			}
-			fields := p.mapping(e.value, hostKeys)
-			if f, ok := fields["docker"]; ok {
-				host.Docker, _ = p.str(f.value)
-			}
-			if f, ok := fields["context"]; ok {
-				host.Context, _ = p.str(f.value)
-			}
-			if f, ok := fields["tls"]; ok {
-				if host.TLS, _ = p.str(f.value); host.TLS != "" && !filepath.IsAbs(host.TLS) {
-					host.TLS = filepath.Join(filepath.Dir(path), host.TLS)
-				}
-			}
-			if (host.Docker == "") == (host.Context == "") {
-				p.errorf(e.key, "e.g. {docker: ssh://me@nexus} or {context: nexus}", "host %s needs exactly one of docker: or context:", name)
-			} else if f, ok := fields["docker"]; ok && host.Docker != "" {
-				if hint, err := checkDockerURL(host.Docker, host.TLS != ""); err != nil {
-					p.errorf(f.value, hint, "host %s: %v", name, err)
-				}
-			}
-			if f, ok := fields["tls"]; ok && host.TLS != "" && !strings.HasPrefix(host.Docker, "tcp://") {
-				p.errorf(f.value, "tls: names the directory with ca.pem, cert.pem and key.pem for a tcp:// engine", "host %s: tls: goes with docker: tcp://…", name)
-			}
-			cfg.Hosts[name] = host
-		}
+		p.hosts(cfg, h.value, path)
 	}
-
 	if a, ok := top["archive"]; ok && p.kind(a.value, yaml.MappingNode, "a mapping") {
-		fields := p.mapping(a.value, archiveKeys)
-		if r, ok := fields["recipients"]; ok && p.kind(r.value, yaml.SequenceNode, "a list of age recipients") {
-			for _, item := range r.value.Content {
-				if s, ok := p.str(item); ok {
-					if _, err := age.ParseX25519Recipient(s); err != nil {
-						p.errorf(item, "age-keygen -y KEYFILE prints a key's recipient", "%q is not an age recipient (age1…)", s)
-						continue
-					}
-					cfg.Recipients = append(cfg.Recipients, s)
-				}
-			}
-		}
+		p.archive(cfg, a.value)
 	}
-
 	if b, ok := top["boxes"]; ok && b.value.Tag != "!!null" {
 		if p.kind(b.value, yaml.MappingNode, "a mapping of box names") {
 			for name, e := range p.mapping(b.value, nil) {
@@ -258,6 +192,96 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, p.errs.sorted()
 	}
 	return cfg, nil
+}
+
+// version reads the top-level version:, which must be 1.
+func (p *parser) version(cfg *Config, top map[string]entry, root *yaml.Node) {
+	v, ok := top["version"]
+	if !ok {
+		p.errorf(root, "add version: 1 at the top", "missing version")
+		return
+	}
+	if n, ok := p.int(v.value); ok {
+		if n != 1 {
+			p.errorf(v.value, "this boxes understands version: 1", "unsupported version %d", n)
+		}
+		cfg.Version = n
+	}
+}
+
+// fleet reads fleet:, else names the fleet after the directory of the file
+// at path.
+func (p *parser) fleet(cfg *Config, top map[string]entry, path string) {
+	f, ok := top["fleet"]
+	if !ok {
+		cfg.Fleet, cfg.FleetImplied = FleetFromDir(path), true
+		return
+	}
+	if v, ok := p.str(f.value); ok {
+		if fleetNamePattern.MatchString(v) {
+			cfg.Fleet = v
+		} else {
+			p.errorf(f.value, "a fleet name is letters, digits, '.', '_' and '-', up to 63 of them, starting with a letter or digit", "bad fleet name %q", v)
+		}
+	}
+}
+
+// hosts reads the hosts: mapping n; tls: is relative to the file at path.
+func (p *parser) hosts(cfg *Config, n *yaml.Node, path string) {
+	for name, e := range p.mapping(n, nil) {
+		if !boxNamePattern.MatchString(name) {
+			p.errorf(e.key, "use a lowercase name of letters, digits and dashes", "bad host name %q", name)
+		}
+		if !p.kind(e.value, yaml.MappingNode, "a mapping with docker: or context:") {
+			continue
+		}
+		cfg.Hosts[name] = p.host(name, e, path)
+	}
+}
+
+func (p *parser) host(name string, e entry, path string) Host {
+	host := Host{Name: name}
+	fields := p.mapping(e.value, hostKeys)
+	if f, ok := fields["docker"]; ok {
+		host.Docker, _ = p.str(f.value)
+	}
+	if f, ok := fields["context"]; ok {
+		host.Context, _ = p.str(f.value)
+	}
+	if f, ok := fields["tls"]; ok {
+		if host.TLS, _ = p.str(f.value); host.TLS != "" && !filepath.IsAbs(host.TLS) {
+			host.TLS = filepath.Join(filepath.Dir(path), host.TLS)
+		}
+	}
+	if (host.Docker == "") == (host.Context == "") {
+		p.errorf(e.key, "e.g. {docker: ssh://me@nexus} or {context: nexus}", "host %s needs exactly one of docker: or context:", name)
+	} else if f, ok := fields["docker"]; ok && host.Docker != "" {
+		if hint, err := checkDockerURL(host.Docker, host.TLS != ""); err != nil {
+			p.errorf(f.value, hint, "host %s: %v", name, err)
+		}
+	}
+	if f, ok := fields["tls"]; ok && host.TLS != "" && !strings.HasPrefix(host.Docker, "tcp://") {
+		p.errorf(f.value, "tls: names the directory with ca.pem, cert.pem and key.pem for a tcp:// engine", "host %s: tls: goes with docker: tcp://…", name)
+	}
+	return host
+}
+
+// archive reads the archive: mapping n: the age recipients of saves.
+func (p *parser) archive(cfg *Config, n *yaml.Node) {
+	fields := p.mapping(n, archiveKeys)
+	r, ok := fields["recipients"]
+	if !ok || !p.kind(r.value, yaml.SequenceNode, "a list of age recipients") {
+		return
+	}
+	for _, item := range r.value.Content {
+		if s, ok := p.str(item); ok {
+			if _, err := age.ParseX25519Recipient(s); err != nil {
+				p.errorf(item, "age-keygen -y KEYFILE prints a key's recipient", "%q is not an age recipient (age1…)", s)
+				continue
+			}
+			cfg.Recipients = append(cfg.Recipients, s)
+		}
+	}
 }
 
 // FleetFromDir is the fleet of a boxes.yaml without fleet: the name of its
