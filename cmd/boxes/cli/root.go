@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -31,13 +32,11 @@ type Streams struct {
 }
 
 // StdStreams are the process's own streams.
-func StdStreams() Streams {
-	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
-}
+func StdStreams() Streams { return streamsOf(os.Stdin, os.Stdout, os.Stderr) }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// streamsOf are in, out and errs as a command's streams.
+func streamsOf(in, out, errs *os.File) Streams {
+	return Streams{In: in, Out: out, Err: errs, IsTTY: terminal.Is(in) && terminal.Is(out)}
 }
 
 // Env is what every command shares: the streams and the global flags.
