@@ -65,14 +65,15 @@ func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspac
 }
 
 func newRmCommand(env *Env) *cobra.Command {
-	var confirm string
+	var confirm, confirmDelete string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if confirm != "" && confirm != name {
-				return hint.Wrap(fmt.Errorf("--confirm %s does not name the box to remove, %s; nothing was changed", confirm, name), "pass --confirm %s", name)
+			confirmed, err := rmConfirmation(name, confirm, confirmDelete)
+			if err != nil {
+				return err
 			}
 			return boxOp(cmd.Context(), env, name, "boxes rm", func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				res, p := ws.Removal(name, host, r)
@@ -82,7 +83,7 @@ func newRmCommand(env *Env) *cobra.Command {
 					talk = env.Err
 				}
 				res.WriteDeleting(talk)
-				if confirm != name {
+				if confirmed != name {
 					if !env.IsTTY {
 						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
@@ -104,8 +105,27 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
+	cmd.Flags().StringVar(&confirmDelete, "confirm-delete", "", "the same as --confirm, as apply spells it")
 	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
+}
+
+// rmConfirmation is the box name rm's --confirm gives, or --confirm-delete
+// (apply's spelling, taken too); "" when neither is given. A name that is
+// not the box's, or two that differ, is refused.
+func rmConfirmation(name, confirm, confirmDelete string) (string, error) {
+	flag, given := "--confirm", confirm
+	if confirmDelete != "" {
+		if confirm != "" && confirm != confirmDelete {
+			return "", hint.Wrap(fmt.Errorf("--confirm %s and --confirm-delete %s name different boxes; nothing was changed", confirm, confirmDelete),
+				"pass --confirm %s (or --confirm-delete %s), not both", name, name)
+		}
+		flag, given = "--confirm-delete", confirmDelete
+	}
+	if given != "" && given != name {
+		return "", hint.Wrap(fmt.Errorf("%s %s does not name the box to remove, %s; nothing was changed", flag, given, name), "pass %s %s", flag, name)
+	}
+	return given, nil
 }
 
 func newLsCommand(env *Env) *cobra.Command {
