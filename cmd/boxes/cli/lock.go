@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/imagebuild"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newLockCommand(env *Env) *cobra.Command {
@@ -26,6 +28,15 @@ func newLockCommand(env *Env) *cobra.Command {
 }
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
+	// The lock is pinned for a boxes.yaml that validates: what validate
+	// refuses is refused here too, before any engine is asked. A directory
+	// with no boxes.yaml yet may still get its lock first.
+	switch ws, err := workspace.Open(env.File, workspace.Options{Shown: shown}); {
+	case err == nil:
+		ws.Close()
+	case !errors.Is(err, workspace.ErrNoConfig):
+		return err
+	}
 	id, toolsErr, err := imagebuild.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
 	if err != nil {
 		return err
