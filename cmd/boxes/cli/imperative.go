@@ -32,19 +32,23 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped", (*workspace.Workspace).StopPlan)
+	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", `Stop box NAME's containers now, under the box's lock; its volumes and
+settings stay. A box declared running in boxes.yaml is then drift: plan
+shows its start, and the next apply starts it again.`, "stopped", (*workspace.Workspace).StopPlan)
 }
 
 func newStartCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "start", "Start a stopped box now", "running", (*workspace.Workspace).StartPlan)
+	return newStateCommand(env, "start", "Start a stopped box now", `Start box NAME's containers now, under the box's lock, and wait until it is
+ready (its executor answers and hb init has finished). A box declared
+stopped in boxes.yaml is then drift: plan shows its stop.`, "running", (*workspace.Workspace).StartPlan)
 }
 
 // newStateCommand is stop or start (verb): the one-box plan of plan run
 // under the box's lock; the box is then in state, and the command says so.
-func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
+func newStateCommand(env *Env, verb, short, long, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: verb + " NAME", Short: short, Args: exactlyOne(verb, "box name"),
+		Use: verb + " NAME", Short: short, Long: long, Args: exactlyOne(verb, "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes "+verb, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
@@ -68,7 +72,17 @@ func newRmCommand(env *Env) *cobra.Command {
 	var confirm, confirmDelete string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
+		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes",
+		Long: `Delete box NAME now, under the box's lock: its containers, network and
+volumes, so its data. rm first shows what goes and the box's newest backup,
+then asks for the box's name to be typed; --confirm NAME (or
+--confirm-delete NAME, as apply spells it) confirms without a prompt, and
+without a terminal one of them is needed. A box still declared in
+boxes.yaml is created again by the next apply (empty, or seeded from its
+restore: archive).
+
+  boxes save old && boxes rm old --confirm old`,
+		Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			confirmed, err := rmConfirmation(name, confirm, confirmDelete)
@@ -131,7 +145,15 @@ func rmConfirmation(name, confirm, confirmDelete string) (string, error) {
 func newLsCommand(env *Env) *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
-		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
+		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup",
+		Long: `List every box of this fleet, declared or found on its hosts' engines: its
+host, the agent container's state, whether its image is the locked one
+(current) or not (stale), where a person on this machine reaches its
+executor, and its newest backup in backups/. A box found but not declared
+is marked (undeclared); one made before fleets, (no fleet). --all lists the
+boxes of every fleet on the engines, with a FLEET column. --json prints the
+rows as an array.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
 		},

@@ -45,7 +45,20 @@ func newPlanCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show what apply would do to every box, and why",
-		Args:  cobra.NoArgs,
+		Long: `Observe every host's engine and show what apply would do to every box, and
+why: + create, ~ start or stop, -/+ recreate (containers replaced, volumes
+kept), - delete (containers, network and volumes), move (to another host),
+each with its reasons (old → new values). Nothing is changed.
+
+--json prints the plan in its documented schema (format_version), and
+--markdown for a pull-request comment. --detailed-exitcode exits 0 for no
+changes, 2 for changes and 1 on error. -out FILE saves the plan, so that
+apply FILE does exactly it or refuses when anything changed since.
+
+  boxes plan
+  boxes plan -out tomorrow.plan --target alpha
+  boxes plan --replace beta     # recreate beta even if nothing differs`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
 				return err

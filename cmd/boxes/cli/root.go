@@ -121,9 +121,30 @@ func Report(w io.Writer, err error) {
 // Run parses args and runs one command.
 func Run(ctx context.Context, s Streams, args []string) error {
 	env := &Env{Streams: s}
+	root := newRoot(env)
+	root.SetArgs(terraformFlags(args))
+	return root.ExecuteContext(ctx)
+}
+
+// newRoot is the boxes command with every subcommand, on env's streams.
+func newRoot(env *Env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "boxes",
-		Short:         "Keep agent boxes on Docker in the state declared in boxes.yaml",
+		Use:   "boxes",
+		Short: "Keep agent boxes on Docker in the state declared in boxes.yaml",
+		Long: `Keep agent boxes on Docker in the state declared in boxes.yaml. A box is a
+long-lived Linux environment with the coding-agent tools installed: an agent
+container that publishes no port and an Executor container beside it, one
+compose project hbl-NAME per box. boxes.yaml says which boxes exist and how;
+boxes.lock pins the image and the tools in it.
+
+  boxes init                # write a starter boxes.yaml
+  boxes lock update         # pin the tools, then
+  boxes build               # build the image and lock it
+  boxes plan                # see what apply would do, and why
+  boxes apply               # make it so
+
+boxes.lock and .boxes/ (tokens, locks) live beside boxes.yaml; -f names
+another boxes.yaml. "boxes COMMAND --help" says more about each command.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,10 +156,9 @@ func Run(ctx context.Context, s Streams, args []string) error {
 			return nil
 		},
 	}
-	root.SetIn(s.In)
-	root.SetOut(s.Out)
-	root.SetErr(s.Err)
-	root.SetArgs(terraformFlags(args))
+	root.SetIn(env.In)
+	root.SetOut(env.Out)
+	root.SetErr(env.Err)
 	root.PersistentFlags().StringVarP(&env.File, "file", "f", "boxes.yaml", "path of boxes.yaml (boxes.lock and .boxes/ live beside it)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -149,7 +169,7 @@ func Run(ctx context.Context, s Streams, args []string) error {
 	addCompletions(root, env)
 	// Outside the table: mcp runs boxes itself, in-process, for each tool call.
 	root.AddCommand(newMCPCommand(env))
-	return root.ExecuteContext(ctx)
+	return root
 }
 
 // exactlyOne is the Args check of a command taking one NAME: a specific
