@@ -66,6 +66,23 @@ func (rs Rows) WriteText(w io.Writer, fleets bool) {
 	_ = tw.Flush()
 }
 
+// boxState is a box's STATE in ls: its agent container's state (agent),
+// with the executor's added when it differs, in the engine's words
+// ("running (executor exited)"), or said missing when the other container
+// is there. A box is usable only when both run, so "running" alone must
+// mean both.
+func boxState(agent string, a, x reconcile.Container, haveAgent, haveExecutor bool) string {
+	switch {
+	case haveAgent && haveExecutor && a.State != x.State:
+		return agent + " (executor " + x.State + ")"
+	case haveAgent && !haveExecutor:
+		return agent + " (no executor)"
+	case !haveAgent && haveExecutor:
+		return "no agent (executor " + x.State + ")"
+	}
+	return agent
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -107,14 +124,17 @@ func (w *Workspace) List(all bool) Rows {
 			} else if !r.Empty() {
 				row.Fleet = ""
 			}
-			if a, ok := r.Container(compose.AgentService); ok {
+			a, haveAgent := r.Container(compose.AgentService)
+			x, haveExecutor := r.Container(compose.ExecutorService)
+			if haveAgent {
 				row.State = a.State
 				row.Image = "stale"
 				if a.Image == w.Image() {
 					row.Image = "current"
 				}
 			}
-			if x, ok := r.Container(compose.ExecutorService); ok {
+			row.State = boxState(row.State, a, x, haveAgent, haveExecutor)
+			if haveExecutor {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
 					row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
 					// A remote engine knows the address a person here

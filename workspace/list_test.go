@@ -76,3 +76,43 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 		t.Errorf("ls --all:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// A box's STATE is its agent's, with the executor's added when it differs:
+// a box whose executor alone stopped is not simply "running".
+func TestListSaysWhenTheExecutorDiffers(t *testing.T) {
+	agent := func(name, state string) reconcile.Container {
+		return reconcile.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
+	}
+	executor := func(name, state string) reconcile.Container {
+		x := executorOf(name, "127.0.0.1", 4801)
+		x.State = state
+		return x
+	}
+	for _, tc := range []struct {
+		name       string
+		containers []reconcile.Container
+		want       string
+	}{
+		{"both running", []reconcile.Container{agent("alpha", "running"), executor("alpha", "running")}, "running"},
+		{"both stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "exited")}, "exited"},
+		{"executor stopped", []reconcile.Container{agent("alpha", "running"), executor("alpha", "exited")}, "running (executor exited)"},
+		{"executor restarting", []reconcile.Container{agent("alpha", "running"), executor("alpha", "restarting")}, "running (executor restarting)"},
+		{"agent stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "running")}, "exited (executor running)"},
+		{"no executor", []reconcile.Container{agent("alpha", "running")}, "running (no executor)"},
+		{"no agent", []reconcile.Container{executor("alpha", "running")}, "no agent (executor running)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t)
+			f.snapshots[""] = &reconcile.Observed{Containers: tc.containers}
+			ws := f.open(t)
+			if err := ws.Observe(t.Context(), ""); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range ws.List(false) {
+				if r.Name == "alpha" && r.State != tc.want {
+					t.Errorf("state %q, want %q", r.State, tc.want)
+				}
+			}
+		})
+	}
+}
