@@ -66,7 +66,7 @@ apply FILE does exactly it or refuses when anything changed since.
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return runPlan(cmd.Context(), env, ws, f) })
 		},
 	}
-	f.add(cmd, "print the plan as JSON (format_version 1)")
+	f.add(cmd, fmt.Sprintf("print the plan as JSON (format_version %d)", reconcile.FormatVersion))
 	cmd.Flags().BoolVar(&f.detailedExitcode, "detailed-exitcode", false, "exit 0 for no changes, 1 on error, 2 for changes")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "save the plan to FILE for boxes apply FILE")
 	addPlanFlags(cmd, &f.replace, &f.target, "limit the plan to box NAME (repeatable)")
