@@ -81,7 +81,7 @@ func runPlan(ctx context.Context, env *Env, ws *workspace.Workspace, f planFlags
 	}
 	switch {
 	case f.json:
-		if err := p.RenderJSON(env.Out); err != nil {
+		if err := printJSON(env, p.JSON()); err != nil {
 			return err
 		}
 	case f.markdown:

@@ -44,6 +44,9 @@ type Env struct {
 	Streams
 	// File is the path of boxes.yaml; boxes.lock and .boxes/ live beside it.
 	File string
+	// printedJSON is set once a JSON document went to stdout: a command
+	// that fails after printing its result does not print its errors too.
+	printedJSON bool
 }
 
 // Dir is the directory holding boxes.yaml.
@@ -59,6 +62,7 @@ func (e *Env) Warnf(format string, args ...any) {
 
 // printJSON writes v to stdout as indented JSON.
 func printJSON(env *Env, v any) error {
+	env.printedJSON = true
 	enc := json.NewEncoder(env.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -123,7 +127,20 @@ func Run(ctx context.Context, s Streams, args []string) error {
 	env := &Env{Streams: s}
 	root := newRoot(env)
 	root.SetArgs(terraformFlags(args))
-	return root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	var exit *ExitError
+	if err == nil || (errors.As(err, &exit) && exit.Err == nil) {
+		return err
+	}
+	// With --json, stdout holds one JSON document: the command's result,
+	// or, when it failed before it had one, its errors. stderr has them as
+	// text as ever.
+	if asksJSON(cmd) && !env.printedJSON {
+		if jerr := printJSON(env, errorsOf(err)); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	return err
 }
 
 // newRoot is the boxes command with every subcommand, on env's streams.
