@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
@@ -108,17 +109,20 @@ func (w *Workspace) List(all bool) Rows {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
-	backups := w.Backups()
+	backups := backupsIn(filepath.Join(w.Dir(), "backups"))
 	var rows Rows
 	seen := map[string]bool{}
 	add := func(name, host string, declared bool) {
 		seen[name] = true
-		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
+		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups.newest(name, time.Time{})}
 		if declared {
 			row.Fleet = w.Config.Fleet
 		}
 		if o := w.Observed[host]; o != nil {
 			r := o.Of(name)
+			// Only a backup of this box: not one of a box deleted before
+			// that had its name.
+			row.LastBackup = backups.newest(name, boxMade(name, r))
 			if f := r.Fleets(); len(f) > 0 {
 				row.Fleet = strings.Join(f, ",")
 			} else if !r.Empty() {

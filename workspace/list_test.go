@@ -1,9 +1,13 @@
 package workspace_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -114,5 +118,62 @@ func TestListSaysWhenTheExecutorDiffers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A box deleted and made again under its old name is a new box: the old
+// one's archives are not its backups. ls, rm and plan name only archives
+// made since the box's data volume was (its file name's time, as save
+// names it, against the volume's creation time); a box not on any engine
+// still shows its newest archive.
+func TestBackupsAreOnlyOfTheSameBox(t *testing.T) {
+	f := newFleet(t)
+	made := time.Date(2026, 12, 2, 12, 0, 0, 500e6, time.UTC)
+	f.snapshots[""] = &reconcile.Observed{
+		Containers: []reconcile.Container{{ID: "a1", Box: "alpha", Service: compose.AgentService, State: "running"}},
+		Volumes:    []reconcile.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Created: made}},
+	}
+	backups := filepath.Join(f.dir, "backups")
+	if err := os.MkdirAll(backups, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(backups, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alpha-20261201-090000" + archive.Ext) // the alpha deleted before
+	write("gamma-20261201-090000" + archive.Ext) // gamma is on no engine
+	ws := f.open(t)
+	if err := ws.Observe(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	last := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range ws.List(false) {
+			out[r.Name] = r.LastBackup
+		}
+		return out
+	}
+	if got := last(); got["alpha"] != "" || got["gamma"] != filepath.Join("backups", "gamma-20261201-090000"+archive.Ext) {
+		t.Errorf("last backups %q: alpha's is the old box's, or gamma's is missing", got)
+	}
+	if got := ws.Backups()["alpha"]; got != "" {
+		t.Errorf("plan's backup of alpha is the old box's %s", got)
+	}
+	if res, _ := ws.Removal("alpha", "", ws.Observed[""].Of("alpha")); res.Backup != nil && *res.Backup != "" {
+		t.Errorf("rm's backup of alpha is the old box's %s", *res.Backup)
+	}
+
+	// Saved in the second the volume was made: the name's time has no
+	// fraction, and the archive is the new box's.
+	write("alpha-20261202-120000" + archive.Ext)
+	want := filepath.Join("backups", "alpha-20261202-120000"+archive.Ext)
+	if got := last(); got["alpha"] != want {
+		t.Errorf("alpha's last backup %q, want %s", got["alpha"], want)
+	}
+	if got := ws.Backups()["alpha"]; got != want {
+		t.Errorf("plan's backup of alpha %q, want %s", got, want)
 	}
 }

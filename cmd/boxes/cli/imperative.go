@@ -149,13 +149,16 @@ func newLsCommand(env *Env) *cobra.Command {
 		Long: `List every box of this fleet, declared or found on its hosts' engines: its
 host, its state, whether its image is the locked one (current) or not
 (stale), where a person on this machine reaches its executor, and its
-newest backup in backups/. The state is the agent container's, in Docker's
-words, with the executor's added when it differs: "running (executor
-exited)" is a box whose agent runs but whose executor does not, "running
-(no executor)" one whose executor container is gone. A box found but not
-declared is marked (undeclared); one made before fleets, (no fleet). --all
-lists the boxes of every fleet on the engines, with a FLEET column. --json
-prints the rows as an array.`,
+newest backup in backups/ made since the box's data volume was created
+(not one of an earlier box of that name).
+
+The state is the agent container's, in Docker's words, with the
+executor's added when it differs: "running (executor exited)" is a box
+whose agent runs but whose executor does not, "running (no executor)" one
+whose executor container is gone. A box found but not declared is marked
+(undeclared); one made before fleets, (no fleet). --all lists the boxes of
+every fleet on the engines, with a FLEET column. --json prints the rows as
+an array.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
