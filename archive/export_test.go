@@ -12,3 +12,7 @@ func WriteFormat2(w io.Writer, m Manifest, data io.Reader, recipients ...age.Rec
 	sum, _, err := write(w, m, data, compressZstd, recipients)
 	return sum, err
 }
+
+// LegacyDerivations is how many OpenPGP passphrase keys this process has
+// derived (each an iterated S2K, slow by design).
+func LegacyDerivations() int64 { return legacyDerivations.Load() }

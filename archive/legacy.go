@@ -4,14 +4,17 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
@@ -163,38 +166,175 @@ func (l *legacy) manifest() Manifest {
 }
 
 // decryptLegacy opens the OpenPGP message r with passphrase. It accepts
-// only integrity-protected messages; the returned reader's errors say when
-// that protection finds the content damaged.
+// only integrity-protected messages encrypted with a passphrase; the
+// returned reader's errors say when that protection finds the content
+// damaged.
+//
+// openpgp.ReadMessage would derive the passphrase's key (an iterated S2K,
+// slow by design) on every read, and a load reads its archive three
+// times. So the message is opened here with the packet layer: the session
+// key comes from legacySessionKey, derived once per passphrase and
+// session-key packet in a process, and decrypts the data packet, whose
+// compressed and literal packets are then read as ReadMessage reads them.
 func decryptLegacy(r io.Reader, passphrase []byte) (io.Reader, error) {
 	if passphrase == nil {
 		return nil, errors.New("archive: a .tar.gz.gpg archive of the smolvm tool opens with a passphrase, not an age identity")
 	}
-	tried := false
-	prompt := func(keys []openpgp.Key, symmetric bool) ([]byte, error) {
-		if tried || !symmetric {
-			return nil, fmt.Errorf("archive: %w", ErrWrongPassphrase)
-		}
-		tried = true
-		return passphrase, nil
+	raw := &rawPackets{r: r, on: true}
+	packets := packet.NewReader(raw)
+	type sealed struct {
+		ske *packet.SymmetricKeyEncrypted
+		raw []byte
 	}
-	md, err := openpgp.ReadMessage(r, openpgp.EntityList{}, prompt, &packet.Config{})
-	if err != nil {
-		if errors.Is(err, ErrWrongPassphrase) {
-			return nil, err
+	var keys []sealed
+	var data packet.EncryptedDataPacket
+	for data == nil {
+		raw.buf = raw.buf[:0]
+		p, err := packets.Next()
+		if err != nil {
+			return nil, fmt.Errorf("archive: decrypting the OpenPGP message: %w", err)
 		}
-		// With a passphrase-only message, a wrong passphrase yields a
-		// session key that decrypts to garbage, which OpenPGP reports, on
-		// purpose, as a vague parsing error.
-		var sessionErr pgperrors.DecryptWithSessionKeyError
-		if errors.As(err, &sessionErr) {
-			return nil, fmt.Errorf("archive: %w (or the archive is damaged at its start: %v)", ErrWrongPassphrase, err)
+		switch p := p.(type) {
+		case *packet.SymmetricKeyEncrypted:
+			keys = append(keys, sealed{p, bytes.Clone(raw.buf)})
+		case *packet.SymmetricallyEncrypted:
+			if !p.IntegrityProtected {
+				return nil, errors.New("archive: decrypting the OpenPGP message: the message is not integrity protected")
+			}
+			data = p
+		case *packet.AEADEncrypted:
+			data = p
+		case *packet.Compressed, *packet.LiteralData, *packet.OnePassSignature:
+			return nil, errors.New("archive: the OpenPGP message is not encrypted with a passphrase")
 		}
-		return nil, fmt.Errorf("archive: decrypting the OpenPGP message: %w", err)
 	}
-	if !md.IsSymmetricallyEncrypted {
+	// The data packet's body is read as it is decrypted, not recorded.
+	raw.on, raw.buf = false, nil
+	if len(keys) == 0 {
 		return nil, errors.New("archive: the OpenPGP message is not encrypted with a passphrase")
 	}
-	return &pgpBody{r: md.UnverifiedBody}, nil
+	var decrypted io.ReadCloser
+	for _, k := range keys {
+		key, cipher, err := legacySessionKey(k.ske, k.raw, passphrase)
+		if err != nil {
+			continue
+		}
+		if decrypted, err = data.Decrypt(cipher, key); err != nil {
+			return nil, fmt.Errorf("archive: decrypting the OpenPGP message: %w", err)
+		}
+		break
+	}
+	if decrypted == nil {
+		return nil, fmt.Errorf("archive: %w", ErrWrongPassphrase)
+	}
+	inner := packet.NewReader(decrypted)
+	config := &packet.Config{}
+	for {
+		p, err := inner.Next()
+		if err != nil {
+			// With a passphrase-only message, a wrong passphrase yields a
+			// session key that decrypts to garbage, which OpenPGP reports,
+			// on purpose, as a vague parsing error.
+			err = pgperrors.HandleSensitiveParsingError(err, true)
+			return nil, fmt.Errorf("archive: %w (or the archive is damaged at its start: %v)", ErrWrongPassphrase, err)
+		}
+		switch p := p.(type) {
+		case *packet.Compressed:
+			if err := inner.Push(p.LimitedBodyReader(config.DecompressedMessageSizeLimit())); err != nil {
+				return nil, fmt.Errorf("archive: decrypting the OpenPGP message: %w", err)
+			}
+		case *packet.LiteralData:
+			return &pgpBody{r: &legacyBody{body: p.Body, decrypted: decrypted}}, nil
+		}
+	}
+}
+
+// rawPackets records the bytes read through it while on: the session-key
+// packets, as they are in the archive, name their derived keys.
+type rawPackets struct {
+	r   io.Reader
+	on  bool
+	buf []byte
+}
+
+func (rp *rawPackets) Read(p []byte) (int, error) {
+	n, err := rp.r.Read(p)
+	if rp.on {
+		rp.buf = append(rp.buf, p[:n]...)
+	}
+	return n, err
+}
+
+// legacyBody is a literal packet's body that checks the message's
+// integrity (the MDC, or the last AEAD chunk) when it ends: the rest of the
+// decrypted data is read and closed then.
+type legacyBody struct {
+	body      io.Reader
+	decrypted io.ReadCloser
+	checked   bool
+}
+
+func (b *legacyBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	switch {
+	case err == io.EOF && !b.checked:
+		b.checked = true
+		if cerr := b.decrypted.Close(); cerr != nil {
+			return n, cerr
+		}
+	case err != nil && err != io.EOF:
+		// What decrypted data fails to parse as says nothing more precise
+		// without helping an attacker who altered it.
+		return n, pgperrors.HandleSensitiveParsingError(err, true)
+	}
+	return n, err
+}
+
+// legacySessionKey is the session key and cipher that the session-key
+// packet ske (raw, as read) holds for passphrase. The derivation is done
+// once per process for each passphrase and packet (the packet carries the
+// S2K salt and count): like age's scrypt keys (passphraseIdentity), so that
+// the three reads of one load derive it once. A wrong passphrase gets a
+// key too (OpenPGP cannot tell); it is remembered the same way, and fails
+// the same way each time.
+func legacySessionKey(ske *packet.SymmetricKeyEncrypted, raw, passphrase []byte) ([]byte, packet.CipherFunction, error) {
+	id := legacyKeyID(passphrase, raw)
+	if k, ok := legacyKeys.Load(id); ok {
+		k := k.(legacyKey)
+		return bytes.Clone(k.key), k.cipher, nil
+	}
+	legacyDerivations.Add(1)
+	key, cipher, err := ske.Decrypt(passphrase)
+	if err != nil {
+		return nil, 0, err
+	}
+	legacyKeys.Store(id, legacyKey{key: bytes.Clone(key), cipher: cipher})
+	return key, cipher, nil
+}
+
+type legacyKey struct {
+	key    []byte
+	cipher packet.CipherFunction
+}
+
+var (
+	// legacyKeys are the session keys derived in this process, by legacyKeyID.
+	legacyKeys sync.Map
+	// legacyDerivations counts the derivations, for tests.
+	legacyDerivations atomic.Int64
+)
+
+// legacyKeyID is a digest of the passphrase and the raw session-key
+// packet, each length-prefixed.
+func legacyKeyID(passphrase, raw []byte) [sha256.Size]byte {
+	h := sha256.New()
+	for _, b := range [][]byte{passphrase, raw} {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // pgpBody explains the integrity errors of an OpenPGP message's body.

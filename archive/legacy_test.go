@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,4 +314,42 @@ func x25519(t *testing.T) age.Identity {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// A load reads its archive three times (manifest, whole check, restore):
+// the passphrase's key is derived once for them all, and a wrong
+// passphrase is still refused, with its own derivation.
+func TestLegacyKeyDerivedOnce(t *testing.T) {
+	ar := legacyArchive(t, legacyTree(t), passphrase)
+	file := filepath.Join(t.TempDir(), "alpha-20260625-120000"+archive.ExtLegacy)
+	if err := os.WriteFile(file, ar, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := archive.LegacyDerivations()
+	if _, _, err := archive.Verify(bytes.NewReader(ar), identity(t, passphrase)); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := archive.Data(bytes.NewReader(ar), identity(t, passphrase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if _, _, err := archive.ExtractFile(file, filepath.Join(t.TempDir(), "out"), archive.ExtractOptions{Options: archive.Options{Identities: ids(t, passphrase)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := archive.LegacyDerivations() - before; n != 1 {
+		t.Errorf("three reads derived the key %d times, want once", n)
+	}
+	before = archive.LegacyDerivations()
+	for range 2 {
+		if _, _, err := archive.Verify(bytes.NewReader(ar), identity(t, "wrong")); !errors.Is(err, archive.ErrWrongPassphrase) {
+			t.Errorf("a wrong passphrase: %v", err)
+		}
+	}
+	if n := archive.LegacyDerivations() - before; n != 1 {
+		t.Errorf("a wrong passphrase twice derived %d keys, want 1", n)
+	}
 }

@@ -10,8 +10,12 @@ import (
 	"github.com/hermes-box/boxes/internal/text"
 )
 
+// ReportFormat is the format_version of Report's JSON; bump it on any
+// incompatible change.
+const ReportFormat = 1
+
 // Report is what a check of an archive file found: verify --json prints it
-// (format_version 1).
+// (format_version ReportFormat).
 type Report struct {
 	FormatVersion int               `json:"format_version"`
 	File          string            `json:"file"`
@@ -34,7 +38,7 @@ type Report struct {
 
 // NewReport is the report of file, whose check returned m, sum and err.
 func NewReport(file string, m Manifest, sum Summary, err error) Report {
-	rep := Report{FormatVersion: 1, File: file, OK: err == nil}
+	rep := Report{FormatVersion: ReportFormat, File: file, OK: err == nil}
 	if err != nil {
 		rep.Error = err.Error()
 		return rep

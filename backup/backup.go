@@ -643,8 +643,9 @@ type Checked struct {
 
 // CheckRestores decrypts and checks every restore archive of the creates in
 // p whole, before apply changes anything. identities is asked once, for the
-// first archive. It returns nil identities when p restores nothing.
-func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) ([]age.Identity, error)) ([]age.Identity, []Checked, error) {
+// first archive. It returns nil identities when p restores nothing. Errors
+// name an archive as shown does.
+func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) ([]age.Identity, error), shown func(string) string) ([]age.Identity, []Checked, error) {
 	s := Seeder{Dir: dir}
 	var ids []age.Identity
 	var checked []Checked
@@ -663,7 +664,7 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 		// those the restored copy is checked against, once restored.
 		m, sum, err := archive.VerifyFileWith(path, archive.Options{Identities: ids, RecordedHashes: true})
 		if err != nil {
-			return nil, nil, fmt.Errorf("box %s: restore: %s: %w; nothing was created or changed", b.Name, b.Restore, err)
+			return nil, nil, fmt.Errorf("box %s: restore: %s: %w; nothing was created or changed", b.Name, shown(b.Restore), err)
 		}
 		checked = append(checked, Checked{Box: b.Name, Archive: b.Restore, Manifest: m, Summary: sum})
 	}

@@ -139,7 +139,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Volumes[v.Name] = true
 			continue
 		}
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1})
+		// Unreadable, the time stays zero: every backup of the box is shown.
+		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1, Created: created})
 	}
 	for _, n := range networks {
 		box, ok := managedBox(n.Labels)

@@ -109,6 +109,17 @@ type Applier struct {
 	// Images brings the plan's image to the hosts that lack it; nil fails
 	// the boxes on those hosts.
 	Images ImageCarrier
+	// Shown is an archive's path as messages name it (the command line's
+	// way: relative to the working directory below it); a load's plan
+	// holds the absolute path. Nil names paths as they are.
+	Shown func(path string) string
+}
+
+func (a *Applier) shown(path string) string {
+	if a.Shown == nil {
+		return path
+	}
+	return a.Shown(path)
 }
 
 // BoxError is the failure of one box's steps.
@@ -299,7 +310,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	}
 	seed := (bp.Action == Create || bp.Action == Recreate) && bp.Restore != ""
 	if seed && a.Seeder == nil {
-		return fmt.Errorf("restore: nothing here can read %s", bp.Restore)
+		return fmt.Errorf("restore: nothing here can read %s", a.shown(bp.Restore))
 	}
 	restores := RestoresBeside(a.Config.Path)
 	if seed {
@@ -337,7 +348,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
 	if seed {
-		a.Progress.Step(bp.Name, "restoring /data from "+bp.Restore)
+		a.Progress.Step(bp.Name, "restoring /data from "+a.shown(bp.Restore))
 		if err := a.Seeder.Seed(ctx, bp.Host, bp.Name, bp.Restore); err != nil {
 			return a.restoreFailed(ctx, engine, bp, err)
 		}
@@ -547,7 +558,7 @@ func (e *CreateError) Unwrap() error { return e.Err }
 // saw none but a restore's own), with the restore record and the token,
 // and the error says why.
 func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
-	err := fmt.Errorf("restoring from %s: %w", bp.Restore, cause)
+	err := fmt.Errorf("restoring from %s: %w", a.shown(bp.Restore), cause)
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return err
 	}
@@ -560,12 +571,13 @@ func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, 
 	if derr := a.delete(ctx, engine, planDelete(Input{}, bp.Host, bp.Name, made)); derr != nil {
 		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
 	}
-	return &RestoreError{Archive: bp.Restore, Err: cause, Removed: made}
+	return &RestoreError{Archive: a.shown(bp.Restore), Err: cause, Removed: made}
 }
 
 // RestoreError is a restore refused by the engine or by the archive's
 // checks, after what it created was removed.
 type RestoreError struct {
+	// Archive is the archive as messages name it.
 	Archive string
 	Err     error
 	Removed Resources

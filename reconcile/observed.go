@@ -5,6 +5,7 @@ package reconcile
 
 import (
 	"sort"
+	"time"
 
 	"github.com/hermes-box/boxes/internal/text"
 )
@@ -113,6 +114,9 @@ type Volume struct {
 	Labels map[string]string
 	// Size in bytes, or -1 when the engine did not say (only asked for on delete).
 	Size int64
+	// Created is when the engine made the volume; zero when it did not
+	// say. Not part of a saved plan's fingerprint: it never changes.
+	Created time.Time `json:"-"`
 }
 
 // Network is one labelled network.

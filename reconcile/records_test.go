@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -237,5 +239,41 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 		if got := j.of(box); !reflect.DeepEqual(got, steps) {
 			t.Errorf("%s: %q, want %q", box, got, steps)
 		}
+	}
+}
+
+// stepProgress keeps every step, as the applier's display shows them.
+type stepProgress struct {
+	quietProgress
+	steps *[]string
+}
+
+func (p stepProgress) Step(box, msg string) { *p.steps = append(*p.steps, box+": "+msg) }
+
+// A load's plan names its archive by absolute path; its progress and its
+// errors name it as Shown does (the command line: relative to the working
+// directory), as the user typed it.
+func TestApplierNamesTheArchiveAsShown(t *testing.T) {
+	a, j, e := newApplier(t, testBox("alpha"))
+	var steps []string
+	a.Progress = stepProgress{quietProgress{j}, &steps}
+	a.Shown = func(p string) string { return strings.TrimPrefix(p, "/work/") }
+	if err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/work/a.tar.zst.age")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(steps, "alpha: restoring /data from a.tar.zst.age") {
+		t.Errorf("steps %q name the archive otherwise", steps)
+	}
+
+	o := emptyObserved()
+	observeBox(t, o, testBox("alpha"), testImage, "created", 0)
+	e.observed = o
+	a.Seeder = refusingSeeder{fakeSeeder{j}}
+	err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/work/a.tar.zst.age"))
+	if err == nil || !strings.Contains(err.Error(), "restoring from a.tar.zst.age: ") || strings.Contains(err.Error(), "/work/") {
+		t.Errorf("a refused restore: %v", err)
+	}
+	if h := hint.Lines(err); len(h) != 1 || !strings.HasPrefix(h[0], "boxes verify a.tar.zst.age ") {
+		t.Errorf("hints %q", h)
 	}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // FormatVersion is the version of the JSON plan schema; bump it on any
-// incompatible change.
-const FormatVersion = "1"
+// incompatible change. 2: format_version is a number, as in every other
+// --json document of boxes (1 had the string "1"); the rest is 1's.
+const FormatVersion = 2
 
 var symbols = map[Action]string{
 	Create:   "+",
@@ -196,7 +197,7 @@ func HumanSize(n int64) string { return text.Size(n) }
 
 // JSONPlan is the documented, versioned machine form of a plan.
 type JSONPlan struct {
-	FormatVersion string    `json:"format_version"`
+	FormatVersion int       `json:"format_version"`
 	Image         string    `json:"image"`
 	Target        []string  `json:"target"`
 	Changes       bool      `json:"changes"`

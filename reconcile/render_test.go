@@ -125,6 +125,16 @@ func renderAll(t *testing.T, prefix string, p *reconcile.Plan) {
 	if back.FormatVersion != reconcile.FormatVersion || back.Changes != p.Changes() || len(back.Boxes) != len(p.Boxes) {
 		t.Errorf("JSON read back = %+v", back)
 	}
+	// A number, as in every other --json document of boxes.
+	var version struct {
+		V any `json:"format_version"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &version); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := version.V.(float64); !ok {
+		t.Errorf("format_version is %T %v, not a number", version.V, version.V)
+	}
 
 	buf.Reset()
 	p.RenderMarkdown(&buf)

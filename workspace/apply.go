@@ -87,7 +87,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
 	}
 	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: o.Progress, Held: o.Held,
-		Mover: o.Mover, ConfirmedDeletes: o.ConfirmedDeletes}
+		Mover: o.Mover, ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown}
 	if seeder != nil {
 		applier.Seeder = seeder
 	}

@@ -71,7 +71,7 @@ func (w *Workspace) StopPlan(host, name string, _ reconcile.Resources) (*reconci
 // newest backup left of it and whether boxes.yaml still declares it, and
 // the one-box plan that deletes it.
 func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult, *reconcile.Plan) {
-	backup := w.Backups()[name]
+	backup := w.backupOf(name, r)
 	_, declared := w.Config.Box(name)
 	res := Removed(name, host, r, backup, declared)
 	res.NoFleet = w.NoFleet(name, r)

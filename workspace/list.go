@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
@@ -66,6 +67,23 @@ func (rs Rows) WriteText(w io.Writer, fleets bool) {
 	_ = tw.Flush()
 }
 
+// boxState is a box's STATE in ls: its agent container's state (agent),
+// with the executor's added when it differs, in the engine's words
+// ("running (executor exited)"), or said missing when the other container
+// is there. A box is usable only when both run, so "running" alone must
+// mean both.
+func boxState(agent string, a, x reconcile.Container, haveAgent, haveExecutor bool) string {
+	switch {
+	case haveAgent && haveExecutor && a.State != x.State:
+		return agent + " (executor " + x.State + ")"
+	case haveAgent && !haveExecutor:
+		return agent + " (no executor)"
+	case !haveAgent && haveExecutor:
+		return "no agent (executor " + x.State + ")"
+	}
+	return agent
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -91,31 +109,37 @@ func (w *Workspace) List(all bool) Rows {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
-	backups := w.Backups()
+	backups := backupsIn(filepath.Join(w.Dir(), "backups"))
 	var rows Rows
 	seen := map[string]bool{}
 	restoring := reconcile.RestoresBeside(w.Path).All()
 	add := func(name, host string, declared bool) {
 		seen[name] = true
-		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups[name]}
+		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups.newest(name, time.Time{})}
 		if declared {
 			row.Fleet = w.Config.Fleet
 		}
 		if o := w.Observed[host]; o != nil {
 			r := o.Of(name)
+			// Only a backup of this box: not one of a box deleted before
+			// that had its name.
+			row.LastBackup = backups.newest(name, boxMade(name, r))
 			if f := r.Fleets(); len(f) > 0 {
 				row.Fleet = strings.Join(f, ",")
 			} else if !r.Empty() {
 				row.Fleet = ""
 			}
-			if a, ok := r.Container(compose.AgentService); ok {
+			a, haveAgent := r.Container(compose.AgentService)
+			x, haveExecutor := r.Container(compose.ExecutorService)
+			if haveAgent {
 				row.State = a.State
 				row.Image = "stale"
 				if a.Image == w.Image() {
 					row.Image = "current"
 				}
 			}
-			if x, ok := r.Container(compose.ExecutorService); ok {
+			row.State = boxState(row.State, a, x, haveAgent, haveExecutor)
+			if haveExecutor {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
 					row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
 					// A remote engine knows the address a person here

@@ -1,9 +1,13 @@
 package workspace_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -74,6 +78,103 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 `
 	if b.String() != want {
 		t.Errorf("ls --all:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// A box's STATE is its agent's, with the executor's added when it differs:
+// a box whose executor alone stopped is not simply "running".
+func TestListSaysWhenTheExecutorDiffers(t *testing.T) {
+	agent := func(name, state string) reconcile.Container {
+		return reconcile.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
+	}
+	executor := func(name, state string) reconcile.Container {
+		x := executorOf(name, "127.0.0.1", 4801)
+		x.State = state
+		return x
+	}
+	for _, tc := range []struct {
+		name       string
+		containers []reconcile.Container
+		want       string
+	}{
+		{"both running", []reconcile.Container{agent("alpha", "running"), executor("alpha", "running")}, "running"},
+		{"both stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "exited")}, "exited"},
+		{"executor stopped", []reconcile.Container{agent("alpha", "running"), executor("alpha", "exited")}, "running (executor exited)"},
+		{"executor restarting", []reconcile.Container{agent("alpha", "running"), executor("alpha", "restarting")}, "running (executor restarting)"},
+		{"agent stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "running")}, "exited (executor running)"},
+		{"no executor", []reconcile.Container{agent("alpha", "running")}, "running (no executor)"},
+		{"no agent", []reconcile.Container{executor("alpha", "running")}, "no agent (executor running)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t)
+			f.snapshots[""] = &reconcile.Observed{Containers: tc.containers}
+			ws := f.open(t)
+			if err := ws.Observe(t.Context(), ""); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range ws.List(false) {
+				if r.Name == "alpha" && r.State != tc.want {
+					t.Errorf("state %q, want %q", r.State, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A box deleted and made again under its old name is a new box: the old
+// one's archives are not its backups. ls, rm and plan name only archives
+// made since the box's data volume was (its file name's time, as save
+// names it, against the volume's creation time); a box not on any engine
+// still shows its newest archive.
+func TestBackupsAreOnlyOfTheSameBox(t *testing.T) {
+	f := newFleet(t)
+	made := time.Date(2026, 12, 2, 12, 0, 0, 500e6, time.UTC)
+	f.snapshots[""] = &reconcile.Observed{
+		Containers: []reconcile.Container{{ID: "a1", Box: "alpha", Service: compose.AgentService, State: "running"}},
+		Volumes:    []reconcile.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Created: made}},
+	}
+	backups := filepath.Join(f.dir, "backups")
+	if err := os.MkdirAll(backups, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(backups, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alpha-20261201-090000" + archive.Ext) // the alpha deleted before
+	write("gamma-20261201-090000" + archive.Ext) // gamma is on no engine
+	ws := f.open(t)
+	if err := ws.Observe(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	last := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range ws.List(false) {
+			out[r.Name] = r.LastBackup
+		}
+		return out
+	}
+	if got := last(); got["alpha"] != "" || got["gamma"] != filepath.Join("backups", "gamma-20261201-090000"+archive.Ext) {
+		t.Errorf("last backups %q: alpha's is the old box's, or gamma's is missing", got)
+	}
+	if got := ws.Backups()["alpha"]; got != "" {
+		t.Errorf("plan's backup of alpha is the old box's %s", got)
+	}
+	if res, _ := ws.Removal("alpha", "", ws.Observed[""].Of("alpha")); res.Backup != nil && *res.Backup != "" {
+		t.Errorf("rm's backup of alpha is the old box's %s", *res.Backup)
+	}
+
+	// Saved in the second the volume was made: the name's time has no
+	// fraction, and the archive is the new box's.
+	write("alpha-20261202-120000" + archive.Ext)
+	want := filepath.Join("backups", "alpha-20261202-120000"+archive.Ext)
+	if got := last(); got["alpha"] != want {
+		t.Errorf("alpha's last backup %q, want %s", got["alpha"], want)
+	}
+	if got := ws.Backups()["alpha"]; got != want {
+		t.Errorf("plan's backup of alpha %q, want %s", got, want)
 	}
 }
 

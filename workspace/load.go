@@ -37,7 +37,7 @@ func (w *Workspace) Load(ctx context.Context, file, name string, run func(*recon
 		return BoxResult{}, err
 	}
 	doctored(rep)
-	res = BoxResult{FormatVersion: 1, Box: name, Host: box.Host, State: "running", Archive: w.opts.Shown(file), Doctor: rep,
+	res = BoxResult{FormatVersion: ResultFormat, Box: name, Host: box.Host, State: "running", Archive: w.opts.Shown(file), Doctor: rep,
 		did: "loaded " + name + " from " + w.opts.Shown(file)}
 	if box.State == spec.Stopped {
 		if err := run(reconcile.StopPlan(box.Host, name)); err != nil {

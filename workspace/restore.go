@@ -19,7 +19,7 @@ func (w *Workspace) restores(p *reconcile.Plan, o ApplyOptions) (*backup.Seeder,
 	if identities == nil {
 		identities = func(string) ([]age.Identity, error) { return nil, errNoIdentities }
 	}
-	ids, checked, err := backup.CheckRestores(p, w.Dir(), identities)
+	ids, checked, err := backup.CheckRestores(p, w.Dir(), identities, w.opts.Shown)
 	if err != nil || ids == nil {
 		return nil, err
 	}

@@ -103,3 +103,37 @@ func TestApplyChecksRestoresFirst(t *testing.T) {
 		t.Errorf("bad archive: %v; connected to %q", err, f.connected)
 	}
 }
+
+// The archives a load restores are named by absolute path in its plan;
+// messages name them as the command line shows paths (Options.Shown), as
+// the user sees them, not by the absolute path.
+func TestApplyNamesArchivesAsShown(t *testing.T) {
+	f := newFleet(t)
+	bad := filepath.Join(f.dir, "bad"+archive.Ext)
+	if err := os.WriteFile(bad, []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
+		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+			return nil, fmt.Errorf("%s is unreachable", h.Name)
+		},
+		Shown: func(p string) string {
+			if rel, err := filepath.Rel(f.dir, p); err == nil && filepath.IsAbs(p) {
+				return rel
+			}
+			return p
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	p := &reconcile.Plan{Image: "sha256:fedcba9876543210", Boxes: []reconcile.BoxPlan{{Name: "alpha", Action: reconcile.Create, Restore: bad}}}
+	err = ws.Apply(context.Background(), p, workspace.ApplyOptions{Identities: func(string) ([]age.Identity, error) {
+		id, err := archive.PassphraseIdentity("pw")
+		return []age.Identity{id}, err
+	}})
+	if err == nil || !strings.Contains(err.Error(), "box alpha: restore: bad"+archive.Ext+": ") || strings.Contains(err.Error(), f.dir) {
+		t.Errorf("error %v, want the archive named bad%s", err, archive.Ext)
+	}
+}

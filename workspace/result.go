@@ -8,8 +8,13 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
+// ResultFormat is the format_version of BoxResult's JSON; bump it on any
+// incompatible change.
+const ResultFormat = 1
+
 // BoxResult is what save, load, rm, stop and start print with --json
-// (format_version 1): the box, where it is, and what the command did.
+// (format_version ResultFormat): the box, where it is, and what the
+// command did.
 type BoxResult struct {
 	FormatVersion int    `json:"format_version"`
 	Box           string `json:"box"`
@@ -47,7 +52,7 @@ func (r BoxResult) WriteText(w io.Writer) { fmt.Fprintln(w, r.did) }
 // running or stopped.
 func Changed(name, host, state string) BoxResult {
 	did := map[string]string{"running": "started", "stopped": "stopped"}[state]
-	return BoxResult{FormatVersion: 1, Box: name, Host: host, State: state, did: did + " " + name}
+	return BoxResult{FormatVersion: ResultFormat, Box: name, Host: host, State: state, did: did + " " + name}
 }
 
 // Removed is rm's result: box name deleted from host with its resources r;
@@ -55,7 +60,7 @@ func Changed(name, host, state string) BoxResult {
 // still declares it.
 func Removed(name, host string, r reconcile.Resources, backup string, declared bool) BoxResult {
 	containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
-	return BoxResult{FormatVersion: 1, Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes,
+	return BoxResult{FormatVersion: ResultFormat, Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes,
 		Backup: &backup, Declared: &declared, did: "removed " + name}
 }
 

@@ -36,7 +36,7 @@ func SaveTo(dir, name, out string, shown func(string) string) (string, error) {
 // Saved is save's result: box name's archive at out, as s describes it,
 // with the archive file's sha256 when sum is set.
 func (w *Workspace) Saved(name, out string, s backup.Saved, sum bool) (BoxResult, error) {
-	res := BoxResult{FormatVersion: 1, Box: name, Archive: w.opts.Shown(out), ArchiveBytes: s.Size, Verified: true,
+	res := BoxResult{FormatVersion: ResultFormat, Box: name, Archive: w.opts.Shown(out), ArchiveBytes: s.Size, Verified: true,
 		Files: &s.Summary.Files, Dirs: &s.Summary.Dirs, DataBytes: &s.Summary.Bytes, did: s.Text(name, w.opts.Shown(out))}
 	res.Host, _ = w.HostOf(name)
 	if sum {

@@ -407,11 +407,6 @@ func (w *Workspace) Undeclared(name string) error {
 	return e
 }
 
-// Backups maps each box to its newest archive under backups/.
-func (w *Workspace) Backups() map[string]string {
-	return NewestBackups(filepath.Join(w.Dir(), "backups"))
-}
-
 // Fingerprint digests what plan p was made from: the bytes of both files,
 // what was observed, and the plan's own actions.
 func (w *Workspace) Fingerprint(p *reconcile.Plan) string {

@@ -34,7 +34,22 @@ func newApplyCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply [PLANFILE]",
 		Short: "Make every box match boxes.yaml and boxes.lock",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Make every box match boxes.yaml and boxes.lock: plan, show the plan, ask for
+yes (unless --auto-approve), then do it, boxes in parallel (--parallelism),
+each box's steps in order, with live progress. With PLANFILE (from plan
+-out) it does exactly that plan, or refuses with "plan is stale" when the
+files or the engines changed since.
+
+Deleting a box deletes its volumes, its data: apply asks for the box's name
+to be typed, or takes --confirm-delete NAME; without a terminal and without
+it apply refuses before changing anything. A moved box's old copy is
+deleted only so confirmed, once the new copy is verified. One apply runs at
+a time per boxes.yaml. Exits 1 if any box failed.
+
+  boxes apply
+  boxes apply --auto-approve --confirm-delete old
+  boxes apply tomorrow.plan`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.parallelism < 1 {
 				return errors.New("--parallelism must be at least 1")

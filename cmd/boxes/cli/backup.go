@@ -76,7 +76,16 @@ func newExtractCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "extract FILE [DIR]",
 		Short: "Decrypt, check and unpack an archive into DIR (no Docker needed)",
-		Args:  between(1, 2, "extract needs an archive and, optionally, a directory"),
+		Long: `Decrypt archive FILE, check every entry as load would, and unpack the box's
+/data into DIR/data. DIR defaults to the archive's name without its
+extension; it must be new or empty, and extract stops (removing what it
+wrote) rather than leave less than 256 MiB free on its file system. Reads
+boxes archives and the smolvm tool's .tar.gz.gpg archives. The passphrase
+comes from ` + backup.EnvPassphrase + ` (or ` + backup.EnvOldPassphrase + `, ` + backup.EnvOldPassphraseFile + `), else the
+terminal; age identities from ` + backup.EnvIdentity + `.
+
+  boxes extract backups/alpha-20261202-101500` + archive.Ext + ` alpha-files`,
+		Args: between(1, 2, "extract needs an archive and, optionally, a directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return extract(cmd.Context(), env, args[0], strings.Join(args[1:], ""))
 		},

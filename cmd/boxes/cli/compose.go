@@ -10,7 +10,14 @@ func newComposeCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compose NAME",
 		Short: "Print a box's generated compose project as YAML (token redacted)",
-		Args:  exactlyOne("compose", "box name"),
+		Long: `Print the compose project boxes makes for box NAME (hbl-NAME) as YAML: the
+agent and executor services, their network and volumes, labels, limits and
+the published executor port, exactly as apply hands them to Docker. The
+token is redacted. Nothing is written and no engine is asked; without an
+image in boxes.lock the image is a placeholder, with a warning.
+
+  boxes compose alpha | less`,
+		Args: exactlyOne("compose", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
 				out, placeholder, err := ws.ComposeYAML(args[0])

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/diff"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -40,7 +43,7 @@ changes, 1 error, 2 changes.`,
 			return runDiff(cmd, env, f, ref)
 		},
 	}
-	f.add(cmd, "print the plan as JSON (plan's format_version 1, with ref, commit, notes, unknown)")
+	f.add(cmd, fmt.Sprintf("print the plan as JSON (plan's format_version %d, with ref, commit, notes, unknown)", reconcile.FormatVersion))
 	// Accepted from habit: diff's exit code is always detailed.
 	cmd.Flags().BoolVar(&f.detailedExitcode, "detailed-exitcode", false, "")
 	_ = cmd.Flags().MarkHidden("detailed-exitcode")

@@ -42,7 +42,15 @@ func newInitCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Write a starter boxes.yaml and .gitignore",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Write a starter boxes.yaml in DIR (default the current directory), with a
+fleet: named after the directory and a first line that names its schema,
+the schema beside it as boxes.schema.json (for editors), and add .boxes/
+and backups/ to DIR's .gitignore, keeping what it holds. An existing
+boxes.yaml is never overwritten.
+
+  boxes init infra/boxes
+  boxes -f infra/boxes/boxes.yaml validate`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) == 1 {

@@ -42,19 +42,23 @@ func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile
 }
 
 func newStopCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", "stopped", (*workspace.Workspace).StopPlan)
+	return newStateCommand(env, "stop", "Stop a box now (plan then reports any drift from boxes.yaml)", `Stop box NAME's containers now, under the box's lock; its volumes and
+settings stay. A box declared running in boxes.yaml is then drift: plan
+shows its start, and the next apply starts it again.`, "stopped", (*workspace.Workspace).StopPlan)
 }
 
 func newStartCommand(env *Env) *cobra.Command {
-	return newStateCommand(env, "start", "Start a stopped box now", "running", (*workspace.Workspace).StartPlan)
+	return newStateCommand(env, "start", "Start a stopped box now", `Start box NAME's containers now, under the box's lock, and wait until it is
+ready (its executor answers and hb init has finished). A box declared
+stopped in boxes.yaml is then drift: plan shows its stop.`, "running", (*workspace.Workspace).StartPlan)
 }
 
 // newStateCommand is stop or start (verb): the one-box plan of plan run
 // under the box's lock; the box is then in state, and the command says so.
-func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
+func newStateCommand(env *Env, verb, short, long, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: verb + " NAME", Short: short, Args: exactlyOne(verb, "box name"),
+		Use: verb + " NAME", Short: short, Long: long, Args: exactlyOne(verb, "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return boxOp(cmd.Context(), env, name, "boxes "+verb, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
@@ -75,14 +79,25 @@ func newStateCommand(env *Env, verb, short, state string, plan func(ws *workspac
 }
 
 func newRmCommand(env *Env) *cobra.Command {
-	var confirm string
+	var confirm, confirmDelete string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes", Args: exactlyOne("rm", "box name"),
+		Use: "rm NAME", Short: "Delete a box now: containers, network and volumes",
+		Long: `Delete box NAME now, under the box's lock: its containers, network and
+volumes, so its data. rm first shows what goes and the box's newest backup,
+then asks for the box's name to be typed; --confirm NAME (or
+--confirm-delete NAME, as apply spells it) confirms without a prompt, and
+without a terminal one of them is needed. A box still declared in
+boxes.yaml is created again by the next apply (empty, or seeded from its
+restore: archive).
+
+  boxes save old && boxes rm old --confirm old`,
+		Args: exactlyOne("rm", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if confirm != "" && confirm != name {
-				return hint.Wrap(fmt.Errorf("--confirm %s does not name the box to remove, %s; nothing was changed", confirm, name), "pass --confirm %s", name)
+			confirmed, err := rmConfirmation(name, confirm, confirmDelete)
+			if err != nil {
+				return err
 			}
 			return boxOp(cmd.Context(), env, name, rmWhat, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				res, p := ws.Removal(name, host, r)
@@ -92,7 +107,7 @@ func newRmCommand(env *Env) *cobra.Command {
 					talk = env.Err
 				}
 				res.WriteDeleting(talk)
-				if confirm != name {
+				if confirmed != name {
 					if !env.IsTTY {
 						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
 					}
@@ -114,14 +129,47 @@ func newRmCommand(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the box's name, to delete without a prompt")
+	cmd.Flags().StringVar(&confirmDelete, "confirm-delete", "", "the same as --confirm, as apply spells it")
 	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
+}
+
+// rmConfirmation is the box name rm's --confirm gives, or --confirm-delete
+// (apply's spelling, taken too); "" when neither is given. A name that is
+// not the box's, or two that differ, is refused.
+func rmConfirmation(name, confirm, confirmDelete string) (string, error) {
+	flag, given := "--confirm", confirm
+	if confirmDelete != "" {
+		if confirm != "" && confirm != confirmDelete {
+			return "", hint.Wrap(fmt.Errorf("--confirm %s and --confirm-delete %s name different boxes; nothing was changed", confirm, confirmDelete),
+				"pass --confirm %s (or --confirm-delete %s), not both", name, name)
+		}
+		flag, given = "--confirm-delete", confirmDelete
+	}
+	if given != "" && given != name {
+		return "", hint.Wrap(fmt.Errorf("%s %s does not name the box to remove, %s; nothing was changed", flag, given, name), "pass %s %s", flag, name)
+	}
+	return given, nil
 }
 
 func newLsCommand(env *Env) *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
-		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup", Args: cobra.NoArgs,
+		Use: "ls", Short: "List every box: host, state, image, executor URL, last backup",
+		Long: `List every box of this fleet, declared or found on its hosts' engines: its
+host, its state, whether its image is the locked one (current) or not
+(stale), where a person on this machine reaches its executor, and its
+newest backup in backups/ made since the box's data volume was created
+(not one of an earlier box of that name).
+
+The state is the agent container's, in Docker's words, with the
+executor's added when it differs: "running (executor exited)" is a box
+whose agent runs but whose executor does not, "running (no executor)" one
+whose executor container is gone. A box found but not declared is marked
+(undeclared); one made before fleets, (no fleet). --all lists the boxes of
+every fleet on the engines, with a FLEET column. --json prints the rows as
+an array.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return ls(cmd.Context(), env, ws, all, asJSON) })
 		},

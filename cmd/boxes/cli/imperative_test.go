@@ -105,3 +105,24 @@ func TestStartPlanUsesTheBoxsHostAndImage(t *testing.T) {
 		t.Error("start of an undeclared box was planned")
 	}
 }
+
+// rm takes --confirm-delete NAME as apply spells it, the same as --confirm.
+func TestRmConfirmation(t *testing.T) {
+	for _, tc := range []struct {
+		confirm, confirmDelete, want, err string
+	}{
+		{"", "", "", ""},
+		{"alpha", "", "alpha", ""},
+		{"", "alpha", "alpha", ""},
+		{"alpha", "alpha", "alpha", ""},
+		{"", "beta", "", "--confirm-delete beta does not name the box to remove, alpha; nothing was changed"},
+		{"beta", "", "", "--confirm beta does not name the box to remove, alpha; nothing was changed"},
+		{"beta", "beta", "", "--confirm-delete beta does not name the box to remove, alpha; nothing was changed"},
+		{"alpha", "beta", "", "--confirm alpha and --confirm-delete beta name different boxes; nothing was changed"},
+	} {
+		got, err := rmConfirmation("alpha", tc.confirm, tc.confirmDelete)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("--confirm %q --confirm-delete %q: %q, %v; want %q, %q", tc.confirm, tc.confirmDelete, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -23,6 +23,14 @@ func newExecCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec NAME -- CMD [ARG…]",
 		Short: "Run a command in a box's agent container; its exit code is boxes's",
+		Long: `Run CMD with its arguments in box NAME's agent container, as user agent in
+its home (-u root for system work), and exit with CMD's exit code. The
+command gets no standard input unless -i, and no terminal unless -t. A box
+just created is waited for until its hb init has finished.
+
+  boxes exec alpha -- git -C work status
+  boxes exec -u root alpha -- apt-get install -y ripgrep
+  boxes exec -it alpha -- bash`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
 				return fmt.Errorf("exec needs a box name, then -- and the command: boxes exec NAME -- CMD [ARG…]")
@@ -53,7 +61,11 @@ func newEnterCommand(env *Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "enter NAME",
 		Short: "Attach to the box's tmux session main, as agent (detach with C-b d)",
-		Args:  exactlyOne("enter", "box name"),
+		Long: `Attach this terminal to the tmux session main of box NAME, as user agent,
+creating the session when there is none. Detach with C-b d: the session and
+what runs in it go on. Needs a terminal; boxes exec runs a command without
+one.`,
+		Args: exactlyOne("enter", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
@@ -95,6 +107,11 @@ func newLogsCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs NAME [agent|executor]",
 		Short: "Print a box container's logs (the agent's unless named)",
+		Long: `Print the logs of one of box NAME's containers: the agent's, or the
+executor's when named. -f (--follow) keeps printing new lines until
+interrupted, as docker logs -f does; -n N prints only the last N lines.
+
+  boxes logs alpha executor -f -n 50`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return fmt.Errorf("logs needs a box name and, optionally, agent or executor")

@@ -1,22 +1,34 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/image/build"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newLockCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lock",
 		Short: "Change boxes.lock",
+		Long: `Change boxes.lock, the machine-written file beside boxes.yaml that pins the
+image boxes run and the tool versions it is built from: lock update
+resolves newer pins (network), lock image pins an image an engine already
+has. boxes build builds the image of the pins and locks it.`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "image REF",
 		Short: "Pin boxes.lock to an image the local engine already has",
-		Args:  exactlyOne("lock image", "image reference"),
+		Long: `Pin boxes.lock's image to REF, an image the local engine already has (a tag,
+an ID, or NAME@sha256:… for one hosts can pull by digest): its ID and the
+tool versions read from inside it. The pins are left as they are. A
+boxes.yaml that validate refuses is refused here too.
+
+  boxes lock image hermes-box-lite:test`,
+		Args: exactlyOne("lock image", "image reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return lockImage(cmd, env, args[0])
 		},
@@ -26,6 +38,15 @@ func newLockCommand(env *Env) *cobra.Command {
 }
 
 func lockImage(cmd *cobra.Command, env *Env, ref string) error {
+	// The lock is pinned for a boxes.yaml that validates: what validate
+	// refuses is refused here too, before any engine is asked. A directory
+	// with no boxes.yaml yet may still get its lock first.
+	switch ws, err := workspace.Open(env.File, workspace.Options{Shown: shown}); {
+	case err == nil:
+		ws.Close()
+	case !errors.Is(err, workspace.ErrNoConfig):
+		return err
+	}
 	id, toolsErr, err := build.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
 	if err != nil {
 		return err

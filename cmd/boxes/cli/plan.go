@@ -45,7 +45,20 @@ func newPlanCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show what apply would do to every box, and why",
-		Args:  cobra.NoArgs,
+		Long: `Observe every host's engine and show what apply would do to every box, and
+why: + create, ~ start or stop, -/+ recreate (containers replaced, volumes
+kept), - delete (containers, network and volumes), move (to another host),
+each with its reasons (old → new values). Nothing is changed.
+
+--json prints the plan in its documented schema (format_version), and
+--markdown for a pull-request comment. --detailed-exitcode exits 0 for no
+changes, 2 for changes and 1 on error. -out FILE saves the plan, so that
+apply FILE does exactly it or refuses when anything changed since.
+
+  boxes plan
+  boxes plan -out tomorrow.plan --target alpha
+  boxes plan --replace beta     # recreate beta even if nothing differs`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -53,7 +66,7 @@ func newPlanCommand(env *Env) *cobra.Command {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return runPlan(cmd.Context(), env, ws, f) })
 		},
 	}
-	f.add(cmd, "print the plan as JSON (format_version 1)")
+	f.add(cmd, fmt.Sprintf("print the plan as JSON (format_version %d)", reconcile.FormatVersion))
 	cmd.Flags().BoolVar(&f.detailedExitcode, "detailed-exitcode", false, "exit 0 for no changes, 1 on error, 2 for changes")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "save the plan to FILE for boxes apply FILE")
 	addPlanFlags(cmd, &f.replace, &f.target, "limit the plan to box NAME (repeatable)")
@@ -68,7 +81,7 @@ func runPlan(ctx context.Context, env *Env, ws *workspace.Workspace, f planFlags
 	}
 	switch {
 	case f.json:
-		if err := p.RenderJSON(env.Out); err != nil {
+		if err := printJSON(env, p.JSON()); err != nil {
 			return err
 		}
 	case f.markdown:

@@ -9,6 +9,7 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -52,5 +53,34 @@ func TestReport(t *testing.T) {
 		if b.String() != tc.want {
 			t.Errorf("%s:\n%s\nwant\n%s", name, b.String(), tc.want)
 		}
+	}
+}
+
+// With --json a failed command's errors are one document: a file's errors
+// each at its place, collected errors each with its own hint.
+func TestErrorsJSON(t *testing.T) {
+	unreachable := func(host string) error {
+		return hint.Wrap(fmt.Errorf("host %s: %w", host, errors.New("connection refused")), "check host %s", host)
+	}
+	got := errorsOf(&ExitError{Code: 1, Err: errors.Join(unreachable("nexus"), unreachable("rack"), errors.New("plain"))})
+	want := []errorJSON{
+		{Message: "host nexus: connection refused", Hint: "check host nexus"},
+		{Message: "host rack: connection refused", Hint: "check host rack"},
+		{Message: "plain"},
+	}
+	if got.FormatVersion != ErrorsFormat || fmt.Sprint(got.Errors) != fmt.Sprint(want) {
+		t.Errorf("joined: %+v\nwant %+v", got, want)
+	}
+	inFile := spec.Errors{
+		{File: "boxes.yaml", Line: 3, Col: 5, Msg: "unknown key \"cpu\"", Hint: "did you mean \"cpus\"?"},
+		{File: "boxes.yaml", Line: 4, Col: 3, Msg: "missing version"},
+	}
+	got = errorsOf(inFile)
+	want = []errorJSON{
+		{File: "boxes.yaml", Line: 3, Col: 5, Message: "unknown key \"cpu\"", Hint: "did you mean \"cpus\"?"},
+		{File: "boxes.yaml", Line: 4, Col: 3, Message: "missing version"},
+	}
+	if fmt.Sprint(got.Errors) != fmt.Sprint(want) {
+		t.Errorf("in a file: %+v\nwant %+v", got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/internal/terminal"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -31,13 +32,11 @@ type Streams struct {
 }
 
 // StdStreams are the process's own streams.
-func StdStreams() Streams {
-	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
-}
+func StdStreams() Streams { return streamsOf(os.Stdin, os.Stdout, os.Stderr) }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// streamsOf are in, out and errs as a command's streams.
+func streamsOf(in, out, errs *os.File) Streams {
+	return Streams{In: in, Out: out, Err: errs, IsTTY: terminal.Is(in) && terminal.Is(out)}
 }
 
 // Env is what every command shares: the streams and the global flags.
@@ -45,6 +44,9 @@ type Env struct {
 	Streams
 	// File is the path of boxes.yaml; boxes.lock and .boxes/ live beside it.
 	File string
+	// printedJSON is set once a JSON document went to stdout: a command
+	// that fails after printing its result does not print its errors too.
+	printedJSON bool
 }
 
 // Dir is the directory holding boxes.yaml.
@@ -60,6 +62,7 @@ func (e *Env) Warnf(format string, args ...any) {
 
 // printJSON writes v to stdout as indented JSON.
 func printJSON(env *Env, v any) error {
+	env.printedJSON = true
 	enc := json.NewEncoder(env.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -142,9 +145,43 @@ func Report(w io.Writer, err error) {
 // Run parses args and runs one command.
 func Run(ctx context.Context, s Streams, args []string) error {
 	env := &Env{Streams: s}
+	root := newRoot(env)
+	root.SetArgs(terraformFlags(args))
+	cmd, err := root.ExecuteContextC(ctx)
+	var exit *ExitError
+	if err == nil || (errors.As(err, &exit) && exit.Err == nil) {
+		return err
+	}
+	// With --json, stdout holds one JSON document: the command's result,
+	// or, when it failed before it had one, its errors. stderr has them as
+	// text as ever.
+	if asksJSON(cmd) && !env.printedJSON {
+		if jerr := printJSON(env, errorsOf(err)); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	return err
+}
+
+// newRoot is the boxes command with every subcommand, on env's streams.
+func newRoot(env *Env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "boxes",
-		Short:         "Keep agent boxes on Docker in the state declared in boxes.yaml",
+		Use:   "boxes",
+		Short: "Keep agent boxes on Docker in the state declared in boxes.yaml",
+		Long: `Keep agent boxes on Docker in the state declared in boxes.yaml. A box is a
+long-lived Linux environment with the coding-agent tools installed: an agent
+container that publishes no port and an Executor container beside it, one
+compose project hbl-NAME per box. boxes.yaml says which boxes exist and how;
+boxes.lock pins the image and the tools in it.
+
+  boxes init                # write a starter boxes.yaml
+  boxes lock update         # pin the tools, then
+  boxes build               # build the image and lock it
+  boxes plan                # see what apply would do, and why
+  boxes apply               # make it so
+
+boxes.lock and .boxes/ (tokens, locks) live beside boxes.yaml; -f names
+another boxes.yaml. "boxes COMMAND --help" says more about each command.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -156,10 +193,9 @@ func Run(ctx context.Context, s Streams, args []string) error {
 			return nil
 		},
 	}
-	root.SetIn(s.In)
-	root.SetOut(s.Out)
-	root.SetErr(s.Err)
-	root.SetArgs(terraformFlags(args))
+	root.SetIn(env.In)
+	root.SetOut(env.Out)
+	root.SetErr(env.Err)
 	root.PersistentFlags().StringVarP(&env.File, "file", "f", "boxes.yaml", "path of boxes.yaml (boxes.lock and .boxes/ live beside it)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -170,7 +206,7 @@ func Run(ctx context.Context, s Streams, args []string) error {
 	addCompletions(root, env)
 	// Outside the table: mcp runs boxes itself, in-process, for each tool call.
 	root.AddCommand(newMCPCommand(env))
-	return root.ExecuteContext(ctx)
+	return root
 }
 
 // exactlyOne is the Args check of a command taking one NAME: a specific

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestHabitualSpellings(t *testing.T) {
@@ -22,4 +25,20 @@ func TestHabitualSpellings(t *testing.T) {
 			t.Errorf("%q became %q, want %q", in, got, want)
 		}
 	}
+}
+
+// Every command's --help says what it does, what it takes and, where it
+// helps, an example: a Long text, not only the one line of Short.
+func TestEveryCommandHasLongHelp(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		long := strings.TrimSpace(c.Long)
+		if long == "" || long == strings.TrimSpace(c.Short) {
+			t.Errorf("%q has no help beyond its one line", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(&Env{Streams: Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}}))
 }

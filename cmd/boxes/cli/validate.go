@@ -31,14 +31,16 @@ func newValidateCommand(env *Env) *cobra.Command {
 		Use:   "validate",
 		Short: "Check boxes.yaml and boxes.lock, offline",
 		Long: `Check boxes.yaml and boxes.lock, offline. Errors name file:line:col with a
-hint and exit 1; warnings (no lock, no image, an image built from other
-inputs, a stale boxes.schema.json) go to stderr and exit 0.`,
+hint and exit 1 (with --json they are also printed on stdout as JSON, each
+with its file, line, col, message and hint); warnings (no lock, no image,
+an image built from other inputs, a stale boxes.schema.json) go to stderr
+and exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runValidate(env, asJSON)
 		},
 	}
-	jsonFlag(cmd, &asJSON, "print the result as JSON (errors still go to stderr, exit 1)")
+	jsonFlag(cmd, &asJSON, "print the result as JSON; errors too, on stdout as JSON and on stderr as text, exit 1")
 	return cmd
 }
 

@@ -64,8 +64,14 @@ func TestValidatePluralsAndJSON(t *testing.T) {
 		t.Errorf("validate --json = %+v", v)
 	}
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes: {A: {}}\n")
-	if r := boxes(t, dir, "validate", "--json"); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "boxes.yaml:2:") {
-		t.Errorf("validate --json of a bad file: %+v", r)
+	// The errors are JSON on stdout, each at its place, and text on stderr.
+	r = boxes(t, dir, "validate", "--json")
+	var bad errorsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &bad); err != nil || r.code != 1 || !strings.Contains(r.stderr, "boxes.yaml:2:") {
+		t.Fatalf("validate --json of a bad file: %v %+v", err, r)
+	}
+	if bad.FormatVersion != ErrorsFormat || len(bad.Errors) != 1 || !strings.HasSuffix(bad.Errors[0].File, "boxes.yaml") || bad.Errors[0].Line != 2 || bad.Errors[0].Message == "" || bad.Errors[0].Hint == "" {
+		t.Errorf("validate --json of a bad file: %+v", bad)
 	}
 }
 

@@ -14,7 +14,10 @@ func newVersionCommand(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and build information",
-		Args:  cobra.NoArgs,
+		Long: `Print boxes's version, the Go version and platform it was built for, and the
+build's information (source revision and time, when the build recorded
+them). --json prints the same as an object, for bug reports and scripts.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version.Of(Version)
 			return printed(env, asJSON, v, v.WriteText)
