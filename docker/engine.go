@@ -292,17 +292,6 @@ func (e *Engine) Tag(ctx context.Context, image, ref string) error {
 	return e.api.ImageTag(ctx, image, ref)
 }
 
-// RegistryDigest asks the engine, with its own registry access, for the
-// digest ref names in its registry now (for a multi-platform image, the
-// digest of its index).
-func (e *Engine) RegistryDigest(ctx context.Context, ref string) (string, error) {
-	d, err := e.api.DistributionInspect(ctx, ref, "")
-	if err != nil {
-		return "", fmt.Errorf("asking the registry for %s through the engine: %w", ref, err)
-	}
-	return string(d.Descriptor.Digest), nil
-}
-
 // LocalRegistryDigest asks the local engine's registry access for image's digest.
 func LocalRegistryDigest(ctx context.Context, image string) (string, error) {
 	e, err := Connect(ctx, spec.Host{}, Options{})

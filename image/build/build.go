@@ -25,6 +25,9 @@ type Engine interface {
 	Tag(ctx context.Context, image, ref string) error
 	Build(ctx context.Context, opts docker.BuildOptions) (docker.BuildResult, error)
 	ToolVersions(ctx context.Context, image string) (map[string]string, error)
+	// PushImage pushes ref, a tag the engine has, and returns the digest
+	// the registry stored it under.
+	PushImage(ctx context.Context, ref string) (string, error)
 }
 
 // Sentinels callers branch on.
@@ -47,6 +50,9 @@ type Options struct {
 	// Offline switches off every network install; Force builds even when
 	// the lock's image is current; NoLock leaves the lock as it is.
 	Offline, Force, NoLock bool
+	// Push is a repository (NAME or NAME:TAG) to push the image to once it
+	// is built; the lock's image ref becomes NAME@DIGEST (see Push).
+	Push string
 	// Line receives the builder's output.
 	Line func(string)
 }
@@ -62,6 +68,8 @@ type Result struct {
 	Cached  int               `json:"cached_steps"`
 	Tools   map[string]string `json:"tools,omitempty"`
 	Lock    string            `json:"lock,omitempty"` // the lock written, if any
+	// Pushed is the reference pinned by digest the image was pushed as (--push).
+	Pushed string `json:"pushed,omitempty"`
 }
 
 // Plan is a build about to run: its build arguments, inputs digest and tag.
@@ -84,6 +92,11 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 	args, err := image.BuildArgs(lock.Pins, o.Base, o.Offline)
 	if err != nil {
 		return Plan{}, hint.Wrap(&kindError{ErrPins, err}, "%s", pinsHint(o.Offline))
+	}
+	if o.Push != "" {
+		if _, err := pushTarget(o.Push); err != nil {
+			return Plan{}, err
+		}
 	}
 	p := Plan{Context: bc, Args: args, Inputs: docker.InputsDigest(bc, args), Tag: o.Tag}
 	if p.Tag == "" {

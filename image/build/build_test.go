@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/docker"
@@ -16,6 +17,11 @@ type fakeEngine struct {
 	images map[string]string // ref → ID
 	builds int
 	tagged string
+	pushed []string
+	// pushErr fails every push; lost pushes without the engine recording
+	// the digest against the image.
+	pushErr error
+	lost    bool
 }
 
 func (f *fakeEngine) ImageID(_ context.Context, ref string) (string, error) {
@@ -24,7 +30,29 @@ func (f *fakeEngine) ImageID(_ context.Context, ref string) (string, error) {
 	}
 	return "", errors.New("no such image " + ref)
 }
-func (f *fakeEngine) Tag(_ context.Context, image, ref string) error { f.tagged = ref; return nil }
+func (f *fakeEngine) Tag(_ context.Context, image, ref string) error {
+	f.tagged = ref
+	if f.images == nil {
+		f.images = map[string]string{}
+	}
+	f.images[ref] = image
+	return nil
+}
+
+const pushedDigest = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+
+func (f *fakeEngine) PushImage(_ context.Context, ref string) (string, error) {
+	if f.pushErr != nil {
+		return "", f.pushErr
+	}
+	f.pushed = append(f.pushed, ref)
+	if !f.lost {
+		// ref is always NAME:TAG here.
+		name := ref[:strings.LastIndex(ref, ":")]
+		f.images[name+"@"+pushedDigest] = f.images[ref]
+	}
+	return pushedDigest, nil
+}
 func (f *fakeEngine) Build(_ context.Context, o docker.BuildOptions) (docker.BuildResult, error) {
 	f.builds++
 	return docker.BuildResult{ID: "sha256:new", Steps: 9, Cached: 8}, nil
@@ -74,5 +102,42 @@ func TestBuildRefusals(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), &fakeEngine{}, &spec.Lock{}, p, o); !errors.Is(err, ErrNoBase) {
 		t.Errorf("offline without the base: %v", err)
+	}
+}
+
+// TestPush: --push tags the image as the repository (its tag, else the
+// image's), pushes it and returns NAME@DIGEST once the engine knows that
+// reference as the image; a digest or a malformed repository is refused
+// before anything is pushed.
+func TestPush(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct{ repo, tag, pushed, pinned string }{
+		{"127.0.0.1:5000/hbl", "abc123", "127.0.0.1:5000/hbl:abc123", "127.0.0.1:5000/hbl@" + pushedDigest},
+		{"registry.example.com/team/hbl:v1", "abc123", "registry.example.com/team/hbl:v1", "registry.example.com/team/hbl@" + pushedDigest},
+		{"docker.io/hermes/box", "latest", "hermes/box:latest", "hermes/box@" + pushedDigest},
+	}
+	for _, c := range cases {
+		e := &fakeEngine{images: map[string]string{}}
+		pinned, err := Push(ctx, e, "sha256:img", c.repo, c.tag)
+		if err != nil || pinned != c.pinned || !slices.Equal(e.pushed, []string{c.pushed}) || e.images[c.pushed] != "sha256:img" {
+			t.Errorf("%s: %q %v, pushed %q", c.repo, pinned, err, e.pushed)
+		}
+	}
+	for _, repo := range []string{"127.0.0.1:5000/hbl@" + pushedDigest, "Not A Repo"} {
+		e := &fakeEngine{images: map[string]string{}}
+		_, err := Push(ctx, e, "sha256:img", repo, "x")
+		if err == nil || len(e.pushed) != 0 || !slices.Equal(hint.Lines(err), []string{pushHint}) {
+			t.Errorf("%s: %v (hints %q), pushed %q", repo, err, hint.Lines(err), e.pushed)
+		}
+	}
+	e := &fakeEngine{images: map[string]string{}, lost: true}
+	if _, err := Push(ctx, e, "sha256:img", "127.0.0.1:5000/hbl", "x"); err == nil {
+		t.Error("a push whose digest the engine does not know as the image was taken")
+	}
+	if _, err := Prepare(&spec.Lock{}, Options{Recipe: image.Recipe, Offline: true, Base: "b", Push: "a/b@" + pushedDigest}); err == nil {
+		t.Error("build --push with a digest was not refused before the build")
+	}
+	if tagOf("hermes-box-lite:0123456789ab") != "0123456789ab" || tagOf("sha256:"+strings.Repeat("0", 64)) != "latest" {
+		t.Error("tagOf")
 	}
 }

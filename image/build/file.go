@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/image"
@@ -34,9 +35,30 @@ func BuildLock(ctx context.Context, lockPath, display, recipeDir string, o Optio
 	}
 	defer e.Close()
 	rep, err := Run(ctx, e, lock, p, o)
-	if err != nil || !rep.Built || o.NoLock {
+	if err != nil {
 		return rep, err
 	}
+	if rep.Built && !o.NoLock {
+		// Written before the push, so that a failed push leaves the build
+		// recorded and the next build --push only pushes.
+		if err := spec.WriteLock(lockPath, lock); err != nil {
+			return rep, err
+		}
+		rep.Lock = display
+	}
+	if o.Push == "" {
+		return rep, nil
+	}
+	if rep.Pushed, err = Push(ctx, e, rep.Image, o.Push, tagOf(p.Tag)); err != nil {
+		if rep.Lock != "" {
+			return rep, fmt.Errorf("%s records the new image %s, without a registry reference yet: %w", display, rep.Image, err)
+		}
+		return rep, err
+	}
+	if o.NoLock {
+		return rep, nil
+	}
+	lock.Image.Ref = rep.Pushed
 	if err := spec.WriteLock(lockPath, lock); err != nil {
 		return rep, err
 	}
@@ -48,22 +70,36 @@ func BuildLock(ctx context.Context, lockPath, display, recipeDir string, o Optio
 var ErrNoImage = hint.New("the engine has no such image", "docker image ls shows what the engine has")
 
 // PinLock records in the boxes.lock at lockPath (shown as display; a
-// missing one is made) an image the local engine has (see Pin).
-func PinLock(ctx context.Context, lockPath, display, ref string) (id string, toolsErr error, err error) {
+// missing one is made) an image the local engine has (see Pin). With push
+// (a repository, see Push), it pushes the image there first and records
+// the pushed reference pinned by digest; a failed push writes nothing.
+// pinned is the lock's image section as written.
+func PinLock(ctx context.Context, lockPath, display, ref, push string) (pinned *spec.Image, toolsErr error, err error) {
+	if push != "" {
+		if _, err := pushTarget(push); err != nil {
+			return nil, nil, err
+		}
+	}
 	lock, err := spec.ReadLock(lockPath, display)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	if lock == nil {
 		lock = &spec.Lock{Version: 1}
 	}
 	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	defer e.Close()
-	if id, toolsErr, err = Pin(ctx, e, lock, ref); err != nil {
-		return "", nil, &kindError{ErrNoImage, err}
+	id, toolsErr, err := Pin(ctx, e, lock, ref)
+	if err != nil {
+		return nil, nil, &kindError{ErrNoImage, err}
 	}
-	return id, toolsErr, spec.WriteLock(lockPath, lock)
+	if push != "" {
+		if lock.Image.Ref, err = Push(ctx, e, id, push, tagOf(ref)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return lock.Image, toolsErr, spec.WriteLock(lockPath, lock)
 }

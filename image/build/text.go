@@ -16,7 +16,13 @@ func (r Result) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "boxes.lock's image is current (same inputs, and the engine has it); nothing to build. --force rebuilds")
 	}
 	fmt.Fprintf(w, "image %s (%s), inputs %s\n", r.Image, r.Ref, r.Inputs)
-	if r.Lock != "" {
+	if r.Pushed != "" {
+		fmt.Fprintf(w, "pushed as %s\n", r.Pushed)
+	}
+	switch {
+	case r.Lock != "" && r.Pushed != "":
+		fmt.Fprintf(w, "%s: image section written, its ref the pushed digest: hosts that lack the image pull it\n", r.Lock)
+	case r.Lock != "":
 		fmt.Fprintf(w, "%s: image section written\n", r.Lock)
 	}
 }

@@ -302,6 +302,17 @@ func (e *Engine) Restart() error {
 	return nil
 }
 
+// TrustRegistry has the engine trust the registry at addr (HOST:PORT)
+// under the CA in caPEM, as /etc/docker/certs.d/ADDR/ca.crt does on a
+// machine (the engine sees its own /etc/docker, and reads it at each pull).
+func (e *Engine) TrustRegistry(addr string, caPEM []byte) error {
+	dir := filepath.Join(e.dir, "etc-docker", "certs.d", addr)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "ca.crt"), caPEM, 0o644)
+}
+
 // Client is an API client of the engine over its unix socket.
 func (e *Engine) Client() *client.Client { return e.apiCache }
 

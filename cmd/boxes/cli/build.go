@@ -16,6 +16,7 @@ type buildFlags struct {
 	offline bool
 	force   bool
 	noLock  bool
+	push    string
 	quiet   bool
 	json    bool
 }
@@ -31,7 +32,11 @@ lock's image section: the image ID, the digest of the build inputs, the tool
 versions read from inside the image, and the build time.
 
 When the lock's inputs digest matches and the engine still has that image,
-build says so and does nothing; --force rebuilds.`,
+build says so and does nothing; --force rebuilds.
+
+--push REPO then pushes the image (built or current) to REPO with the
+credentials of this machine's docker configuration and records the pushed
+digest as the lock's image ref: hosts that lack the image pull it by digest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBuild(cmd.Context(), env, f)
@@ -44,13 +49,14 @@ build says so and does nothing; --force rebuilds.`,
 	fl.BoolVar(&f.offline, "offline", false, "switch off every network install (INSTALL_*=0); needs no tool pins")
 	fl.BoolVar(&f.force, "force", false, "build even when the lock's image is current (the layer cache still applies)")
 	fl.BoolVar(&f.noLock, "no-lock", false, "build and tag only; leave boxes.lock as it is")
+	fl.StringVar(&f.push, "push", "", pushUsage)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "show the build steps but not the commands' output")
 	jsonFlag(cmd, &f.json, resultJSON)
 	return cmd
 }
 
 func runBuild(ctx context.Context, env *Env, f buildFlags) error {
-	o := build.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Line: build.Printer(env.Err, f.quiet)}
+	o := build.Options{Tag: f.tag, Base: f.base, Offline: f.offline, Force: f.force, NoLock: f.noLock, Push: f.push, Line: build.Printer(env.Err, f.quiet)}
 	rep, err := build.BuildLock(ctx, env.LockFile(), shown(env.LockFile()), f.recipe, o)
 	if err != nil {
 		return err

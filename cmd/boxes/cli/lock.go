@@ -19,7 +19,8 @@ image boxes run and the tool versions it is built from: lock update
 resolves newer pins (network), lock image pins an image an engine already
 has. boxes build builds the image of the pins and locks it.`,
 	}
-	cmd.AddCommand(&cobra.Command{
+	var push string
+	image := &cobra.Command{
 		Use:   "image REF",
 		Short: "Pin boxes.lock to an image the local engine already has",
 		Long: `Pin boxes.lock's image to REF, an image the local engine already has (a tag,
@@ -27,17 +28,28 @@ an ID, or NAME@sha256:… for one hosts can pull by digest): its ID and the
 tool versions read from inside it. The pins are left as they are. A
 boxes.yaml that validate refuses is refused here too.
 
+Hosts that lack the image get it streamed from an engine that has it, or
+pulled when the lock's ref is a registry reference pinned by digest: REF
+given as NAME@sha256:…, or --push REPO, which pushes the image there with
+the credentials of this machine's docker configuration and records the
+pushed digest.
+
   boxes lock image hermes-box-lite:test`,
 		Args: exactlyOne("lock image", "image reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lockImage(cmd, env, args[0])
+			return lockImage(cmd, env, args[0], push)
 		},
-	})
+	}
+	image.Flags().StringVar(&push, "push", "", pushUsage)
+	cmd.AddCommand(image)
 	cmd.AddCommand(newLockUpdateCommand(env))
 	return cmd
 }
 
-func lockImage(cmd *cobra.Command, env *Env, ref string) error {
+// pushUsage is build's and lock image's --push.
+const pushUsage = "push the image to REPO (NAME or NAME:TAG, the tag defaulting to the image's) with this machine's docker credentials, and record REPO@DIGEST as boxes.lock's image ref, which hosts that lack the image pull"
+
+func lockImage(cmd *cobra.Command, env *Env, ref, push string) error {
 	// The lock is pinned for a boxes.yaml that validates: what validate
 	// refuses is refused here too, before any engine is asked. A directory
 	// with no boxes.yaml yet may still get its lock first.
@@ -47,13 +59,17 @@ func lockImage(cmd *cobra.Command, env *Env, ref string) error {
 	case !errors.Is(err, workspace.ErrNoConfig):
 		return err
 	}
-	id, toolsErr, err := build.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref)
+	img, toolsErr, err := build.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref, push)
 	if err != nil {
 		return err
 	}
 	if toolsErr != nil {
 		env.Warnf("could not read tool versions from %s: %v", ref, toolsErr)
 	}
-	fmt.Fprintf(env.Out, "boxes.lock: image %s (%s)\n", id, ref)
+	if push != "" {
+		fmt.Fprintf(env.Out, "boxes.lock: image %s (%s), pushed as %s: hosts that lack the image pull it\n", img.ID, ref, img.Ref)
+		return nil
+	}
+	fmt.Fprintf(env.Out, "boxes.lock: image %s (%s)\n", img.ID, ref)
 	return nil
 }
