@@ -242,6 +242,19 @@ func (e *Engine) ContainerEnv(ctx context.Context, id string) ([]string, error) 
 	return c.Config.Env, nil
 }
 
+// ContainerRuntime reads the OCI runtime a container runs under (runc,
+// runsc): the list does not carry it.
+func (e *Engine) ContainerRuntime(ctx context.Context, id string) (string, error) {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if c.HostConfig == nil {
+		return "", nil
+	}
+	return c.HostConfig.Runtime, nil
+}
+
 func (e *Engine) describe() string {
 	if e.Host == "" {
 		return "the local engine"

@@ -171,10 +171,10 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 	}
 	b := doctor.Box{Name: box, Host: host, Resources: o.Of(box), Image: ws.Image()}
 	if decl, ok := ws.Config.Box(box); ok {
-		b.Bind = decl.Executor.Bind
+		b.Bind, b.Runtime = decl.Executor.Bind, decl.Runtime
 	}
 	b.Token, _, b.TokenErr = ws.Tokens.Get(box)
-	rep := doctor.Check(ctx, b, doctor.Probes{Runner: e})
+	rep := doctor.Check(ctx, b, doctor.Probes{Runner: e, Runtime: e.ContainerRuntime})
 	if rep.OK {
 		return nil
 	}

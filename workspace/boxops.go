@@ -128,12 +128,12 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 	}
 	b := doctor.Box{Name: name, Host: host, Resources: w.Observed[host].Of(name), Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
-		b.Bind, b.Stopped = decl.Executor.Bind, decl.State == spec.Stopped
+		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()
 	if r, ok := reconcile.RestoresBeside(w.Path).Get(name); ok {
 		b.Restoring = &r
 	}
-	return doctor.Check(ctx, b, doctor.Probes{Runner: runner}), nil
+	return doctor.Check(ctx, b, doctor.Probes{Runner: runner, Runtime: e.ContainerRuntime}), nil
 }
