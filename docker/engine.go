@@ -215,7 +215,7 @@ func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
-	return e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()}))
+	return explainRuntime(e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})))
 }
 
 // raced is lost, and marks as reconcile.ErrRaced the engine's refusals
