@@ -7,12 +7,12 @@ import (
 )
 
 // What gVisor's runsc says when it cannot run a box on its machine, as
-// seen with Debian 12's runsc (gVisor release 2022-12-19) on a Linux 6.x
-// kernel. The engine passes these on as they are; boxes adds what they mean.
+// seen with Debian 12's runsc (gVisor release 2022-12-19) on Linux 6.18.
+// The engine passes these on as they are; boxes adds what they mean.
 const (
 	// Its own network stack refuses every container: it takes a network
 	// namespace for the host's when /proc/sys/net/core/rmem_default is
-	// visible in it, which kernels since 6.x show in every namespace.
+	// visible in it, which kernels from about 6.11 show in every namespace.
 	runscRootNetNS = "cannot run with network enabled in root network namespace"
 	// Its statx refuses AT_NO_AUTOMOUNT, which coreutils 9 passes on every
 	// call: ls -l and stat fail with "Invalid argument", hb's checks too.
