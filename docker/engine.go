@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,11 +38,13 @@ type Engine struct {
 	id       string
 	name     string
 	// cpus and memory are the machine's (docker info's NCPU and MemTotal).
-	cpus    int
-	memory  int64
-	api     client.APIClient
-	compose api.Compose
-	calls   *atomic.Int64
+	cpus   int
+	memory int64
+	// runtimes are the names of the engine's OCI runtimes (docker info's Runtimes).
+	runtimes []string
+	api      client.APIClient
+	compose  api.Compose
+	calls    *atomic.Int64
 }
 
 // Options tune how an engine is reached.
@@ -128,6 +131,10 @@ func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 	}
 	e.id, e.name = info.ID, info.Name
 	e.cpus, e.memory = info.NCPU, info.MemTotal
+	for name := range info.Runtimes {
+		e.runtimes = append(e.runtimes, name)
+	}
+	sort.Strings(e.runtimes)
 	return nil
 }
 
@@ -208,7 +215,7 @@ func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
-	return e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()}))
+	return explainRuntime(e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})))
 }
 
 // raced is lost, and marks as reconcile.ErrRaced the engine's refusals

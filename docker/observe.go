@@ -33,7 +33,8 @@ func (e *Engine) parallelCalls() int {
 // Observe takes one snapshot of the engine: three list calls (containers,
 // volumes, networks) however many boxes there are, plus one inspect per image
 // asked about (whether the engine has it, and its size). The machine's CPUs
-// and memory come from the docker info read when the engine was connected.
+// and memory and the engine's runtimes come from the docker info read when
+// the engine was connected.
 func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Observed, error) {
 	o := &reconcile.Observed{
 		Host: e.Host,
@@ -45,8 +46,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		Images:     map[string]bool{},
 		ImageSizes: map[string]int64{},
 		// Read when the engine was connected, with its ID.
-		CPUs:   e.cpus,
-		Memory: e.memory,
+		CPUs:     e.cpus,
+		Memory:   e.memory,
+		Runtimes: e.runtimes,
 	}
 	var (
 		containers []container.Summary
@@ -240,6 +242,19 @@ func (e *Engine) ContainerEnv(ctx context.Context, id string) ([]string, error) 
 		return nil, nil
 	}
 	return c.Config.Env, nil
+}
+
+// ContainerRuntime reads the OCI runtime a container runs under (runc,
+// runsc): the list does not carry it.
+func (e *Engine) ContainerRuntime(ctx context.Context, id string) (string, error) {
+	c, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if c.HostConfig == nil {
+		return "", nil
+	}
+	return c.HostConfig.Runtime, nil
 }
 
 func (e *Engine) describe() string {

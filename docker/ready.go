@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
 )
 
 // ReadyTimeout bounds how long WaitReady waits for a box's Executor.
@@ -171,6 +172,9 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 				last = err.Error()
 			default:
 				last = strings.TrimSpace(stderr.String())
+				if refusesStatx(last) {
+					return hint.Wrap(fmt.Errorf("agent of %s: hb init cannot check the box: %s", box, last), statxHint)
+				}
 			}
 		default:
 			last = "the container is " + s.Status

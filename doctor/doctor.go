@@ -20,9 +20,12 @@ import (
 
 // Report is every check of one box; OK when none is an error.
 type Report struct {
-	Box    string     `json:"box"`
-	OK     bool       `json:"ok"`
-	Checks []hb.Check `json:"checks"`
+	Box string `json:"box"`
+	OK  bool   `json:"ok"`
+	// Runtime is the OCI runtime the agent container runs under, as the
+	// engine reports it (runc, runsc for gVisor); "" when not read.
+	Runtime string     `json:"runtime,omitempty"`
+	Checks  []hb.Check `json:"checks"`
 }
 
 func (r *Report) add(where, name, severity, format string, args ...any) {
@@ -51,6 +54,8 @@ type Box struct {
 	// Stopped is a box boxes.yaml declares stopped: its containers stopped
 	// are as they should be.
 	Stopped bool
+	// Runtime is the runtime: boxes.yaml declares; "" is the engine's default.
+	Runtime string
 }
 
 // Probes are doctor's ways into the box; nil fields take the real ones.
@@ -59,6 +64,9 @@ type Probes struct {
 	Runner hb.Runner
 	// Initialize is the MCP handshake (mcp.Initialize by default).
 	Initialize func(ctx context.Context, url, token string) error
+	// Runtime reads the OCI runtime a container runs under; nil leaves
+	// the runtime unchecked.
+	Runtime func(ctx context.Context, container string) (string, error)
 }
 
 // Check checks b.
@@ -94,6 +102,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 			checkImage(rep, b.Image, c.service, c.c)
 		}
 	}
+	if haveAgent && p.Runtime != nil {
+		checkRuntime(ctx, rep, b, agent, p.Runtime)
+	}
 	if haveAgent {
 		if published := publishedPorts(agent); published != "" {
 			rep.add("host", "agent publishes nothing", "error", "publishes %s", published)
@@ -125,6 +136,33 @@ func checkImage(rep *Report, want, service string, c reconcile.Container) {
 	default:
 		rep.add("host", service+" image", "ok", "the lock's %s", reconcile.ShortID(want))
 	}
+}
+
+// checkRuntime reports the runtime the agent runs under, and fails when it
+// is not the one boxes.yaml declares (an edit not applied yet).
+func checkRuntime(ctx context.Context, rep *Report, b Box, c reconcile.Container, read func(context.Context, string) (string, error)) {
+	got, err := read(ctx, c.ID)
+	switch {
+	case err != nil:
+		rep.add("host", "agent runtime", "warn", "not read: %v", err)
+	case b.Runtime == "":
+		rep.Runtime = got
+		rep.add("host", "agent runtime", "ok", "%s, the engine's default (boxes.yaml names no runtime:)", describeRuntime(got))
+	case got != b.Runtime:
+		rep.Runtime = got
+		rep.add("host", "agent runtime", "error", "runs under %s, boxes.yaml says runtime: %s (boxes apply recreates it)", describeRuntime(got), b.Runtime)
+	default:
+		rep.Runtime = got
+		rep.add("host", "agent runtime", "ok", "%s, as boxes.yaml says", describeRuntime(got))
+	}
+}
+
+// describeRuntime is a runtime's name, with what it is when boxes knows.
+func describeRuntime(name string) string {
+	if name == "runsc" {
+		return "runsc (gVisor)"
+	}
+	return name
 }
 
 func publishedPorts(c reconcile.Container) string {

@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -135,5 +137,56 @@ warn box checks inside the box: not run: the box is stopped, as declared (boxes 
 	b.Resources.Containers[0].State = "restarting"
 	if rep := Check(context.Background(), b, Probes{Initialize: gate}); rep.OK {
 		t.Errorf("a box declared stopped whose agent restarts is OK:\n%s", lines(rep))
+	}
+}
+
+// Doctor says which runtime the agent runs under (a line of its own, and
+// the report's runtime field), and fails when it is not the one boxes.yaml
+// declares.
+func TestCheckReportsTheRuntime(t *testing.T) {
+	runsUnder := func(name string, err error) func(context.Context, string) (string, error) {
+		return func(_ context.Context, id string) (string, error) {
+			if id != "a" {
+				t.Errorf("runtime read of container %q, want the agent's", id)
+			}
+			return name, err
+		}
+	}
+	b := box("running")
+	b.Image = "sha256:2222222222222222"
+	b.Resources.Containers[0].Image = b.Image
+	ok := hbDoctor{`{"ok":true,"checks":[{"name":"layout","ok":true,"severity":"ok","detail":"fine"}]}`}
+	for _, c := range []struct {
+		name     string
+		declared string
+		read     func(context.Context, string) (string, error)
+		want     string
+		runtime  string
+		healthy  bool
+	}{
+		{"gVisor, as declared", "runsc", runsUnder("runsc", nil), "ok host agent runtime: runsc (gVisor), as boxes.yaml says", "runsc", true},
+		{"the engine's default", "", runsUnder("runc", nil), "ok host agent runtime: runc, the engine's default (boxes.yaml names no runtime:)", "runc", true},
+		{"an edit not applied yet", "runsc", runsUnder("runc", nil), "error host agent runtime: runs under runc, boxes.yaml says runtime: runsc (boxes apply recreates it)", "runc", false},
+		{"not readable", "runsc", runsUnder("", errors.New("connection reset")), "warn host agent runtime: not read: connection reset", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b.Runtime = c.declared
+			rep := Check(context.Background(), b, Probes{Runner: ok, Initialize: gate, Runtime: c.read})
+			if !strings.Contains(lines(rep), c.want+"\n") || rep.OK != c.healthy || rep.Runtime != c.runtime {
+				t.Errorf("OK %v, runtime %q, want %v and %q with %q in\n%s", rep.OK, rep.Runtime, c.healthy, c.runtime, c.want, lines(rep))
+			}
+			var out strings.Builder
+			rep.WriteText(&out)
+			if !strings.Contains(out.String(), "agent runtime") {
+				t.Errorf("text report without the runtime:\n%s", out.String())
+			}
+			js, _ := json.Marshal(rep)
+			if c.runtime != "" && !strings.Contains(string(js), `"runtime":"`+c.runtime+`"`) {
+				t.Errorf("JSON report without the runtime: %s", js)
+			}
+		})
+	}
+	if rep := Check(context.Background(), b, Probes{Runner: ok, Initialize: gate}); strings.Contains(lines(rep), "runtime") || rep.Runtime != "" {
+		t.Errorf("a runtime reported with no way to read it:\n%s", lines(rep))
 	}
 }

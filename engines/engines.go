@@ -168,7 +168,7 @@ func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string)
 	if err != nil {
 		return err
 	}
-	rep := ws.DoctorOn(ctx, host, box, o.Of(box), e)
+	rep := ws.DoctorOn(ctx, host, box, o.Of(box), e, e)
 	if rep.OK {
 		return nil
 	}

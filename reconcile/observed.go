@@ -30,6 +30,10 @@ type Observed struct {
 	// not known (a plan made without the engines).
 	CPUs   int   `json:",omitempty"`
 	Memory int64 `json:",omitempty"`
+	// Runtimes are the names of the OCI runtimes the engine has (docker
+	// info's Runtimes: runc and those its daemon configuration registers,
+	// such as runsc), sorted. nil when not known.
+	Runtimes []string `json:",omitempty"`
 }
 
 // Unmanaged are resource names on the engine that boxes does not own.

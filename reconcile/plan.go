@@ -515,6 +515,9 @@ func NewPlan(in Input) (*Plan, error) {
 		p.Boxes = append(p.Boxes, planDelete(in, d.host, d.name, d.r))
 	}
 	sort.Slice(p.Boxes, func(i, j int) bool { return p.Boxes[i].Name < p.Boxes[j].Name })
+	if err := MissingRuntime(in.Config, in.Observed, p.Boxes); err != nil {
+		return nil, err
+	}
 	if err := OverHost(in.Config, in.Observed, p.Boxes); err != nil {
 		return nil, err
 	}

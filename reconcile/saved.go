@@ -110,7 +110,7 @@ func (s *Saved) Fresh(file string, files map[string]string, fleet string, observ
 // files' bytes, every labelled resource and the plan's actions. Fields that
 // change on their own (volume sizes, health, the newest backup) are left
 // out, so a plan stays fresh while a box it deletes writes a byte; so are
-// the hosts' CPUs and memory.
+// the hosts' CPUs, memory and runtimes.
 func Fingerprint(files map[string]string, fleet string, observed map[string]*Observed, p *Plan) string {
 	type seen struct {
 		Files    map[string]string    `json:"files"`
@@ -126,6 +126,9 @@ func Fingerprint(files map[string]string, fleet string, observed map[string]*Obs
 		// A machine's memory can change under a VM's balloon; a box too
 		// big for the host is a plan error, not a stale plan.
 		c.CPUs, c.Memory = 0, 0
+		// A runtime the host lacks is a plan error too; one registered
+		// since changes nothing the plan does.
+		c.Runtimes = nil
 		vols := make([]Volume, len(c.Volumes))
 		for i, v := range c.Volumes {
 			v.Size = 0

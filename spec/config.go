@@ -461,6 +461,7 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 		set["memory"] = true
 	}
 	if f, ok := fields["runtime"]; ok {
+		p.wrote(box, "runtime", f.value)
 		s.Runtime, _ = p.str(f.value)
 		set["runtime"] = true
 	}
@@ -546,7 +547,7 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 		return b, false
 	}
 	p.settingsOf(name, e.value, &b.Settings, boxKeys)
-	b.CPUsAt, b.MemoryAt = p.where(name, "cpus"), p.where(name, "memory")
+	b.CPUsAt, b.MemoryAt, b.RuntimeAt = p.where(name, "cpus"), p.where(name, "memory"), p.where(name, "runtime")
 	fields := map[string]entry{}
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		k := e.value.Content[i]

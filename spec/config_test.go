@@ -243,3 +243,22 @@ func TestHintsDoNotRepeatPositions(t *testing.T) {
 		t.Errorf("hints = %q, want one hint without a position", hints)
 	}
 }
+
+// A plan that finds a box's runtime missing on its host points at where
+// runtime: is written: the box's own, else the defaults' it inherits.
+func TestParseRuntimePosition(t *testing.T) {
+	src := "version: 1\ndefaults:\n  runtime: runsc\nboxes:\n  a: {}\n  b:\n    runtime: kata\n  c: {cpus: 1}\n"
+	cfg, err := Parse("boxes.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ runtime, at string }{{"runsc", "boxes.yaml:3:12"}, {"kata", "boxes.yaml:7:14"}, {"runsc", "boxes.yaml:3:12"}} {
+		if b := cfg.Boxes[i]; b.Runtime != want.runtime || b.RuntimeAt.String() != want.at {
+			t.Errorf("box %s: runtime %q at %q, want %q at %q", b.Name, b.Runtime, b.RuntimeAt, want.runtime, want.at)
+		}
+	}
+	cfg, err = Parse("boxes.yaml", []byte("version: 1\nboxes:\n  a: {}\n"))
+	if err != nil || cfg.Boxes[0].RuntimeAt != (Pos{}) {
+		t.Errorf("no runtime: written: %+v, %v", cfg.Boxes[0].RuntimeAt, err)
+	}
+}

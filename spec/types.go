@@ -58,10 +58,10 @@ type Box struct {
 	Restore string
 	// Line is where the box is declared in boxes.yaml, for messages.
 	Line int
-	// CPUsAt and MemoryAt are where the box's cpus: and memory: are
-	// written (its own, or the defaults' it inherits), for a plan's
-	// messages; zero when not written.
-	CPUsAt, MemoryAt Pos
+	// CPUsAt, MemoryAt and RuntimeAt are where the box's cpus:, memory:
+	// and runtime: are written (its own, or the defaults' it inherits),
+	// for a plan's messages; zero when not written.
+	CPUsAt, MemoryAt, RuntimeAt Pos
 }
 
 // Pos is a place in a file, as messages name it: boxes.yaml:7:11.

@@ -156,6 +156,9 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 	if !w.Observed[box.Host].Of(name).Empty() {
 		p = reconcile.ReloadPlan(box, image, unfinished.Archive)
 	}
+	if err := reconcile.MissingRuntime(w.Config, w.Observed, p.Boxes); err != nil {
+		return box, nil, err
+	}
 	if err := reconcile.OverHost(w.Config, w.Observed, p.Boxes); err != nil {
 		return box, nil, err
 	}

@@ -126,21 +126,21 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 	if !ok {
 		return nil, errNoRunner
 	}
-	return w.DoctorOn(ctx, host, name, w.Observed[host].Of(name), runner), nil
+	return w.DoctorOn(ctx, host, name, w.Observed[host].Of(name), e, runner), nil
 }
 
-// DoctorOn checks box name, whose resources on host are r, running the
-// checks inside it with runner: what boxes doctor and a move's check of its
-// new copy share, so that both judge a box alike.
-func (w *Workspace) DoctorOn(ctx context.Context, host, name string, r reconcile.Resources, runner hb.Runner) *doctor.Report {
+// DoctorOn checks box name, whose resources on host's engine e are r,
+// running the checks inside it with runner: what boxes doctor and a move's
+// check of its new copy share, so that both judge a box alike.
+func (w *Workspace) DoctorOn(ctx context.Context, host, name string, r reconcile.Resources, e Engine, runner hb.Runner) *doctor.Report {
 	b := doctor.Box{Name: name, Host: host, Resources: r, Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
-		b.Bind, b.Stopped = decl.Executor.Bind, decl.State == spec.Stopped
+		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()
 	if rec, ok := reconcile.RestoresBeside(w.Path).Get(name); ok && rec.Host == host {
 		b.Restoring = &rec
 	}
-	return doctor.Check(ctx, b, doctor.Probes{Runner: runner})
+	return doctor.Check(ctx, b, doctor.Probes{Runner: runner, Runtime: e.ContainerRuntime})
 }

@@ -97,6 +97,16 @@ func TestLoadPlanChecks(t *testing.T) {
 		!strings.Contains(err.Error(), "boxes.yaml:6:11), but host nexus has 2 CPUs") {
 		t.Errorf("load of a box bigger than its host: %v", err)
 	}
+	// A box whose runtime its host lacks, as apply's plan refuses it.
+	f.snapshots["nexus"].CPUs = 0
+	f.snapshots["nexus"].Runtimes = []string{"runc"}
+	if err := os.WriteFile(filepath.Join(f.dir, "boxes.yaml"), []byte(strings.Replace(config, "    host: nexus\n", "    host: nexus\n    runtime: runsc\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrNoRuntime) ||
+		!strings.Contains(err.Error(), "box gamma asks for runtime: runsc (") || !strings.Contains(err.Error(), "boxes.yaml:6:14), but host nexus has only runc") {
+		t.Errorf("load of a box whose runtime its host lacks: %v", err)
+	}
 }
 
 // validate warns of a missing lock and of a stale schema file, with a hint each.

@@ -29,6 +29,8 @@ type Engine interface {
 	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
 	reconcile.VolumeSizer
 	ContainerEnv(ctx context.Context, id string) ([]string, error)
+	// ContainerRuntime is the OCI runtime a container runs under (doctor).
+	ContainerRuntime(ctx context.Context, id string) (string, error)
 	Close() error
 }
 

@@ -57,6 +57,9 @@ func (f *fakeEngine) VolumeSizes(context.Context, *reconcile.Observed, []string)
 func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
 	return nil, nil
 }
+func (f *fakeEngine) ContainerRuntime(context.Context, string) (string, error) {
+	return "runc", nil
+}
 func (f *fakeEngine) Close() error { return nil }
 
 // Not used by these tests, but part of reconcile.Engine.

@@ -35,6 +35,15 @@ type Options struct {
 	SSH bool
 	// Images are streamed from the local engine (image save into image load).
 	Images []string
+	// Runtimes are OCI runtimes registered in the engine's daemon
+	// configuration by name, besides its own runc (e.g. "runsc" for gVisor).
+	Runtimes map[string]Runtime
+}
+
+// Runtime is one entry of a daemon configuration's "runtimes".
+type Runtime struct {
+	Path string   `json:"path"`
+	Args []string `json:"runtimeArgs,omitempty"`
 }
 
 // Engine is one started extra engine.
@@ -193,7 +202,11 @@ func (e *Engine) start(driver string, opts Options) error {
 	if err := os.MkdirAll(etc, 0o700); err != nil {
 		return err
 	}
-	cfg, _ := json.Marshal(map[string]any{"storage-driver": driver, "mtu": 1400})
+	daemon := map[string]any{"storage-driver": driver, "mtu": 1400}
+	if len(opts.Runtimes) > 0 {
+		daemon["runtimes"] = opts.Runtimes
+	}
+	cfg, _ := json.Marshal(daemon)
 	cfgFile := filepath.Join(e.dir, "daemon.json")
 	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
 		return err
@@ -379,8 +392,9 @@ func (e *Engine) stop(t testing.TB) {
 	for i := len(procs) - 1; i >= 0; i-- {
 		terminate(procs[i].Process.Pid, 20*time.Second)
 	}
-	// Whatever the engine left behind (containerd, shims, fuse-overlayfs)
-	// is found by its namespaces: they are this engine's alone.
+	// Whatever the engine left behind (containerd, shims, fuse-overlayfs,
+	// a gVisor sandbox and gofer) is found by its namespaces or its cgroup
+	// parent: they are this engine's alone.
 	for _, pid := range e.strayPIDs() {
 		terminate(pid, 5*time.Second)
 	}
@@ -411,7 +425,9 @@ func (e *Engine) stop(t testing.TB) {
 	}
 }
 
-// strayPIDs are the processes still in the engine's network or mount namespace.
+// strayPIDs are the processes still in the engine's network or mount
+// namespace or under its cgroup parent. A runtime such as runsc runs its
+// sandbox in namespaces of its own, but in the container's cgroup.
 func (e *Engine) strayPIDs() []int {
 	var netNS string
 	if e.Name != "" {
@@ -430,11 +446,27 @@ func (e *Engine) strayPIDs() []int {
 		}
 		net, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 		mnt, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
-		if (netNS != "" && net == netNS) || (e.mountNS != "" && mnt == e.mountNS) {
+		if (netNS != "" && net == netNS) || (e.mountNS != "" && mnt == e.mountNS) || e.inCgroup(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// inCgroup reports whether pid is in the engine's cgroup parent or below it.
+func (e *Engine) inCgroup(pid int) bool {
+	if e.cgroup == "" {
+		return false
+	}
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && (parts[2] == "/"+e.cgroup || strings.HasPrefix(parts[2], "/"+e.cgroup+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 func removeCgroup(dir string) {

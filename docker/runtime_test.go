@@ -1,0 +1,40 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/internal/hint"
+)
+
+// The engine's words for a runsc that cannot run a box get a hint saying
+// what they mean; any other error is left as it is.
+func TestExplainRuntime(t *testing.T) {
+	// As Docker Engine 20.10 with Debian 12's runsc said it on a 6.x kernel.
+	refused := errors.New(`Error response from daemon: OCI runtime start failed: starting container: setting up network: creating interfaces from net namespace "/proc/14799/ns/net": cannot run with network enabled in root network namespace: unknown`)
+	err := explainRuntime(refused)
+	if h := hint.Lines(err); len(h) != 1 || !strings.Contains(h[0], "newer runsc") || !strings.Contains(h[0], "runtime:") {
+		t.Errorf("hints %q", h)
+	}
+	if err.Error() != refused.Error() || !errors.Is(err, refused) {
+		t.Errorf("the engine's error is not kept as it was: %v", err)
+	}
+	other := fmt.Errorf("no such image")
+	if got := explainRuntime(other); got != other || explainRuntime(nil) != nil {
+		t.Errorf("explained %v", got)
+	}
+}
+
+func TestRefusesStatx(t *testing.T) {
+	// hb health's output under Debian 12's runsc (gVisor 2022-12-19).
+	if !refusesStatx("stat: cannot statx '/data/home/agent': Invalid argument\nhb: error: /data/home/agent is missing or not agent's") {
+		t.Error("statx refused not recognised")
+	}
+	for _, s := range []string{"hb: error: /data/home/agent is missing or not agent's", "stat: cannot statx '/data': No such file or directory"} {
+		if refusesStatx(s) {
+			t.Errorf("%q taken for a refused statx", s)
+		}
+	}
+}
