@@ -413,8 +413,9 @@ func (d *DataReader) Close() error {
 }
 
 // Contents are the entries streamed, once the stream was read to its end
-// (or closed) and its content found to be the archive's. It waits for the
-// copy to end, so call it only after reading to the end or Close.
+// (or closed) and its content found to have the hashes the archive records
+// (from format 2 on; older ones record none). It waits for the copy to end,
+// so call it only after reading to the end or Close.
 func (d *DataReader) Contents() (*Contents, error) {
 	<-d.done
 	if d.err != nil {
