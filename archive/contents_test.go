@@ -14,7 +14,7 @@ import (
 )
 
 // tarOf makes a tar of data entries: a name ending in "/" is a directory,
-// "name>target" a hard link, "name=content" a file.
+// "name>target" a hard link, "name@target" a symlink, "name=content" a file.
 func tarOf(t *testing.T, entries ...string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -29,6 +29,9 @@ func tarOf(t *testing.T, entries ...string) []byte {
 		case strings.Contains(e, ">"):
 			name, target, _ := strings.Cut(e, ">")
 			h = tar.Header{Typeflag: tar.TypeLink, Name: name, Linkname: target}
+		case strings.Contains(e, "@"):
+			name, target, _ := strings.Cut(e, "@")
+			h = tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target}
 		default:
 			name, content, _ := strings.Cut(e, "=")
 			h = tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(content))}
@@ -48,9 +51,9 @@ func tarOf(t *testing.T, entries ...string) []byte {
 	return buf.Bytes()
 }
 
-func TestContentsCheckRestoredData(t *testing.T) {
+func TestContentsCheckListing(t *testing.T) {
 	dirs := []string{"data/", "data/home/", "data/home/agent/"}
-	data := tarOf(t, append(dirs, "data/home/agent/a=one", "data/home/agent/b>data/home/agent/a", "data/home/agent/c=two")...)
+	data := tarOf(t, append(dirs, "data/home/agent/a=one", "data/home/agent/b>data/home/agent/a", "data/home/agent/c=two", "data/home/agent/l@c")...)
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -67,27 +70,44 @@ func TestContentsCheckRestoredData(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := d.Contents()
-	if err != nil || c.Files() != 2 {
+	if err != nil || c.Files() != 3 {
 		t.Fatalf("contents: %v", err)
 	}
+	// A listing as ListCommand prints it, of the restored /data.
+	listing := func(lines ...string) string {
+		var b strings.Builder
+		for _, l := range lines {
+			head, link, _ := strings.Cut(l, "@")
+			b.WriteString(head + "\x00" + link + "\x00")
+		}
+		return b.String()
+	}
+	root := []string{"d 4096 /data", "d 4096 /data/home", "d 4096 /data/home/agent"}
+	same := append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 3 /data/home/agent/b", "f 3 /data/home/agent/c", "l 1 /data/home/agent/l@c")
 	for _, tc := range []struct {
 		name    string
 		entries []string
 		want    string
 	}{
-		{"the same", []string{"data/home/agent/a=one", "data/home/agent/b>data/home/agent/a", "data/home/agent/c=two"}, ""},
-		// The engine may list the other name of a hard link first.
-		{"links the other way, markers added", []string{"data/.hb/", "data/.hb/quiesced=x", "data/home/agent/b=one", "data/home/agent/a>data/home/agent/b", "data/home/agent/c=two"}, ""},
-		{"cut short", []string{"data/home/agent/a=one"}, "1 file(s) missing (data/home/agent/c)"},
-		{"truncated", []string{"data/home/agent/a=one", "data/home/agent/c=tw"}, "1 file(s) with other content (data/home/agent/c)"},
+		{"the same", same, ""},
+		{"markers added", append([]string{"d 4096 /data/.hb", "f 1 /data/.hb/quiesced"}, same...), ""},
+		{"cut short", append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 3 /data/home/agent/b"), "2 missing (data/home/agent/c, data/home/agent/l)"},
+		{"truncated", append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 3 /data/home/agent/b", "f 2 /data/home/agent/c", "l 1 /data/home/agent/l@c"), "1 of another size (data/home/agent/c)"},
+		{"a link broken", append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 0 /data/home/agent/b", "f 3 /data/home/agent/c", "l 1 /data/home/agent/l@c"), "1 of another size (data/home/agent/b)"},
+		{"another kind", append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 3 /data/home/agent/b", "d 4096 /data/home/agent/c", "l 1 /data/home/agent/l@c"), "1 of another kind (data/home/agent/c)"},
+		{"a symlink elsewhere", append(root[:len(root):len(root)], "f 3 /data/home/agent/a", "f 3 /data/home/agent/b", "f 3 /data/home/agent/c", "l 1 /data/home/agent/l@a"), "1 pointing elsewhere (data/home/agent/l)"},
 	} {
-		err := c.Check(bytes.NewReader(tarOf(t, append(dirs, tc.entries...)...)))
+		err := c.CheckListing(strings.NewReader(listing(tc.entries...)))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.want != "" && (!errors.Is(err, ErrRestoreMismatch) || !strings.Contains(fmtErr(err), tc.want)):
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
+	}
+	// A listing cut short in the middle of an entry is an error.
+	if err := c.CheckListing(strings.NewReader(listing(same...) + "f 3 /data/x")); err == nil || errors.Is(err, ErrRestoreMismatch) {
+		t.Errorf("a listing cut short: %v", err)
 	}
 }
 

@@ -38,9 +38,10 @@ type Options struct {
 	// RecordedHashes takes the content hashes of an archive that records
 	// them (format 2 on) from its trailer instead of computing them again:
 	// the trailer's names and totals are still checked against the
-	// entries. For a read whose result is checked against those hashes
-	// afterwards: a restore's copy, read back from the engine. (Data
-	// always reads so.)
+	// entries. For the check of a restore's archive before anything is
+	// made: the restore's stream (Data) hashes the content as it sends it,
+	// and fails at its end should any differ, a refused restore that
+	// removes what it made. (Data ignores it.)
 	RecordedHashes bool
 	// Before, when set, writes entries that Data streams ahead of the
 	// archive's (hb's quiesce marker, say, so that a restore cut short
@@ -330,14 +331,14 @@ func VerifyFileContext(ctx context.Context, path string, opts Options) (Manifest
 // of the archive's data entries ("data/", "data/home/", …; the manifest left
 // out), in the shape the Docker engine's copy API takes for a copy to "/".
 //
-// The entries are checked on the fly by the same rules as Verify, but for
-// the content hashes of an archive that records them (format 2 on): those
-// are taken from its trailer, for the restored copy to be checked against
-// (see DataReader.Contents), not computed again. A bad entry or a damaged
-// archive is an error from Read, after the entries before it have been read.
-// So call Verify first, before changing anything, and treat an error from
-// Read as a failed restore. Close stops reading r; it returns once
-// nothing reads r any more.
+// The entries are checked on the fly by the same rules as Verify, the
+// content hashes of an archive that records them (format 2 on) included:
+// each file is hashed as it streams, and the stream fails at its end, when
+// the trailer is read, should any differ. A bad entry or a damaged archive
+// is an error from Read, after the entries before it have been read. So
+// call Verify first, before changing anything, and treat an error from Read
+// as a failed restore. Close stops reading r; it returns once nothing reads
+// r any more.
 func Data(r io.Reader, identities ...age.Identity) (io.ReadCloser, error) {
 	return DataWith(r, Options{Identities: identities})
 }
@@ -347,25 +348,23 @@ func DataWith(r io.Reader, opts Options) (io.ReadCloser, error) {
 	return OpenData(r, opts)
 }
 
-// OpenData is DataWith, whose reader also tells the content hashes of what
-// it streamed once it was read to its end (see DataReader.Contents).
+// OpenData is DataWith, whose reader also tells what it streamed once it
+// was read to its end (see DataReader.Contents).
 func OpenData(r io.Reader, opts Options) (*DataReader, error) {
-	opts.RecordedHashes = true
+	opts.RecordedHashes = false
 	rd, err := open(r, opts)
 	if err != nil {
 		return nil, err
-	}
-	if rd.hash == nil {
-		// Archives that record no hashes are checked against what was read.
-		rd.hash = &hasher{}
 	}
 	pipe := newRoomyPipe(8, 256<<10)
 	d := &DataReader{pipe: pipe, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		sum, err := rd.copyData(pipe, opts.Before, opts.Owner)
+		contents := newContents()
+		sum, err := rd.copyData(pipe, opts.Before, opts.Owner, contents)
 		if err == nil {
-			d.contents = newContents(rd.hash.list, sum)
+			contents.Summary = sum
+			d.contents = contents
 		}
 		d.err = err
 		pipe.CloseWithError(err)
@@ -373,8 +372,9 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	return d, nil
 }
 
-// copyData writes the data entries to w as a tar stream.
-func (rd *reader) copyData(w io.Writer, before func(*tar.Writer) error, owner *Owner) (Summary, error) {
+// copyData writes the data entries to w as a tar stream, and records them
+// in c.
+func (rd *reader) copyData(w io.Writer, before func(*tar.Writer) error, owner *Owner, c *Contents) (Summary, error) {
 	tw := tar.NewWriter(w)
 	if before != nil {
 		if err := before(tw); err != nil {
@@ -386,6 +386,7 @@ func (rd *reader) copyData(w io.Writer, before func(*tar.Writer) error, owner *O
 		if owner != nil {
 			owner.set(h)
 		}
+		c.add(h)
 		return copyEntry(tw, h, body)
 	})
 	if err != nil {
@@ -411,11 +412,10 @@ func (d *DataReader) Close() error {
 	return err
 }
 
-// Contents are the hashes of every regular file streamed, once the stream
-// was read to its end (or closed): for a box archive of format 2 on, the
-// hashes recorded at save (Verify checks that the content has them);
-// for older ones, computed from what was streamed. It waits for the copy to end, so
-// call it only after reading to the end or Close.
+// Contents are the entries streamed, once the stream was read to its end
+// (or closed) and its content found to have the hashes the archive records
+// (from format 2 on; older ones record none). It waits for the copy to end,
+// so call it only after reading to the end or Close.
 func (d *DataReader) Contents() (*Contents, error) {
 	<-d.done
 	if d.err != nil {

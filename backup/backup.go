@@ -458,22 +458,20 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 }
 
 // Restore restores archive file into the created, not yet started agent
-// container id, then checks the restored /data against the archive: every
-// regular file there with the archive's content (for a box archive, the
-// hashes recorded at save). hb's quiesce marker goes first: should the
-// restore stop half-way, the box comes up quiesced (hb init waits) instead
-// of running on part of the archive. maxBytes, when not zero, bounds the
-// data restored (the size a check of the whole archive found).
+// container id. The archive's content is checked as it streams: every
+// regular file is hashed as it is sent and the stream fails, the restore
+// with it, should any differ from the hashes recorded at save. What the box
+// wrote is checked once it runs (the Seeder's Finish; a move's Check).
+// hb's quiesce marker goes first: should the restore stop half-way, the
+// box comes up quiesced (hb init waits) instead of running on part of the
+// archive. maxBytes, when not zero, bounds the data restored (the size a
+// check of the whole archive found).
 func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) error {
-	contents, err := restoreData(ctx, e, id, file, identities, maxBytes)
-	if err != nil {
-		return err
-	}
-	return checkRestored(ctx, e, id, contents)
+	_, err := restoreData(ctx, e, id, file, identities, maxBytes)
+	return err
 }
 
-// restoreData is Restore without the check of the restored data: it
-// returns what to check it against.
+// restoreData is Restore that returns what it streamed, for checkRestored.
 func restoreData(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -502,16 +500,30 @@ func restoreData(ctx context.Context, e Engine, id, file string, identities []ag
 	return data.Contents()
 }
 
-// checkRestored reads container id's /data back through the engine and
-// checks it against contents.
+// checkRestored checks that running container id's /data holds every entry
+// contents streamed into it, of its kind and size: a copy cut short, or an
+// entry the engine dropped, fails it. It lists /data inside the box, one
+// exec, instead of reading the data back through the engine: the content
+// was checked against the archive's hashes as it streamed.
 func checkRestored(ctx context.Context, e Engine, id string, contents *archive.Contents) error {
-	restored, err := e.CopyFrom(ctx, id, hb.Data)
-	if err != nil {
-		return fmt.Errorf("reading the restored data back: %w", err)
-	}
-	defer restored.Close()
-	if err := contents.Check(restored); err != nil {
-		return fmt.Errorf("checking the restored data against the archive: %w", err)
+	pr, pw := io.Pipe()
+	checked := make(chan error, 1)
+	go func() {
+		err := contents.CheckListing(pr)
+		_, _ = io.Copy(io.Discard, pr) // the rest, should the check stop early
+		checked <- err
+	}()
+	var errb strings.Builder
+	code, err := e.Run(ctx, id, "root", archive.ListCommand(hb.Data), pw, &errb)
+	pw.Close()
+	lerr := <-checked
+	switch {
+	case err != nil:
+		return fmt.Errorf("listing the restored data: %w", err)
+	case code != 0:
+		return fmt.Errorf("listing the restored data: find exited %d: %s", code, strings.TrimSpace(errb.String()))
+	case lerr != nil:
+		return fmt.Errorf("checking the restored data against the archive: %w", lerr)
 	}
 	return nil
 }
@@ -532,15 +544,15 @@ type Seeder struct {
 	Step func(box, msg string)
 
 	mu sync.Mutex
-	// checks are the checks of restored data still running, by host and
-	// box: Seed starts them, Finish waits for them.
+	// checks are the checks of restored data still to be made once the box
+	// runs, by host and box: Seed leaves them, Finish makes them.
 	checks map[[2]string]*pendingCheck
 }
 
-// pendingCheck is the check of a box's restored data, running.
+// pendingCheck is the check of a box's restored data, to be made.
 type pendingCheck struct {
-	file string
-	done chan error
+	file     string
+	contents *archive.Contents
 }
 
 // Path is a restore: path, relative to Dir.
@@ -581,47 +593,40 @@ func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 	if err != nil {
 		return err
 	}
-	// The restored data is read back and checked while the box starts: it
-	// starts quiesced (the marker went in first), so nothing runs on the
-	// data before Finish has the check's verdict. A box whose check fails
-	// stays quiesced, its restore incomplete.
-	c := &pendingCheck{file: file, done: make(chan error, 1)}
+	if s.Step != nil {
+		s.Step(box, "restored /data sent, its content checked against the archive")
+	}
+	// What the box wrote is checked once it runs: it starts quiesced (the
+	// marker went in first), so nothing runs on the data before Finish has
+	// the check's verdict. A box whose check fails stays quiesced, its
+	// restore incomplete.
 	s.mu.Lock()
 	if s.checks == nil {
 		s.checks = map[[2]string]*pendingCheck{}
 	}
-	s.checks[[2]string{host, box}] = c
+	s.checks[[2]string{host, box}] = &pendingCheck{file: file, contents: contents}
 	s.mu.Unlock()
-	go func() {
-		err := checkRestored(ctx, e, id, contents)
-		if err == nil && s.Step != nil {
-			s.Step(box, "restored /data checked against the archive")
-		}
-		c.done <- err
-	}()
 	return nil
 }
 
-// Finish waits for the check of the restored data that Seed started, then
-// resumes the started box and waits for hb init on the restored data.
+// Finish checks what the started box holds of the data Seed restored
+// into it, then resumes it and waits for hb init on the restored data.
 func (s *Seeder) Finish(ctx context.Context, host, box string) error {
 	s.mu.Lock()
 	c := s.checks[[2]string{host, box}]
 	delete(s.checks, [2]string{host, box})
 	s.mu.Unlock()
-	if c != nil {
-		select {
-		case err := <-c.done:
-			if err != nil {
-				return fmt.Errorf("restoring from %s: %w", c.file, err)
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err
+	}
+	if c != nil {
+		if err := checkRestored(ctx, e, id, c.contents); err != nil {
+			return fmt.Errorf("restoring from %s: %w", c.file, err)
+		}
+		if s.Step != nil {
+			s.Step(box, "restored /data checked against the archive")
+		}
 	}
 	if err := hb.Resume(ctx, e, id); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,15 +32,28 @@ type fakeBox struct {
 	unready  int // hb health fails this many times
 	free     int64
 	copyFrom func(ctx context.Context) (io.ReadCloser, error)
+	// written is what CopyTo wrote into /data, as the box's listing
+	// (archive.ListCommand) shows it, in order; listed, when set, changes
+	// the listing of it, as an engine that lost or cut short a file would.
+	written []string
+	listed  func(entries []string) []string
 }
 
 func (f *fakeBox) Run(_ context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cmd[0] != hb.Path {
-		f.hbCalls = append(f.hbCalls, strings.Join(cmd, " "))
-		if cmd[0] == "du" {
+		f.hbCalls = append(f.hbCalls, cmd[0])
+		switch cmd[0] {
+		case "du":
+			f.hbCalls[len(f.hbCalls)-1] = strings.Join(cmd, " ")
 			_, _ = io.WriteString(stdout, "4096\t/data\n")
+		case "find":
+			listing := f.written
+			if f.listed != nil {
+				listing = f.listed(slices.Clone(listing))
+			}
+			_, _ = io.WriteString(stdout, strings.Join(listing, ""))
 		}
 		return 0, nil
 	}
@@ -74,6 +88,14 @@ func (f *fakeBox) CopyTo(_ context.Context, id, dir string, content io.Reader) e
 		}
 		f.mu.Lock()
 		f.copied = append(f.copied, h.Name)
+		kind, size := "d", int64(4096)
+		switch h.Typeflag {
+		case tar.TypeReg:
+			kind, size = "f", h.Size
+		case tar.TypeSymlink:
+			kind, size = "l", int64(len(h.Linkname))
+		}
+		f.written = append(f.written, kind+" "+strconv.FormatInt(size, 10)+" /"+strings.TrimSuffix(h.Name, "/")+"\x00"+h.Linkname+"\x00")
 		f.mu.Unlock()
 	}
 }
@@ -282,24 +304,42 @@ func TestRemoveLeftoversKeepsRunningSaves(t *testing.T) {
 	}
 }
 
-// Restored data that is not the archive's fails the restore.
+// A restore checks the content it streams against the archive's hashes
+// (archive's TestHashCatchesChangedContent), and what the box wrote once
+// it runs: a file the engine lost or cut short fails it.
 func TestRestoreChecksTheRestoredData(t *testing.T) {
-	e := &fakeBox{}
 	r, id := keys(t)
 	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
 		t.Fatal(err)
 	}
-	e.copyFrom = func(context.Context) (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(bytes.Replace(dataTar().(*bytes.Buffer).Bytes(), []byte("hello\n"), []byte("hellO\n"), 1))), nil
-	}
-	err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0)
-	if !errors.Is(err, archive.ErrRestoreMismatch) || !strings.Contains(err.Error(), "data/home/agent/notes.txt") {
-		t.Errorf("got %v", err)
+	for _, tc := range []struct {
+		name   string
+		listed func([]string) []string
+		want   string
+	}{
+		{"lost", func(l []string) []string {
+			return slices.DeleteFunc(l, func(e string) bool { return strings.Contains(e, "notes.txt") })
+		}, "1 missing (data/home/agent/notes.txt)"},
+		{"cut short", func(l []string) []string {
+			for i, e := range l {
+				l[i] = strings.Replace(e, "f 6 /data/home/agent/notes.txt", "f 2 /data/home/agent/notes.txt", 1)
+			}
+			return l
+		}, "1 of another size (data/home/agent/notes.txt)"},
+	} {
+		e := &fakeBox{listed: tc.listed}
+		contents, err := restoreData(context.Background(), e, "b", file, []age.Identity{id}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkRestored(context.Background(), e, "b", contents)
+		if !errors.Is(err, archive.ErrRestoreMismatch) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v", tc.name, err)
+		}
 	}
 	// A bound below the data's size stops the restore.
-	e.copyFrom = nil
-	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 3); !errors.Is(err, archive.ErrTooBig) {
+	if err := Restore(context.Background(), &fakeBox{}, "b", file, []age.Identity{id}, 3); !errors.Is(err, archive.ErrTooBig) {
 		t.Errorf("bounded: %v", err)
 	}
 }
@@ -336,8 +376,8 @@ func TestSeedChecksFreeSpace(t *testing.T) {
 	}
 }
 
-// Seed restores and starts the check of the restored data; Finish waits
-// for it, and resumes the box only once it passed.
+// Seed restores; Finish checks what the box wrote, and resumes the box
+// only once that passed.
 func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 	r, id := keys(t)
 	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
@@ -346,14 +386,10 @@ func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 	}
 	for _, good := range []bool{true, false} {
 		e := &fakeBox{}
-		release := make(chan struct{})
-		e.copyFrom = func(context.Context) (io.ReadCloser, error) {
-			<-release // the check runs on while Seed has returned
-			b := dataTar().(*bytes.Buffer).Bytes()
-			if !good {
-				b = bytes.Replace(b, []byte("hello\n"), []byte("hellO\n"), 1)
+		if !good {
+			e.listed = func(l []string) []string {
+				return slices.DeleteFunc(l, func(e string) bool { return strings.Contains(e, "notes.txt") })
 			}
-			return io.NopCloser(bytes.NewReader(b)), nil
 		}
 		var mu sync.Mutex
 		var steps []string
@@ -370,7 +406,9 @@ func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 		if err := s.Seed(context.Background(), "", "beta", file); err != nil {
 			t.Fatal(err)
 		}
-		close(release)
+		if slices.Contains(e.hbCalls, "find") {
+			t.Errorf("Seed listed the box before it runs: %q", e.hbCalls)
+		}
 		err := s.Finish(context.Background(), "", "beta")
 		resumed := slices.Contains(e.hbCalls, "resume")
 		if good {

@@ -194,10 +194,10 @@ func dataset(w io.Writer, compressible bool) error {
 // cp alone, and with docker cp plus a new box (boxes apply of it, then
 // boxes doctor). Its data part is a row too, timed from the progress lines
 // load prints as it goes: the check of the whole archive (from load's
-// start to its "restore: … checked" line), the restore into the new
-// volume and the check of the restored data (from "restoring /data" to
-// "restored /data checked", which overlaps the box's start), against
-// docker cp of the same tar into a volume.
+// start to its "restore: … checked" line), the restore into the new volume
+// (from "restoring /data" to "restored /data sent") and the check of what
+// the started box holds (from "resuming the restored box" to "restored
+// /data checked"), against docker cp of the same tar into a volume.
 func BenchmarkSaveLoad(b *testing.B) {
 	if testing.Short() {
 		b.Skip("real Docker engine")
@@ -309,19 +309,20 @@ func BenchmarkSaveLoad(b *testing.B) {
 			// Progress lines are "BOX: STEP", or "BOX STEP" redrawn on a
 			// terminal. The data part: the check of the whole archive
 			// (from the start, to its "restore: … checked" line), the
-			// restore, and the check of the restored data, read back from
-			// the engine while the box starts (its line comes when it is
-			// done).
+			// restore, its content hashed as it streams, and the check
+			// of what the box holds, once started.
 			step := func(from int, msg string) (time.Duration, int) {
 				return l.at(from, dst+": "+msg, dst+" "+msg)
 			}
 			prechecked, i := l.at(0, "restore: ")
 			restoring, j := step(i, "restoring /data from")
-			checked, k := step(j, "restored /data checked against the archive")
-			if i < 0 || j < 0 || k < 0 {
-				b.Fatalf("load printed no archive check, restoring and checked steps:\n%s", lines(l))
+			sent, k := step(j, "restored /data sent")
+			resuming, m := step(k, "resuming the restored box")
+			checked, n := step(m, "restored /data checked against the archive")
+			if i < 0 || j < 0 || k < 0 || m < 0 || n < 0 {
+				b.Fatalf("load printed no archive check, restoring, sent, resuming and checked steps:\n%s", lines(l))
 			}
-			data.add(measured{took: prechecked + checked - restoring})
+			data.add(measured{took: prechecked + sent - restoring + checked - resuming})
 			if rep == reps-1 {
 				// On stdout: go test cuts a benchmark's long log.
 				fmt.Printf("load of %s, its progress:\n%s", c.name, lines(l))
