@@ -30,18 +30,7 @@ func (e *OverHostError) Unwrap() error { return ErrOverHost }
 // the plan does not touch it. NewPlan checks its plans; a one-box plan
 // made without it (load's) is checked the same.
 func OverHost(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) error {
-	var found []string
-	for _, bp := range boxes {
-		switch bp.Action {
-		case Create, Recreate, Start, Move:
-		default:
-			continue
-		}
-		b, ok := cfg.Box(bp.Name)
-		o := observed[b.Host]
-		if !ok || o == nil {
-			continue
-		}
+	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *Observed) (found []string) {
 		if o.CPUs > 0 && b.CPUs > float64(o.CPUs) {
 			found = append(found, fmt.Sprintf("box %s asks for cpus: %s%s, but %s has %s",
 				b.Name, strconv.FormatFloat(b.CPUs, 'f', -1, 64), at(b.CPUsAt), HostLabel(b.Host), text.Plural(o.CPUs, "CPU", "CPUs")))
@@ -50,11 +39,31 @@ func OverHost(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) 
 			found = append(found, fmt.Sprintf("box %s asks for memory: %s%s, but %s has %s",
 				b.Name, compose.FormatSize(b.Memory), at(b.MemoryAt), HostLabel(b.Host), text.Size(o.Memory)))
 		}
-	}
+		return found
+	})
 	if len(found) == 0 {
 		return nil
 	}
 	return &OverHostError{Boxes: found}
+}
+
+// eachChanged runs check on each box of boxes that the plan creates,
+// recreates, starts or moves, with the snapshot of its host where there is
+// one, and gathers what the checks found.
+func eachChanged(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan, check func(spec.Box, *Observed) []string) []string {
+	var found []string
+	for _, bp := range boxes {
+		switch bp.Action {
+		case Create, Recreate, Start, Move:
+		default:
+			continue
+		}
+		b, ok := cfg.Box(bp.Name)
+		if o := observed[b.Host]; ok && o != nil {
+			found = append(found, check(b, o)...)
+		}
+	}
+	return found
 }
 
 // at is " (boxes.yaml:7:11)", or nothing for a value whose place is not known.

@@ -28,21 +28,13 @@ func (e *NoRuntimeError) Unwrap() error { return ErrNoRuntime }
 // as it is is not checked: the plan does not touch it. NewPlan checks its
 // plans; a one-box plan made without it (load's) is checked the same.
 func MissingRuntime(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) error {
-	var found []string
-	for _, bp := range boxes {
-		switch bp.Action {
-		case Create, Recreate, Start, Move:
-		default:
-			continue
+	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *Observed) []string {
+		if o.Runtimes == nil || b.Runtime == "" || slices.Contains(o.Runtimes, b.Runtime) {
+			return nil
 		}
-		b, ok := cfg.Box(bp.Name)
-		o := observed[b.Host]
-		if !ok || o == nil || o.Runtimes == nil || b.Runtime == "" || slices.Contains(o.Runtimes, b.Runtime) {
-			continue
-		}
-		found = append(found, fmt.Sprintf("box %s asks for runtime: %s%s, but %s has only %s",
-			b.Name, b.Runtime, at(b.RuntimeAt), HostLabel(b.Host), strings.Join(o.Runtimes, ", ")))
-	}
+		return []string{fmt.Sprintf("box %s asks for runtime: %s%s, but %s has only %s",
+			b.Name, b.Runtime, at(b.RuntimeAt), HostLabel(b.Host), strings.Join(o.Runtimes, ", "))}
+	})
 	if len(found) == 0 {
 		return nil
 	}

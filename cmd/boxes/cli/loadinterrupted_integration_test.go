@@ -5,31 +5,11 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 )
-
-// cancelOn is stderr that cancels the command's context (as Ctrl-C does)
-// once it has printed a line containing marker.
-type cancelOn struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	cancel context.CancelFunc
-}
-
-func (c *cancelOn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, err := c.buf.Write(p)
-	if strings.Contains(c.buf.String(), c.marker) {
-		c.cancel()
-	}
-	return n, err
-}
 
 // A load interrupted while it restores says so and what the next command
 // does, not the engine request that was cut; that command then finishes it.
@@ -63,7 +43,7 @@ func TestIntegrationLoadInterrupted(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &cancelOn{marker: "restoring /data", cancel: cancel}
+	stderr := &onLine{marker: "restoring /data", fn: cancel}
 	var stdout bytes.Buffer
 	code := MainContext(ctx, Streams{In: strings.NewReader(""), Out: &stdout, Err: stderr}, []string{"-f", filepath.Join(dir, "boxes.yaml"), "load", file, dst})
 	got := stderr.buf.String()
