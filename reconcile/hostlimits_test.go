@@ -124,29 +124,7 @@ func TestNewPlanHostLimits(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p, err := reconcile.NewPlan(c.in(t))
-			if len(c.want) == 0 {
-				if err != nil {
-					t.Fatalf("NewPlan: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("planned %+v, want an error", p.Boxes)
-			}
-			if !errors.Is(err, reconcile.ErrOverHost) {
-				t.Errorf("%v is not ErrOverHost", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q\nwant %q", err, w)
-				}
-			}
-			if h := hint.Lines(err); len(h) != 1 || !strings.Contains(h[0], "host:") {
-				t.Errorf("hints %q", h)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { planRefused(t, c.in(t), c.want, reconcile.ErrOverHost, "host:") })
 	}
 }
 
@@ -158,5 +136,39 @@ func TestFingerprintLeavesOutHostSize(t *testing.T) {
 	b := map[string]*reconcile.Observed{"": sized(emptyObserved(), 4, 7*gib)}
 	if reconcile.Fingerprint(files, testFleet, a, nil) != reconcile.Fingerprint(files, testFleet, b, nil) {
 		t.Error("the host's CPUs and memory changed the fingerprint")
+	}
+}
+
+// planRefused checks that NewPlan(in) plans when want is empty, else fails
+// with sentinel and an error holding each of want, with one hint that
+// names each of hints.
+func planRefused(t *testing.T, in reconcile.Input, want []string, sentinel error, hints ...string) {
+	t.Helper()
+	p, err := reconcile.NewPlan(in)
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("NewPlan: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("planned %+v, want an error", p.Boxes)
+	}
+	if !errors.Is(err, sentinel) {
+		t.Errorf("%v is not %v", err, sentinel)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\nwant %q", err, w)
+		}
+	}
+	h := hint.Lines(err)
+	if len(h) != 1 {
+		t.Fatalf("hints %q", h)
+	}
+	for _, w := range hints {
+		if !strings.Contains(h[0], w) {
+			t.Errorf("hint %q lacks %q", h[0], w)
+		}
 	}
 }

@@ -1,11 +1,8 @@
 package reconcile_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -140,29 +137,7 @@ func TestNewPlanMissingRuntime(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p, err := reconcile.NewPlan(c.in(t))
-			if len(c.want) == 0 {
-				if err != nil {
-					t.Fatalf("NewPlan: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("planned %+v, want an error", p.Boxes)
-			}
-			if !errors.Is(err, reconcile.ErrNoRuntime) {
-				t.Errorf("%v is not ErrNoRuntime", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q\nwant %q", err, w)
-				}
-			}
-			if h := hint.Lines(err); len(h) != 1 || !strings.Contains(h[0], "daemon.json") || !strings.Contains(h[0], "host:") {
-				t.Errorf("hints %q", h)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { planRefused(t, c.in(t), c.want, reconcile.ErrNoRuntime, "daemon.json", "host:") })
 	}
 }
 

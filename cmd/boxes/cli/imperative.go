@@ -14,27 +14,17 @@ import (
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// boxOp runs fn on box name under its lock, taken before the box is
-// observed: only the box's host is reached.
-func boxOp(ctx context.Context, env *Env, name, what string, fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
+// boxOp runs fn on the box that locked finds: its lock is taken before
+// the box is observed, and only the box's host is reached.
+func boxOp(env *Env, locked func(ws *workspace.Workspace) (string, reconcile.Resources, error), fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		locked := ws.LockedBox
-		if what == rmWhat {
-			// rm alone reaches a box of no fleet.
-			locked = func(ctx context.Context, name, _ string) (string, reconcile.Resources, error) {
-				return ws.LockedRemoval(ctx, name)
-			}
-		}
-		host, r, err := locked(ctx, name, what)
+		host, r, err := locked(ws)
 		if err != nil {
 			return err
 		}
 		return fn(ws, host, r)
 	})
 }
-
-// rmWhat is rm's name for the box lock it holds.
-const rmWhat = "boxes rm"
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
 func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
@@ -61,7 +51,10 @@ func newStateCommand(env *Env, verb, short, long, state string, plan func(ws *wo
 		Use: verb + " NAME", Short: short, Long: long, Args: exactlyOne(verb, "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return boxOp(cmd.Context(), env, name, "boxes "+verb, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+			locked := func(ws *workspace.Workspace) (string, reconcile.Resources, error) {
+				return ws.LockedBox(cmd.Context(), name, "boxes "+verb)
+			}
+			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				p, err := plan(ws, host, name, r)
 				if err == nil {
 					err = runOne(cmd.Context(), env, ws, p)
@@ -99,7 +92,11 @@ restore: archive).
 			if err != nil {
 				return err
 			}
-			return boxOp(cmd.Context(), env, name, rmWhat, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+			// rm alone reaches a box of no fleet.
+			locked := func(ws *workspace.Workspace) (string, reconcile.Resources, error) {
+				return ws.LockedRemoval(cmd.Context(), name)
+			}
+			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
 				res, p := ws.Removal(name, host, r)
 				// With --json, stdout holds only the result.
 				talk := env.Out
