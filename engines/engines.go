@@ -198,18 +198,32 @@ func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wai
 		return code, err
 	}
 	// A command killed with its container (an apply recreating the box, a
-	// stop) says so rather than exiting with a bare 137.
-	if code > 128 && stopping(context.WithoutCancel(ctx), e, c.ID) {
-		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(ws.Path, name)}
+	// stop) says so rather than exiting with a bare 137. Only a command
+	// ended by a signal is asked about, and only one whose box another
+	// boxes process holds waits to see its container stop.
+	if code <= 128 {
+		return code, nil
+	}
+	holder := reconcile.BoxHolder(ws.Path, name)
+	tries := 1
+	if holder != "" {
+		tries = 30
+	}
+	if stopping(context.WithoutCancel(ctx), e, c.ID, tries) {
+		return code, &ReplacedError{Box: name, Code: code, Holder: holder}
 	}
 	return code, nil
 }
 
-// stopping reports whether container id stops within a few seconds: a
-// command killed by a signal may have been killed by its container's stop,
-// which the engine reports as done a moment after the processes die.
-func stopping(ctx context.Context, e *docker.Engine, id string) bool {
-	for range 30 {
+// stopping reports whether container id is stopped, asking up to tries
+// times 100 ms apart: a command killed by a signal may have been killed by
+// its container's stop, which the engine reports as done a moment after
+// the processes die.
+func stopping(ctx context.Context, e *docker.Engine, id string, tries int) bool {
+	for i := range tries {
+		if i > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
 		running, err := e.StillRunning(ctx, id)
 		if err != nil {
 			return false
@@ -217,7 +231,6 @@ func stopping(ctx context.Context, e *docker.Engine, id string) bool {
 		if !running {
 			return true
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	return false
 }
@@ -238,7 +251,7 @@ func (e *ReplacedError) Error() string {
 // Hint names who is changing the box, when that is known.
 func (e *ReplacedError) Hint() string {
 	if e.Holder != "" {
-		return e.Holder + " is changing the box; run the command again once it is done"
+		return workspace.BusyHint(e.Holder)
 	}
 	return "an apply, stop or rm changed the box; boxes ls shows it now"
 }

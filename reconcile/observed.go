@@ -27,13 +27,15 @@ type Observed struct {
 	ImageSizes map[string]int64 `json:",omitempty"`
 	// CPUs and Memory (bytes) are the engine's machine's, as docker info
 	// reports them (NCPU, MemTotal): no box there can have more. 0 when
-	// not known (a plan made without the engines).
-	CPUs   int   `json:",omitempty"`
-	Memory int64 `json:",omitempty"`
+	// not known (a plan made without the engines). Like Runtimes, they stay
+	// out of a saved plan's fingerprint: a VM's balloon or a runtime
+	// registered since makes a plan error, not a stale plan.
+	CPUs   int   `json:"-"`
+	Memory int64 `json:"-"`
 	// Runtimes are the names of the OCI runtimes the engine has (docker
 	// info's Runtimes: runc and those its daemon configuration registers,
 	// such as runsc), sorted. nil when not known.
-	Runtimes []string `json:",omitempty"`
+	Runtimes []string `json:"-"`
 }
 
 // Unmanaged are resource names on the engine that boxes does not own.

@@ -123,12 +123,6 @@ func Fingerprint(files map[string]string, fleet string, observed map[string]*Obs
 	for h, o := range observed {
 		c := o.ForFleet(fleet)
 		c.Unmanaged = Unmanaged{}
-		// A machine's memory can change under a VM's balloon; a box too
-		// big for the host is a plan error, not a stale plan.
-		c.CPUs, c.Memory = 0, 0
-		// A runtime the host lacks is a plan error too; one registered
-		// since changes nothing the plan does.
-		c.Runtimes = nil
 		vols := make([]Volume, len(c.Volumes))
 		for i, v := range c.Volumes {
 			v.Size = 0

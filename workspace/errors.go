@@ -43,7 +43,7 @@ func (e *NotRunningError) Error() string {
 // Hint is the process changing the box, else the command that starts it.
 func (e *NotRunningError) Hint() string {
 	if e.Holder != "" {
-		return busyHint(e.Holder)
+		return BusyHint(e.Holder)
 	}
 	return "boxes start " + e.Box
 }
@@ -62,13 +62,13 @@ func (e *NoContainerError) Error() string {
 // Hint is the process changing the box, else where to look next.
 func (e *NoContainerError) Hint() string {
 	if e.Holder != "" {
-		return busyHint(e.Holder)
+		return BusyHint(e.Holder)
 	}
 	return "boxes plan shows what apply would create"
 }
 
-// busyHint is the hint for a box that holder, another boxes process, is changing.
-func busyHint(holder string) string {
+// BusyHint is the hint for a box that holder, another boxes process, is changing.
+func BusyHint(holder string) string {
 	return holder + " is changing the box; run the command again once it is done"
 }
 
