@@ -496,6 +496,10 @@ func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp BoxPlan) boo
 	if !hasKind(bp.Reasons, "new") {
 		return false
 	}
+	if a.Held[bp.Name] {
+		// Observed under the lock already, by the caller's plan.
+		return true
+	}
 	o, err := engine.Observe(ctx)
 	return err == nil && o.Of(bp.Name).Empty()
 }

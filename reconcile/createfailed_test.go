@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,26 +59,16 @@ func (m *makingEngine) Create(ctx context.Context, p *types.Project, force bool)
 
 func (m *makingEngine) RemoveNetwork(ctx context.Context, id string) error {
 	m.mu.Lock()
-	m.now.Networks = slicesDelete(m.now.Networks, func(n reconcile.Network) bool { return n.ID == id })
+	m.now.Networks = slices.DeleteFunc(m.now.Networks, func(n reconcile.Network) bool { return n.ID == id })
 	m.mu.Unlock()
 	return m.fakeEngine.RemoveNetwork(ctx, id)
 }
 
 func (m *makingEngine) RemoveVolume(ctx context.Context, name string) error {
 	m.mu.Lock()
-	m.now.Volumes = slicesDelete(m.now.Volumes, func(v reconcile.Volume) bool { return v.Name == name })
+	m.now.Volumes = slices.DeleteFunc(m.now.Volumes, func(v reconcile.Volume) bool { return v.Name == name })
 	m.mu.Unlock()
 	return m.fakeEngine.RemoveVolume(ctx, name)
-}
-
-func slicesDelete[T any](xs []T, del func(T) bool) []T {
-	var out []T
-	for _, x := range xs {
-		if !del(x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func newMakingApplier(t *testing.T, refuse error, boxes ...spec.Box) (*reconcile.Applier, *journal, *makingEngine) {

@@ -762,7 +762,7 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 	if err != nil {
 		return nil, err
 	}
-	if !want.token {
+	if !want.token() {
 		reasons = append(reasons, Reason{Kind: "token"})
 	}
 	if len(r.Containers) == 0 {
@@ -786,12 +786,14 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 }
 
 // hashes are the config hashes a box's containers should have, by service:
-// none without the box's token (token false); auto, when set, as hashed
-// before Docker chose a port: auto executor's port.
+// none without the box's token; auto, when set, as hashed before Docker
+// chose a port: auto executor's port.
 type hashes struct {
-	token      bool
 	want, auto map[string]string
 }
+
+// token reports whether the box's token was known, and so its hashes.
+func (h hashes) token() bool { return h.want != nil }
 
 // matches reports whether hash is what service's container should have.
 func (h hashes) matches(service, hash string) bool {
@@ -803,7 +805,7 @@ func wantedHashes(in Input, b spec.Box, hostPort int) (hashes, error) {
 	if !ok {
 		return hashes{}, nil
 	}
-	h := hashes{token: true}
+	var h hashes
 	var err error
 	if h.want, err = desiredHashes(in, b, token, hostPort); err != nil {
 		return hashes{}, err
@@ -854,7 +856,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 	}
 	// Published elsewhere with the configuration unchanged is drift; with
 	// it changed, the recreate's own reason says why.
-	if service == compose.ExecutorService && c.State == "running" && (!h.token || h.matches(service, c.ConfigHash)) {
+	if service == compose.ExecutorService && c.State == "running" && (!h.token() || h.matches(service, c.ConfigHash)) {
 		if got, want, ok := publishedDrift(b, c); ok {
 			reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
 		}
@@ -865,7 +867,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		}
 		return reasons
 	}
-	if !h.token || h.matches(service, c.ConfigHash) {
+	if !h.token() || h.matches(service, c.ConfigHash) {
 		return reasons
 	}
 	return configReasons(reasons, b, service, c, h.want[service], named)

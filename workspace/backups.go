@@ -11,19 +11,6 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
-// NewestBackups maps a box name to its newest archive in dir, named as save
-// names them (NAME-YYYYMMDD-HHMMSS with any archive extension, the smolvm
-// tool's .tar.gz.gpg included), as a path relative to dir's parent
-// ("backups/…"), whenever it was made.
-func NewestBackups(dir string) map[string]string {
-	files := backupsIn(dir)
-	out := map[string]string{}
-	for box := range files {
-		out[box] = files.newest(box, time.Time{})
-	}
-	return out
-}
-
 // backupFile is one archive in backups/: its path relative to backups/'s
 // parent, and when it was made.
 type backupFile struct {

@@ -3,11 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/image/build"
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/spec"
 )
 
 func newLockCommand(env *Env) *cobra.Command {
@@ -53,10 +56,7 @@ func lockImage(cmd *cobra.Command, env *Env, ref, push string) error {
 	// The lock is pinned for a boxes.yaml that validates: what validate
 	// refuses is refused here too, before any engine is asked. A directory
 	// with no boxes.yaml yet may still get its lock first.
-	switch ws, err := workspace.Open(env.File, workspace.Options{Shown: shown}); {
-	case err == nil:
-		ws.Close()
-	case !errors.Is(err, workspace.ErrNoConfig):
+	if err := validConfig(env.File); err != nil {
 		return err
 	}
 	img, toolsErr, err := build.PinLock(cmd.Context(), env.LockFile(), shown(env.LockFile()), ref, push)
@@ -72,4 +72,22 @@ func lockImage(cmd *cobra.Command, env *Env, ref, push string) error {
 	}
 	fmt.Fprintf(env.Out, "boxes.lock: image %s (%s)\n", img.ID, ref)
 	return nil
+}
+
+// validConfig parses the boxes.yaml at file as validate does, and nothing
+// else: a missing one is no error.
+func validConfig(file string) error {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = spec.Parse(shown(abs), data)
+	return err
 }
