@@ -37,9 +37,9 @@ type fileHash struct {
 type hasher struct {
 	list []fileHash
 	// recorded: the hashes are not computed but taken from the trailer,
-	// whose names are still checked against the entries read. For a
-	// restore, whose copy is checked against the recorded hashes once
-	// restored, after a check of the whole archive computed them.
+	// whose names are still checked against the entries read. For the
+	// check of a whole archive before a restore, whose stream then
+	// computes them and checks them against the trailer as it goes.
 	recorded bool
 }
 

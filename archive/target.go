@@ -133,7 +133,7 @@ func (t *target) undo() {
 	for _, d := range t.made {
 		os.Remove(d)
 	}
-	if len(t.made) == 0 && !t.mtime.IsZero() {
+	if !t.mtime.IsZero() { // set only when the target was there before
 		os.Chtimes(t.dir, time.Time{}, t.mtime)
 	}
 }

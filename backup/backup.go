@@ -650,7 +650,7 @@ type Checked struct {
 // p whole, before apply changes anything. identities is asked once, for the
 // first archive. It returns nil identities when p restores nothing. Errors
 // name an archive as shown does.
-func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) ([]age.Identity, error), shown func(string) string) ([]age.Identity, []Checked, error) {
+func CheckRestores(ctx context.Context, p *reconcile.Plan, dir string, identities func(path string) ([]age.Identity, error), shown func(string) string) ([]age.Identity, []Checked, error) {
 	s := Seeder{Dir: dir}
 	var ids []age.Identity
 	var checked []Checked
@@ -666,8 +666,9 @@ func CheckRestores(p *reconcile.Plan, dir string, identities func(path string) (
 			}
 		}
 		// Every rule, before anything is created; the content hashes are
-		// those the restored copy is checked against, once restored.
-		m, sum, err := archive.VerifyFileWith(path, archive.Options{Identities: ids, RecordedHashes: true})
+		// checked as the restore streams, against those recorded at save.
+		// Ctrl-C stops the check at its next read.
+		m, sum, err := archive.VerifyFileContext(ctx, path, archive.Options{Identities: ids, RecordedHashes: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("box %s: restore: %s: %w; nothing was created or changed", b.Name, shown(b.Restore), err)
 		}

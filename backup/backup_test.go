@@ -258,7 +258,7 @@ func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
 		{Name: "c", Action: reconcile.Create},
 	}}
 	asked := 0
-	ids, checked, err := CheckRestores(p, dir, func(string) ([]age.Identity, error) { asked++; return []age.Identity{id}, nil }, asTyped)
+	ids, checked, err := CheckRestores(context.Background(), p, dir, func(string) ([]age.Identity, error) { asked++; return []age.Identity{id}, nil }, asTyped)
 	if err != nil || asked != 1 || len(ids) != 1 || len(checked) != 2 {
 		t.Errorf("asked %d, checked %d, %v", asked, len(checked), err)
 	}
@@ -266,10 +266,10 @@ func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Boxes[1].Restore = "bad" + archive.Ext
-	if _, _, err := CheckRestores(p, dir, func(string) ([]age.Identity, error) { return []age.Identity{id}, nil }, asTyped); err == nil || !strings.Contains(err.Error(), "box b: restore: bad") {
+	if _, _, err := CheckRestores(context.Background(), p, dir, func(string) ([]age.Identity, error) { return []age.Identity{id}, nil }, asTyped); err == nil || !strings.Contains(err.Error(), "box b: restore: bad") {
 		t.Errorf("bad archive: %v", err)
 	}
-	ids, _, err = CheckRestores(&reconcile.Plan{}, dir, nil, asTyped)
+	ids, _, err = CheckRestores(context.Background(), &reconcile.Plan{}, dir, nil, asTyped)
 	if ids != nil || err != nil {
 		t.Errorf("a plan without restores: %v %v", ids, err)
 	}

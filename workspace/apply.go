@@ -53,7 +53,7 @@ func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 // first, then every engine p changes is reached, and secrets made readable
 // by others get their modes back before anything else.
 func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
-	seeder, err := w.restores(p, o)
+	seeder, err := w.restores(ctx, p, o)
 	if err != nil {
 		return err
 	}

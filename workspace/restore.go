@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 
 	"filippo.io/age"
@@ -14,12 +15,12 @@ var errNoIdentities = errors.New("no identities to decrypt the archive")
 
 // restores checks every restore archive of p whole, before anything
 // changes, and is the seeder that restores them; nil when p restores none.
-func (w *Workspace) restores(p *reconcile.Plan, o ApplyOptions) (*backup.Seeder, error) {
+func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOptions) (*backup.Seeder, error) {
 	identities := o.Identities
 	if identities == nil {
 		identities = func(string) ([]age.Identity, error) { return nil, errNoIdentities }
 	}
-	ids, checked, err := backup.CheckRestores(p, w.Dir(), identities, w.opts.Shown)
+	ids, checked, err := backup.CheckRestores(ctx, p, w.Dir(), identities, w.opts.Shown)
 	if err != nil || ids == nil {
 		return nil, err
 	}
