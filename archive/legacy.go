@@ -4,14 +4,11 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -293,13 +290,13 @@ func (b *legacyBody) Read(p []byte) (int, error) {
 // legacySessionKey is the session key and cipher that the session-key
 // packet ske (raw, as read) holds for passphrase. The derivation is done
 // once per process for each passphrase and packet (the packet carries the
-// S2K salt and count): like age's scrypt keys (passphraseIdentity), so that
+// S2K salt and count), in fileKeys beside age's scrypt keys, so that
 // the three reads of one load derive it once. A wrong passphrase gets a
 // key too (OpenPGP cannot tell); it is remembered the same way, and fails
 // the same way each time.
 func legacySessionKey(ske *packet.SymmetricKeyEncrypted, raw, passphrase []byte) ([]byte, packet.CipherFunction, error) {
-	id := legacyKeyID(passphrase, raw)
-	if k, ok := legacyKeys.Load(id); ok {
+	id := keyDigest([]byte("openpgp session key"), passphrase, raw)
+	if k, ok := fileKeys.Load(id); ok {
 		k := k.(legacyKey)
 		return bytes.Clone(k.key), k.cipher, nil
 	}
@@ -308,7 +305,7 @@ func legacySessionKey(ske *packet.SymmetricKeyEncrypted, raw, passphrase []byte)
 	if err != nil {
 		return nil, 0, err
 	}
-	legacyKeys.Store(id, legacyKey{key: bytes.Clone(key), cipher: cipher})
+	fileKeys.Store(id, legacyKey{key: bytes.Clone(key), cipher: cipher})
 	return key, cipher, nil
 }
 
@@ -317,25 +314,8 @@ type legacyKey struct {
 	cipher packet.CipherFunction
 }
 
-var (
-	// legacyKeys are the session keys derived in this process, by legacyKeyID.
-	legacyKeys sync.Map
-	// legacyDerivations counts the derivations, for tests.
-	legacyDerivations atomic.Int64
-)
-
-// legacyKeyID is a digest of the passphrase and the raw session-key
-// packet, each length-prefixed.
-func legacyKeyID(passphrase, raw []byte) [sha256.Size]byte {
-	h := sha256.New()
-	for _, b := range [][]byte{passphrase, raw} {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
-		h.Write(b)
-	}
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
-}
+// legacyDerivations counts the derivations, for tests.
+var legacyDerivations atomic.Int64
 
 // pgpBody explains the integrity errors of an OpenPGP message's body.
 type pgpBody struct{ r io.Reader }

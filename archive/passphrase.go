@@ -82,30 +82,33 @@ func (r *passphraseRecipient) WrapWithLabels(fileKey []byte) ([]*age.Stanza, []s
 	return s, labels, err
 }
 
-// fileKeys are the file keys of the archive headers this process has
-// opened or written with a passphrase, by stanzaKey.
+// fileKeys are the keys this process has derived from a passphrase: the
+// file keys of the age headers it opened or wrote (by stanzaKey), and the
+// session keys of the smolvm tool's OpenPGP archives (by passphrase and session-key packet).
 var fileKeys sync.Map
 
 // stanzaKey is a digest of passphrase p and the stanzas, each field
 // length-prefixed.
 func stanzaKey(p string, stanzas []*age.Stanza) [sha256.Size]byte {
-	h := sha256.New()
-	field := func(b []byte) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	count := func(n int) { field(binary.BigEndian.AppendUint64(nil, uint64(n))) }
-	field([]byte(p))
-	count(len(stanzas))
+	count := func(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
+	fields := [][]byte{[]byte(p), count(len(stanzas))}
 	for _, s := range stanzas {
-		field([]byte(s.Type))
-		count(len(s.Args))
+		fields = append(fields, []byte(s.Type), count(len(s.Args)))
 		for _, a := range s.Args {
-			field([]byte(a))
+			fields = append(fields, []byte(a))
 		}
-		field(s.Body)
+		fields = append(fields, s.Body)
+	}
+	return keyDigest(fields...)
+}
+
+// keyDigest is a digest of fields, each length-prefixed: the key under
+// which fileKeys remembers a derived key.
+func keyDigest(fields ...[]byte) [sha256.Size]byte {
+	h := sha256.New()
+	for _, b := range fields {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
 	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
