@@ -40,13 +40,18 @@ func (p *parser) document(data []byte) (*yaml.Node, bool) {
 		}
 		// A "---" with nothing after it (or only comments) drops nothing.
 		if !emptyDocument(&more) {
-			p.errorf(&more, secondDocumentHint, "a second YAML document starts here; %s is one document", displayName(p.file))
+			p.secondDocument(more.Line, more.Column)
 			return nil, false
 		}
 	}
 }
 
-const secondDocumentHint = "keep one document: merge what follows into the first part, or remove it"
+// secondDocument refuses a second YAML document, starting at line:col.
+func (p *parser) secondDocument(line, col int) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col,
+		Hint: "keep one document: merge what follows into the first part, or remove it",
+		Msg:  fmt.Sprintf("a second YAML document starts here; %s is one document", displayName(p.file))})
+}
 
 // emptyDocument reports whether doc holds nothing: no node, or the null a
 // document of only "---" and comments reads as.
@@ -197,8 +202,7 @@ func (p *parser) syntaxError(data []byte, err error, following bool) {
 		}
 	case "did not find expected <document start>":
 		if following {
-			p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Hint: secondDocumentHint,
-				Msg: fmt.Sprintf("a second YAML document starts here; %s is one document", displayName(p.file))})
+			p.secondDocument(line, col)
 			return
 		}
 	}
