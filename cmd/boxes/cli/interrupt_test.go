@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"archive/tar"
 	"bytes"
 	"io/fs"
 	"math/rand/v2"
@@ -32,26 +31,7 @@ func bigBoxArchive(t *testing.T, p string, size int) []byte {
 	t.Helper()
 	body := make([]byte, size)
 	rand.NewChaCha8([32]byte{3}).Read(body)
-	var data bytes.Buffer
-	tw := tar.NewWriter(&data)
-	for _, d := range []string{"data/", "data/home/", "data/home/agent/"} {
-		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755})
-	}
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "data/home/agent/big", Mode: 0o644, Size: int64(size)})
-	tw.Write(body)
-	tw.Close()
-	old := archive.ScryptWorkFactor
-	archive.ScryptWorkFactor = 10
-	defer func() { archive.ScryptWorkFactor = old }()
-	r, err := archive.PassphraseRecipient(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if _, err := archive.Write(&out, archive.Manifest{Box: "alpha"}, &data, r); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return archiveOf(t, p, "big", body)
 }
 
 // gate is a command's stderr that holds the command at the first line

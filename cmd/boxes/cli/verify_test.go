@@ -25,32 +25,35 @@ func runBoxes(t *testing.T, args ...string) run {
 // boxArchive writes a small box archive with passphrase p to dir.
 func boxArchive(t *testing.T, dir, p string) string {
 	t.Helper()
+	path := filepath.Join(dir, "alpha-20261202-101500"+archive.Ext)
+	if err := os.WriteFile(path, archiveOf(t, p, "notes", bytes.Repeat([]byte("all work and no play\n"), 20000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// archiveOf is a box archive of alpha with passphrase p whose data holds
+// one file, home/agent/name, of body.
+func archiveOf(t *testing.T, p, name string, body []byte) []byte {
+	t.Helper()
 	var data bytes.Buffer
 	tw := tar.NewWriter(&data)
 	for _, d := range []string{"data/", "data/home/", "data/home/agent/"} {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755})
 	}
-	body := bytes.Repeat([]byte("all work and no play\n"), 20000)
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "data/home/agent/notes", Mode: 0o644, Size: int64(len(body))})
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "data/home/agent/" + name, Mode: 0o644, Size: int64(len(body))})
 	tw.Write(body)
 	tw.Close()
-	old := archive.ScryptWorkFactor
-	archive.ScryptWorkFactor = 10
-	defer func() { archive.ScryptWorkFactor = old }()
+	lowerScryptCost(t)
 	r, err := archive.PassphraseRecipient(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "alpha-20261202-101500"+archive.Ext)
-	f, err := os.Create(path)
-	if err != nil {
+	var out bytes.Buffer
+	if _, err := archive.Write(&out, archive.Manifest{Box: "alpha"}, &data, r); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if _, err := archive.Write(f, archive.Manifest{Box: "alpha"}, &data, r); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return out.Bytes()
 }
 
 // flipMiddle writes a copy of file with its middle byte flipped.
