@@ -33,6 +33,11 @@ func (w *Workspace) Load(ctx context.Context, file, name string, run func(*recon
 		return BoxResult{}, err
 	}
 	rep, err := w.Doctor(ctx, name)
+	if err == nil {
+		// A doctor cut short by Ctrl-C says nothing of the box: its
+		// checks fail on the cancelled requests.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return BoxResult{}, err
 	}
