@@ -18,8 +18,6 @@ import (
 // content hashes as it streamed.
 type Contents struct {
 	entries map[string]entry
-	files   int
-	Summary Summary
 }
 
 // entry is one streamed entry as the box's file system shows it: a kind as
@@ -42,17 +40,23 @@ func (c *Contents) add(h *tar.Header) {
 		c.entries[name] = entry{kind: 'd'}
 	case tar.TypeReg:
 		c.entries[name] = entry{kind: 'f', size: h.Size}
-		c.files++
 	case tar.TypeLink:
 		c.entries[name] = entry{kind: 'f', size: c.entries[path.Clean(h.Linkname)].size}
-		c.files++
 	case tar.TypeSymlink:
 		c.entries[name] = entry{kind: 'l', size: int64(len(h.Linkname)), link: h.Linkname}
 	}
 }
 
 // Files is the number of regular files streamed, hard links included.
-func (c *Contents) Files() int { return c.files }
+func (c *Contents) Files() int {
+	n := 0
+	for _, e := range c.entries {
+		if e.kind == 'f' {
+			n++
+		}
+	}
+	return n
+}
 
 // ErrRestoreMismatch is wrapped by the error CheckListing returns when the
 // restored data is not the archive's.

@@ -361,9 +361,8 @@ func OpenData(r io.Reader, opts Options) (*DataReader, error) {
 	go func() {
 		defer close(d.done)
 		contents := newContents()
-		sum, err := rd.copyData(pipe, opts.Before, opts.Owner, contents)
+		_, err := rd.copyData(pipe, opts.Before, opts.Owner, contents)
 		if err == nil {
-			contents.Summary = sum
 			d.contents = contents
 		}
 		d.err = err
