@@ -198,19 +198,11 @@ func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wai
 		return code, err
 	}
 	// A command killed with its container (an apply recreating the box, a
-	// stop) says so rather than exiting with a bare 137. Only a command
-	// ended by a signal is asked about, and only one whose box another
-	// boxes process holds waits to see its container stop.
-	if code <= 128 {
-		return code, nil
-	}
-	holder := reconcile.BoxHolder(ws.Path, name)
-	tries := 1
-	if holder != "" {
-		tries = 30
-	}
-	if stopping(context.WithoutCancel(ctx), e, c.ID, tries) {
-		return code, &ReplacedError{Box: name, Code: code, Holder: holder}
+	// stop by any program) says so rather than exiting with a bare 137.
+	// Only a command ended by a signal is asked about; the engine reports
+	// the stop a moment after the processes died, so it is waited for.
+	if code > 128 && stopping(context.WithoutCancel(ctx), e, c.ID, 30) {
+		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(ws.Path, name)}
 	}
 	return code, nil
 }
