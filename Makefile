@@ -85,7 +85,7 @@ bench: test-image
 # does rarely, so for it a timed run's last line can show a few execs where
 # the worker ran tens of thousands; a counted run ends at the exact count.
 FUZZTIME ?= 1m
-FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzParseLock ./reconcile:FuzzRender ./archive:FuzzWalk ./archive:FuzzRead ./archive:FuzzTrailer
+FUZZ_TARGETS := ./spec:FuzzParse ./spec:FuzzDestination ./spec:FuzzParseLock ./reconcile:FuzzRender ./archive:FuzzWalk ./archive:FuzzRead ./archive:FuzzTrailer
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ var (
 // Keys accepted at each level; the JSON Schema is built from the same lists.
 var (
 	topKeys      = []string{"version", "fleet", "defaults", "boxes", "hosts", "archive"}
-	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env"}
+	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env", "egress", "private", "credentials", "dns"}
 	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
 	hostKeys     = []string{"docker", "context", "tls"}
@@ -526,6 +527,7 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 		}
 		s.Env = env
 	}
+	p.network(box, fields, s, set)
 	return set
 }
 
@@ -540,6 +542,11 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 	for k, v := range defaults.Env {
 		b.Env[k] = v
 	}
+	// Each box owns its lists: one box's cannot change another's.
+	b.Egress.Allow = slices.Clone(defaults.Egress.Allow)
+	b.Private = slices.Clone(defaults.Private)
+	b.Credentials = slices.Clone(defaults.Credentials)
+	b.DNS = slices.Clone(defaults.DNS)
 	if e.value.Tag == "!!null" {
 		return b, ok
 	}

@@ -156,24 +156,30 @@ func TestParseErrors(t *testing.T) {
 		{"broken second document", "version: 1\n---\nboxes: {a: [}\n", 3, 1, "did not find expected node content", ""},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse("boxes.yaml", []byte(tc.src))
-			if cfg != nil {
-				t.Errorf("got a config despite errors")
-			}
-			var errs Errors
-			if !errors.As(err, &errs) || len(errs) == 0 {
-				t.Fatalf("err = %v, want Errors", err)
-			}
-			e := errs[0]
-			if e.Line != tc.line || e.Col != tc.col || !strings.Contains(e.Msg, tc.msg) || !strings.Contains(e.Hint, tc.hint) {
-				t.Errorf("got %d:%d %q hint %q; want %d:%d %q hint %q", e.Line, e.Col, e.Msg, e.Hint, tc.line, tc.col, tc.msg, tc.hint)
-			}
-			if !strings.HasPrefix(e.Error(), "boxes.yaml:") {
-				t.Errorf("error %q does not start with the file name", e.Error())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { firstError(t, tc.src, tc.line, tc.col, tc.msg, tc.hint) })
 	}
+}
+
+// firstError checks that src is refused, its first error at line:col with
+// a message holding msg and a hint holding hint, and returns the errors.
+func firstError(t *testing.T, src string, line, col int, msg, hint string) Errors {
+	t.Helper()
+	cfg, err := Parse("boxes.yaml", []byte(src))
+	if cfg != nil {
+		t.Errorf("got a config despite errors")
+	}
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		t.Fatalf("err = %v, want Errors", err)
+	}
+	e := errs[0]
+	if e.Line != line || e.Col != col || !strings.Contains(e.Msg, msg) || !strings.Contains(e.Hint, hint) {
+		t.Errorf("got %d:%d %q hint %q; want %d:%d %q hint %q", e.Line, e.Col, e.Msg, e.Hint, line, col, msg, hint)
+	}
+	if !strings.HasPrefix(e.Error(), "boxes.yaml:") {
+		t.Errorf("error %q does not start with the file name", e.Error())
+	}
+	return errs
 }
 
 func TestParseReportsEveryError(t *testing.T) {

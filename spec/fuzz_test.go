@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 		"version: 1\nboxes:\n  a: {}\n---\nboxes:\n  b: {}\n", "version: 1\n...\nx: 1\n", "version: 1\nboxes:\n  b: {cpus: 1\n",
 		"version: 1\nboxes: {a: {env: {X: \"{\", Y: '['}}, b: *x}\n", "version: 1\nfleet: a\x00\n",
 		"version: 1\ndefaults: {cpus: 1e308, memory: 1}\nboxes: {a: {cpus: .nan}, b: {memory: 0.5}}\n",
+		networkExample,
+		"version: 1\ndefaults: {egress: none, dns: [192.0.2.53]}\nboxes:\n  a: {egress: [\"*.x.com:443\", \"[2001:db8::1]:443\", 10.0.0.0/8:5432, X.com, x.com]}\n  b: {private: [\"https://x\", \"::ffff:1.2.3.4\"], egress: []}\n",
+		"version: 1\nboxes:\n  a:\n    credentials:\n      k: {to: a.com, header: Host, from: \"env:1\", value: v}\n      l: {to: \"a.com:443\", header: x, from: \"file:~u\"}\n      m: {to: \"a.com\", header: X, from: \"file:k\"}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -42,6 +45,19 @@ func FuzzParse(f *testing.F) {
 				if (b.CPUs != 0 && !(b.CPUs >= MinCPUs && b.CPUs <= MaxCPUs)) || (b.Memory != 0 && (b.Memory < MinMemory || b.Memory > MaxMemory)) {
 					t.Fatalf("accepted cpus %v, memory %d", b.CPUs, b.Memory)
 				}
+				// Every destination handed to the gate reads back from its text.
+				ds := append(append([]Destination(nil), b.Egress.Allow...), b.Private...)
+				for _, c := range b.Credentials {
+					if c.To.Wildcard() || (c.To.Host == "" && !c.To.Prefix.IsSingleIP()) {
+						t.Fatalf("accepted credential %+v", c)
+					}
+					ds = append(ds, c.To)
+				}
+				for _, d := range ds {
+					if back, err := ParseDestination(d.String()); err != nil || back != d {
+						t.Fatalf("destination %#v reads back as %#v, %v", d, back, err)
+					}
+				}
 			}
 			return
 		}
@@ -54,6 +70,35 @@ func FuzzParse(f *testing.F) {
 			if e.Line < 1 || e.Line > lines || e.Col < 1 || e.Msg == "" {
 				t.Fatalf("error outside the file (%d lines): %q", lines, e.Error())
 			}
+		}
+	})
+}
+
+// FuzzDestination: a destination either is refused with a message, or its
+// canonical text reads back to it and is its own canonical text.
+func FuzzDestination(f *testing.F) {
+	for _, seed := range []string{
+		"api.anthropic.com", "*.GitHub.com:443", "198.51.100.7:8080", "10.0.0.0/8:5432", "10.0.0.1/32",
+		"[2001:db8::1]:443", "2001:DB8::1", "fd00::/8", "https://x", "a..b", "x.com:0", "[::1]", "::ffff:1.2.3.4",
+		"fe80::1%eth0", "1.2.3", "*", "10.0.0.1/8",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDestination(s)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("%q refused without a message", s)
+			}
+			return
+		}
+		text := d.String()
+		back, err := ParseDestination(text)
+		if err != nil || back != d || back.String() != text {
+			t.Fatalf("%q reads as %#v, whose text %q reads back as %#v, %v", s, d, text, back, err)
+		}
+		if (d.Host != "") == d.Prefix.IsValid() || d.Port < 0 || d.Port > 65535 || d.Host != strings.ToLower(d.Host) {
+			t.Fatalf("%q reads as %#v", s, d)
 		}
 	})
 }

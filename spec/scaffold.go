@@ -3,6 +3,8 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode"
 )
 
 const scaffold = `# boxes.yaml: the boxes you want, reviewed in pull requests.
@@ -39,6 +41,30 @@ func Schema() []byte {
 			"port": map[string]any{"oneOf": []any{map[string]any{"const": "auto"}, map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}}},
 		},
 	}
+	destination := map[string]any{
+		"type":        "string",
+		"description": "A host name (api.github.com), a wildcard (\"*.github.com\": every name under github.com, but not github.com itself), an IP address or a CIDR range (10.0.0.0/8), each with an optional :port (api.github.com:443, [2001:db8::1]:443, 10.0.0.0/8:5432).",
+	}
+	credential := map[string]any{
+		"type": "object", "additionalProperties": false,
+		"required": []any{"to", "header", "from"},
+		"properties": map[string]any{
+			"to": map[string]any{
+				"type":        "string",
+				"description": "The one host name or IP address, with an optional :port, whose requests get the header; not a wildcard or a range.",
+			},
+			"header": map[string]any{
+				"type": "string", "pattern": headerNamePattern.String(),
+				"not":         map[string]any{"pattern": refusedHeadersPattern()},
+				"description": "The HTTP header the gate sets, e.g. x-api-key or Authorization; not " + strings.Join(headersRefused[:len(headersRefused)-1], ", ") + " or " + headersRefused[len(headersRefused)-1] + ".",
+			},
+			"prefix": map[string]any{"type": "string", "description": "Text put before the value, e.g. \"Bearer \"."},
+			"from": map[string]any{
+				"type": "string", "pattern": `^(env:[A-Za-z_][A-Za-z0-9_]*|file:.+)$`,
+				"description": "Where the value is read on the machine running boxes: env:NAME, an environment variable, or file:PATH, a file (~/ is the home directory; a relative path is relative to boxes.yaml's directory). The value itself never goes in boxes.yaml.",
+			},
+		},
+	}
 	settings := map[string]any{
 		"cpus":     map[string]any{"type": "number", "minimum": MinCPUs, "maximum": MaxCPUs},
 		"memory":   map[string]any{"oneOf": []any{size, map[string]any{"type": "integer", "minimum": MinMemory, "maximum": MaxMemory}}},
@@ -48,6 +74,25 @@ func Schema() []byte {
 			"type":                 "object",
 			"propertyNames":        map[string]any{"pattern": envNamePattern.String()},
 			"additionalProperties": map[string]any{"type": []any{"string", "number", "boolean"}},
+		},
+		"egress": map[string]any{
+			"description": "Where the box's agent may connect, through the box's gate: open (the default: any public address), none, or a list of destinations. Private ranges stay closed whatever it says, but for private:. Set on a box, it replaces the defaults' egress entirely.",
+			"oneOf":       []any{map[string]any{"enum": []any{"open", "none"}}, map[string]any{"type": "array", "minItems": 1, "uniqueItems": true, "items": destination}},
+		},
+		"private": map[string]any{
+			"description": "Exceptions to the private ranges the gate closes (RFC 1918, 100.64.0.0/10, 169.254.0.0/16, loopback, IPv6 unique-local and link-local, the engine machine's addresses), as destinations, e.g. \"192.168.1.10:5432\". Set on a box, it replaces the defaults' list entirely.",
+			"type":        "array", "uniqueItems": true, "items": destination,
+		},
+		"credentials": map[string]any{
+			"description":          "Headers the gate adds to the requests it forwards to one destination, by name (lower-case letters, digits and -, starting with a letter). A box's credential replaces the defaults' one of the same name; it inherits the others.",
+			"type":                 "object",
+			"propertyNames":        map[string]any{"pattern": credentialNamePattern.String()},
+			"additionalProperties": credential,
+		},
+		"dns": map[string]any{
+			"description": "IP addresses of the name servers the box's gate resolves names with; by default the engine's. Set on a box, it replaces the defaults' list entirely.",
+			"type":        "array", "uniqueItems": true,
+			"items": map[string]any{"type": "string", "anyOf": []any{map[string]any{"format": "ipv4"}, map[string]any{"format": "ipv6"}}},
 		},
 	}
 	boxProps := map[string]any{
@@ -89,4 +134,22 @@ func Schema() []byte {
 	}
 	out, _ := json.MarshalIndent(s, "", "  ") // maps of plain values always marshal
 	return append(out, '\n')
+}
+
+// refusedHeadersPattern matches the headers a credential cannot set, in any
+// case, in the regular expressions of JSON Schema, which have no (?i).
+func refusedHeadersPattern() string {
+	alts := make([]string, len(headersRefused))
+	for i, h := range headersRefused {
+		var b strings.Builder
+		for _, r := range h {
+			if lower, upper := unicode.ToLower(r), unicode.ToUpper(r); lower != upper {
+				fmt.Fprintf(&b, "[%c%c]", upper, lower)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		alts[i] = b.String()
+	}
+	return "^(" + strings.Join(alts, "|") + ")$"
 }

@@ -1,10 +1,14 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
 )
 
 func TestScaffoldParses(t *testing.T) {
@@ -106,5 +110,68 @@ func TestFleetFromDir(t *testing.T) {
 	}
 	if _, err := Parse("boxes.yaml", []byte("version: 1\nfleet: -bad\n")); err == nil || !strings.Contains(err.Error(), "boxes.yaml:2:8: bad fleet name") {
 		t.Errorf("bad fleet: err = %v", err)
+	}
+}
+
+// The schema editors check boxes.yaml with is a valid JSON Schema, takes
+// what the parser takes, and refuses what it can of what the parser refuses.
+func TestSchemaValidates(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("boxes.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("boxes.schema.json")
+	if err != nil {
+		t.Fatalf("the schema does not compile: %v", err)
+	}
+	validate := func(src string) error {
+		var v any
+		if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schema.Validate(inst)
+	}
+	for _, src := range []string{string(Scaffold("team-a")), networkExample} {
+		if _, err := Parse("boxes.yaml", []byte(src)); err != nil {
+			t.Fatal(err)
+		}
+		if err := validate(src); err != nil {
+			t.Errorf("the schema refuses what the parser takes: %v\n%s", err, src)
+		}
+	}
+	for _, box := range []string{
+		`{egress: []}`,
+		`{egress: closed}`,
+		`{egress: [a.com, a.com]}`,
+		`{private: 10.0.0.1}`,
+		`{dns: [dns.google]}`,
+		`{credentials: {X: {to: a.com, header: x-api-key, from: "env:A"}}}`,
+		`{credentials: {x: {to: a.com, header: x-api-key, from: "env:A", value: s}}}`,
+		`{credentials: {x: {to: a.com, header: x-api-key}}}`,
+		`{credentials: {x: {to: a.com, header: "x api key", from: "env:A"}}}`,
+		`{credentials: {x: {to: a.com, header: content-LENGTH, from: "env:A"}}}`,
+		`{credentials: {x: {to: a.com, header: x-api-key, from: "sk-ant-1"}}}`,
+		`{credentials: {x: {to: a.com, header: x-api-key, from: "env:1A"}}}`,
+	} {
+		src := "version: 1\nboxes:\n  a: " + box + "\n"
+		if _, err := Parse("boxes.yaml", []byte(src)); err == nil {
+			t.Errorf("the parser takes %s", box)
+		}
+		if err := validate(src); err == nil {
+			t.Errorf("the schema takes %s", box)
+		}
 	}
 }

@@ -179,7 +179,7 @@ func (p *parser) syntaxError(data []byte, err error, following bool) {
 		line++
 	}
 	text := lines(data)
-	col := 1
+	col, hint := 1, ""
 	switch msg {
 	case "did not find expected ',' or '}'", "did not find expected ',' or ']'":
 		// The line is the flow collection's, or when that is on the first
@@ -200,6 +200,18 @@ func (p *parser) syntaxError(data []byte, err error, following bool) {
 		} else if c := openedOn(text, line, '\''); c > 0 {
 			col = c
 		}
+	case "did not find expected alphabetic or numeric character":
+		// An alias whose name YAML refuses: an unquoted wildcard
+		// destination, *.github.com, reads as one.
+		if line <= len(text) {
+			_, aliases := flowScan(text[line-1])
+			for _, a := range aliases {
+				if strings.HasPrefix(a.name, ".") {
+					col, hint = a.col, fmt.Sprintf("quote a wildcard destination: %q", "*"+a.name)
+					break
+				}
+			}
+		}
 	case "did not find expected <document start>":
 		if following {
 			p.secondDocument(line, col)
@@ -212,7 +224,7 @@ func (p *parser) syntaxError(data []byte, err error, following bool) {
 	if line > len(text) {
 		line = len(text)
 	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: "YAML syntax error: " + msg})
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: "YAML syntax error: " + msg, Hint: hint})
 }
 
 // token is one thing flowScan found on a line: a flow indicator or quote

@@ -2,7 +2,12 @@
 // boxes.lock. It never talks to Docker.
 package spec
 
-import "fmt"
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
 
 // State is the declared run state of a box.
 type State string
@@ -39,6 +44,21 @@ type Settings struct {
 	Executor Executor
 	Runtime  string // "" (engine default) or e.g. "runsc"
 	Env      map[string]string
+	// Egress is where the box's gate lets its agent connect. A box's own
+	// egress: replaces the defaults' entirely.
+	Egress Egress
+	// Private are the exceptions to the private ranges the gate closes
+	// whatever Egress says. A box's own private: replaces the defaults'
+	// entirely (private: [] keeps none of them).
+	Private []Destination
+	// Credentials are the headers the gate adds to what it forwards,
+	// sorted by name. A box's credential replaces the defaults' one of
+	// the same name and inherits the others, as env: does.
+	Credentials []Credential
+	// DNS are the name servers the box's gate resolves names with; none
+	// leaves the resolver to the engine. A box's own dns: replaces the
+	// defaults' entirely.
+	DNS []netip.Addr
 }
 
 // Executor says where a box's Executor port is published on its host.
@@ -95,4 +115,100 @@ func (c *Config) Box(name string) (Box, bool) {
 		}
 	}
 	return Box{}, false
+}
+
+// Destination is one place a box's gate may connect to, as egress:,
+// private: and a credential's to: write it: a host name, a wildcard, an IP
+// address or an IP range, each with an optional port.
+//
+// A wildcard "*.github.com" stands for every name under github.com, at any
+// depth (api.github.com, a.b.github.com), but not for github.com itself:
+// as with a TLS wildcard, the apex is listed on its own when it is meant.
+type Destination struct {
+	// Host is a lower-case host name, or "*." and one for a wildcard;
+	// empty for an address or a range.
+	Host string
+	// Prefix is valid for an address or a range: an address is a /32 (or
+	// /128) prefix. An IPv4 address is never written as IPv6.
+	Prefix netip.Prefix
+	// Port is 0 for any port.
+	Port int
+}
+
+// String is the destination's canonical text, which ParseDestination
+// reads back to the same Destination: api.github.com:443, *.github.com,
+// 10.0.0.0/8:5432, [2001:db8::1]:443.
+func (d Destination) String() string {
+	var s string
+	switch {
+	case d.Host != "":
+		s = d.Host
+	case d.Prefix.IsSingleIP():
+		s = d.Prefix.Addr().String()
+		if d.Port != 0 && d.Prefix.Addr().Is6() {
+			return "[" + s + "]:" + strconv.Itoa(d.Port)
+		}
+	case d.Prefix.IsValid():
+		s = d.Prefix.String()
+	}
+	if d.Port != 0 {
+		s += ":" + strconv.Itoa(d.Port)
+	}
+	return s
+}
+
+// Wildcard reports whether d stands for the sub-domains of a name.
+func (d Destination) Wildcard() bool { return strings.HasPrefix(d.Host, "*.") }
+
+// EgressMode is what egress: says in a word.
+type EgressMode int
+
+const (
+	// EgressOpen lets the agent reach any public address (the default).
+	EgressOpen EgressMode = iota
+	// EgressNone lets it reach nothing outside the box.
+	EgressNone
+	// EgressList lets it reach only the listed destinations.
+	EgressList
+)
+
+// Egress is where a box's agent may connect, through its gate. Private
+// ranges stay closed in every mode but for the box's Private exceptions.
+type Egress struct {
+	Mode EgressMode
+	// Allow are the destinations of EgressList, in the order written.
+	Allow []Destination
+}
+
+// String is "open", "none", or how many destinations the list has.
+func (e Egress) String() string {
+	switch e.Mode {
+	case EgressNone:
+		return "none"
+	case EgressList:
+		if len(e.Allow) == 1 {
+			return "1 destination"
+		}
+		return fmt.Sprintf("%d destinations", len(e.Allow))
+	}
+	return "open"
+}
+
+// Credential is a header the gate adds to each request it forwards to one
+// destination. Its value is read where boxes runs and is never in boxes.yaml.
+type Credential struct {
+	// Name is lower-case letters, digits and '-', starting with a letter:
+	// it names the gate's route for the credential.
+	Name string
+	// To is a host name or an IP address, with an optional port; never a
+	// wildcard or a range.
+	To Destination
+	// Header is the HTTP header field name, as written.
+	Header string
+	// Prefix goes before the value, e.g. "Bearer ".
+	Prefix string
+	// From is where the value is read: "env:NAME" or "file:PATH", as
+	// written ("~/" is the home directory; a relative PATH is relative to
+	// boxes.yaml's directory).
+	From string
 }
