@@ -257,6 +257,7 @@ var commands = []func(*Env) *cobra.Command{
 	newSaveCommand,
 	newLoadCommand,
 	newExtractCommand,
+	newGateCommand,
 }
 
 // terraformFlags accepts spellings people type from habit: Terraform's
