@@ -4,6 +4,10 @@ GO       ?= go
 BIN      := bin/boxes
 GOFLAGS  ?=
 export GOFLAGS
+# boxes puts itself into the box image as the network gate (boxes build), so
+# it is built static; nothing here needs cgo.
+CGO_ENABLED ?= 0
+export CGO_ENABLED
 
 .PHONY: all build up try try-clean test test-long test-short test-image lint lint-workflow bench fuzz clean render-markdown
 

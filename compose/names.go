@@ -16,10 +16,15 @@ const (
 
 	AgentService    = "agent"
 	ExecutorService = "executor"
+	// GateService is the box's network gate: the agent's one way out.
+	GateService = "gate"
 
 	AgentVolume    = "agent-data"
 	ExecutorVolume = "exec-data"
 	Network        = "default"
+	// InsideNetwork is the box's network with no route out: the agent is on
+	// it alone; the executor and the gate are on it and on Network.
+	InsideNetwork = "inside"
 
 	// ExecutorPort is the port Executor listens on inside the box's network.
 	ExecutorPort = 4788
@@ -49,5 +54,21 @@ func VolumeName(box, volume string) string { return ProjectName(box) + "_" + vol
 // NetworkName is the Docker name of the box's private network.
 func NetworkName(box string) string { return ProjectName(box) + "_" + Network }
 
+// InsideNetworkName is the Docker name of the box's network with no route out.
+func InsideNetworkName(box string) string { return ProjectName(box) + "_" + InsideNetwork }
+
 // ContainerName is the Docker name compose gives the box's container of service.
 func ContainerName(box, service string) string { return ProjectName(box) + "-" + service + "-1" }
+
+// Services are a box's services, in the order plans name them.
+var Services = []string{AgentService, ExecutorService, GateService}
+
+// ServiceNetworks are the Docker names of the networks box's container of
+// service is on: the agent only on the inside network, the executor and
+// the gate on both.
+func ServiceNetworks(box, service string) []string {
+	if service == AgentService {
+		return []string{InsideNetworkName(box)}
+	}
+	return []string{NetworkName(box), InsideNetworkName(box)}
+}

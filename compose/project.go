@@ -31,6 +31,8 @@ type Input struct {
 	WorkDir string
 	// ConfigFile is the path of boxes.yaml (compose's config_files label).
 	ConfigFile string
+	// Door is what the gate is made with besides boxes.yaml.
+	Door Door
 }
 
 // Redacted stands in for the token wherever a project is shown to a person.
@@ -206,18 +208,28 @@ func model(in Input) map[string]any {
 	for k, v := range agentEnv {
 		env[k] = v
 	}
-	// Executor first, so the agent's first start finds it. Not restart: a
-	// recreated executor must not take the agent's tmux sessions down with it.
-	agent["depends_on"] = map[string]any{ExecutorService: map[string]any{
+	for k, v := range proxyEnv {
+		env[k] = v
+	}
+	// The agent is on the inside network alone, and cannot forge packets
+	// onto it: its one way out is the gate.
+	agent["networks"] = map[string]any{InsideNetwork: nil}
+	agent["cap_drop"] = []any{"NET_RAW"}
+	// Executor and gate first, so the agent's first start finds them. Not
+	// restart: a recreated executor or gate must not take the agent's tmux
+	// sessions down with it.
+	started := map[string]any{
 		"condition": types.ServiceConditionStarted,
 		"restart":   false,
 		"required":  true,
-	}}
+	}
+	agent["depends_on"] = map[string]any{ExecutorService: started, GateService: started}
 	// No tty or stdin_open: `boxes enter` runs tmux through `docker exec -it`,
 	// which gets a terminal of its own. A tty on PID 1 would only merge the
 	// agent's stderr into stdout and put carriage returns into its logs.
 
 	executor := common(ExecutorService, ExecutorVolume)
+	executor["networks"] = map[string]any{Network: nil, InsideNetwork: nil}
 	port := map[string]any{
 		"target":    ExecutorPort,
 		"host_ip":   b.Executor.Bind,
@@ -241,13 +253,15 @@ func model(in Input) map[string]any {
 		"services": map[string]any{
 			AgentService:    agent,
 			ExecutorService: executor,
+			GateService:     gateService(in),
 		},
 		"volumes": map[string]any{
 			AgentVolume:    map[string]any{"labels": labels()},
 			ExecutorVolume: map[string]any{"labels": labels()},
 		},
 		"networks": map[string]any{
-			Network: map[string]any{"labels": labels()},
+			Network:       map[string]any{"labels": labels()},
+			InsideNetwork: insideNetwork(labels()),
 		},
 	}
 }
@@ -255,7 +269,8 @@ func model(in Input) map[string]any {
 // reserved reports whether boxes itself sets the environment variable k.
 func reserved(k string) bool {
 	_, fixed := agentEnv[k]
-	return fixed || k == TokenVar || k == boxNameVar
+	_, proxy := proxyEnv[k]
+	return fixed || proxy || k == TokenVar || k == boxNameVar
 }
 
 func anyMap(m map[string]string) map[string]any {

@@ -19,6 +19,7 @@ func YAML(p *types.Project) ([]byte, error) {
 			s.Environment = maps.Clone(s.Environment)
 			s.Environment[TokenVar] = new(Redacted)
 		}
+		s.Environment = redactGate(s.Environment)
 		shown.Services[name] = s
 	}
 	out, err := shown.MarshalYAML()

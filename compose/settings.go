@@ -42,15 +42,56 @@ func Settings(b spec.Box) map[string]string {
 	for k, v := range b.Env {
 		s["env."+k] = v
 	}
+	doorSettings(s, b)
 	return s
 }
 
+// doorSettings adds the gate's fields: egress ("open", "none" or the
+// destinations), private, dns and one field per credential.
+func doorSettings(s map[string]string, b spec.Box) {
+	switch b.Egress.Mode {
+	case spec.EgressNone:
+		s["egress"] = "none"
+	case spec.EgressList:
+		s["egress"] = joinDestinations(b.Egress.Allow)
+	default:
+		s["egress"] = "open"
+	}
+	s["private"] = joinDestinations(b.Private)
+	var dns []string
+	for _, a := range b.DNS {
+		dns = append(dns, a.String())
+	}
+	s["dns"] = strings.Join(dns, ", ")
+	for _, c := range b.Credentials {
+		s["credentials."+c.Name] = fmt.Sprintf("%s to %s from %s", c.Header, c.To, c.From)
+	}
+}
+
+// joinDestinations is a list of destinations as one settings value: their
+// canonical forms, sorted, comma-separated.
+func joinDestinations(ds []spec.Destination) string {
+	out := make([]string, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, d.String())
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
 // ServiceSettings are the settings that shape one service's container: the
-// agent does not see the executor's port, the executor not the box's env.
+// agent does not see the executor's port, the executor not the box's env,
+// and the gate's rules shape the gate alone.
 func ServiceSettings(b spec.Box, service string) map[string]string {
 	s := Settings(b)
 	for k := range s {
-		if (service == AgentService && strings.HasPrefix(k, "executor.")) || (service == ExecutorService && strings.HasPrefix(k, "env.")) {
+		if service == GateService {
+			if !isGateKey(k) {
+				delete(s, k)
+			}
+			continue
+		}
+		if isGateKey(k) || (service == AgentService && strings.HasPrefix(k, "executor.")) || (service == ExecutorService && strings.HasPrefix(k, "env.")) {
 			delete(s, k)
 		}
 	}

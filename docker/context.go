@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,16 @@ func NewBuildContext(fsys fs.FS) (*BuildContext, error) {
 	return c, nil
 }
 
+// Add puts a file into the context, or replaces the file of that name.
+func (c *BuildContext) Add(name string, data []byte) {
+	i := sort.Search(len(c.files), func(i int) bool { return c.files[i].name >= name })
+	if i < len(c.files) && c.files[i].name == name {
+		c.files[i].data = data
+		return
+	}
+	c.files = slices.Insert(c.files, i, contextFile{name: name, data: data})
+}
+
 // Names lists the context's files.
 func (c *BuildContext) Names() []string {
 	names := make([]string, len(c.files))
@@ -84,7 +95,7 @@ func (c *BuildContext) Digest() string {
 var contextTime = time.Unix(0, 0).UTC()
 
 // Tar writes the context as the builder wants it: directories 0755, scripts
-// (files starting with #!) 0755, other files 0644, owned by root, with fixed
+// (files starting with #!) and programs (ELF) 0755, other files 0644, owned by root, with fixed
 // times. Embedded files have no modes of their own; deriving them from the
 // content makes a build from the binary and one from the tree hit the same
 // layer cache.
@@ -97,7 +108,7 @@ func (c *BuildContext) Tar() ([]byte, error) {
 			return nil, err
 		}
 		mode := int64(0o644)
-		if bytes.HasPrefix(f.data, []byte("#!")) {
+		if bytes.HasPrefix(f.data, []byte("#!")) || bytes.HasPrefix(f.data, []byte("\x7fELF")) {
 			mode = 0o755
 		}
 		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, Size: int64(len(f.data)), ModTime: contextTime, Format: tar.FormatPAX}

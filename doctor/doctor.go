@@ -56,6 +56,9 @@ type Box struct {
 	Stopped bool
 	// Runtime is the runtime: boxes.yaml declares; "" is the engine's default.
 	Runtime string
+	// Door is what the network door's checks need; nil skips them (a box
+	// not declared here).
+	Door *Door
 }
 
 // Probes are doctor's ways into the box; nil fields take the real ones.
@@ -83,11 +86,12 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 	}
 	agent, haveAgent := b.Resources.Container(compose.AgentService)
 	executor, haveExecutor := b.Resources.Container(compose.ExecutorService)
+	gate, haveGate := b.Resources.Container(compose.GateService)
 	for _, c := range []struct {
 		service string
 		c       reconcile.Container
 		ok      bool
-	}{{compose.AgentService, agent, haveAgent}, {compose.ExecutorService, executor, haveExecutor}} {
+	}{{compose.AgentService, agent, haveAgent}, {compose.ExecutorService, executor, haveExecutor}, {compose.GateService, gate, haveGate}} {
 		switch {
 		case !c.ok:
 			rep.add("host", c.service+" container", "error", "missing (boxes apply recreates it)")
@@ -117,6 +121,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 	}
 	if haveAgent && agent.State == "running" && p.Runner != nil {
 		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
+		if b.Door != nil && haveGate {
+			rep.Checks = append(rep.Checks, checkDoor(ctx, p.Runner, agent.ID, *b.Door)...)
+		}
 	} else if haveAgent && b.Stopped {
 		rep.add("box", "checks inside the box", "warn", "not run: the box is stopped, as declared (boxes start %s, then boxes doctor %s, runs them)", b.Name, b.Name)
 	}

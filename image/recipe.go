@@ -32,6 +32,10 @@ var Recipe embed.FS
 // Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
 const Dockerfile = "Dockerfile"
 
+// GateFile is the context file the Dockerfile copies as the box's gate:
+// not part of the recipe, boxes build adds the running boxes binary as it.
+const GateFile = "boxes-gate"
+
 // The network installs of provision.sh, each switched by INSTALL_<NAME>:
 // the system packages, and one per tool pin.
 var installs = func() []string {

@@ -87,7 +87,7 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		}
 		o.Containers = append(o.Containers, Container{
 			Fleet:      fleet,
-			Networks:   []string{compose.NetworkName(b.Name)},
+			Networks:   compose.ServiceNetworks(b.Name, s),
 			Ports:      ports,
 			ID:         "", // unknown without the engine
 			Name:       name,
@@ -104,10 +104,14 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		o.Volumes = append(o.Volumes, Volume{Fleet: fleet, Name: compose.VolumeName(b.Name, key), Box: b.Name, Labels: copyLabels(v.Labels), Size: -1})
 	}
 	for key, n := range project.Networks {
-		if key != compose.Network {
+		name := compose.NetworkName(b.Name)
+		switch key {
+		case compose.Network:
+		case compose.InsideNetwork:
+			name = compose.InsideNetworkName(b.Name)
+		default:
 			return fmt.Errorf("box %s: unexpected network %s in its project", b.Name, key)
 		}
-		name := compose.NetworkName(b.Name)
 		o.Networks = append(o.Networks, Network{Fleet: fleet, Name: name, Box: b.Name, Labels: copyLabels(n.Labels)})
 	}
 	return nil

@@ -113,6 +113,9 @@ type Applier struct {
 	// way: relative to the working directory below it); a load's plan
 	// holds the absolute path. Nil names paths as they are.
 	Shown func(path string) string
+	// Doors are what each box's gate is made with besides boxes.yaml, by
+	// box: the same as the plan's Input.Doors.
+	Doors map[string]compose.Door
 }
 
 func (a *Applier) shown(path string) string {
@@ -407,7 +410,11 @@ func (a *Applier) recreate(ctx context.Context, engine Engine, bp BoxPlan, proje
 	if err != nil {
 		return nil, fmt.Errorf("recording the containers before replacing them: %w", err)
 	}
-	a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
+	if bp.GateOnly {
+		a.Progress.Step(bp.Name, "replacing the gate (the agent keeps running)")
+	} else {
+		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
+	}
 	if err := engine.Create(ctx, project, true); err != nil {
 		return nil, a.putBack(ctx, engine, bp, prev, token, err)
 	}
@@ -766,5 +773,6 @@ func (a *Applier) project(box spec.Box, image, token string, bp BoxPlan) (*types
 		HostPort:   bp.HostPort,
 		WorkDir:    filepath.Dir(a.Config.Path),
 		ConfigFile: a.Config.Path,
+		Door:       a.Doors[box.Name],
 	})
 }

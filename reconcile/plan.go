@@ -38,7 +38,7 @@ var (
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
 // created, paused, frozen, image, config, missing, nocontainers, dead,
 // restarting, exited, network, disconnected, published, volume, duplicate,
-// renamed, networks, replace, token, undeclared, incomplete.
+// renamed, networks, replace, token, undeclared, incomplete, door, credential.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
@@ -60,7 +60,14 @@ func (r Reason) String() string {
 		return fmt.Sprintf("state: %s → %s", r.Old, r.New)
 	case "image":
 		return fmt.Sprintf("image: %s → %s", ShortID(r.Old), ShortID(r.New))
+	case "door":
+		return fmt.Sprintf("the network door: the box gets its gate (egress: %s, private ranges closed) and the agent moves to a network with no route out", r.New)
+	case "credential":
+		return fmt.Sprintf("credential %s: its value changed on this machine", r.Field)
 	case "config":
+		if r.Field == "egress" || r.Field == "private" {
+			return ruleChange(r.Field, r.Old, r.New)
+		}
 		if r.Field == "" {
 			return fmt.Sprintf("%s: compose configuration changed (config hash %s → %s)", r.Service, short(r.Old), short(r.New))
 		}
@@ -165,6 +172,8 @@ type BoxPlan struct {
 	HostPort int `json:"host_port,omitempty"`
 	// Restore is the archive a create is seeded from.
 	Restore string `json:"restore,omitempty"`
+	// GateOnly is a recreate of the gate alone: the agent keeps running.
+	GateOnly bool `json:"gate_only,omitempty"`
 	// Delete lists what a delete removes; nil otherwise.
 	Delete *Deletion `json:"delete,omitempty"`
 	// Strays are containers of a recreated box that do not have their
@@ -430,6 +439,9 @@ type Input struct {
 	Frozen map[string]bool
 	// Restoring holds the restores cut short, by box (see Restores).
 	Restoring map[string]Restoring
+	// Doors are what each box's gate is made with besides boxes.yaml (its
+	// credentials' values, its host's closed addresses), by box.
+	Doors map[string]compose.Door
 }
 
 func (in *Input) targeted(name string) bool { return len(in.Target) == 0 || in.Target[name] }
@@ -625,6 +637,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if len(reasons) > 0 {
 		bp.Action = Recreate
 		bp.Reasons = reasons
+		bp.GateOnly = GateOnly(reasons)
 		bp.StrayNetworks = strayNets
 		for _, c := range r.Containers {
 			if (hasKind(reasons, "duplicate") && c.Name != compose.ContainerName(b.Name, c.Service)) || onStray[c.ID] {
@@ -691,7 +704,7 @@ func withoutKind(rs []Reason, kind string) []Reason {
 func startReasons(r Resources) []Reason {
 	var reasons []Reason
 	stopped := false
-	for _, service := range []string{compose.AgentService, compose.ExecutorService} {
+	for _, service := range compose.Services {
 		c, _ := r.Container(service)
 		switch c.State {
 		case "created":
@@ -776,7 +789,10 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		reasons = append(reasons, Reason{Kind: "network", Old: network})
 	}
 	named := map[string]bool{}
-	for _, service := range []string{compose.AgentService, compose.ExecutorService} {
+	if door, ok := doorReason(b, r); ok {
+		reasons = append(reasons, door)
+	}
+	for _, service := range compose.Services {
 		if len(r.Containers) == 0 {
 			break
 		}
@@ -850,9 +866,11 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 			reasons = append(reasons, crash)
 		}
 	}
-	network := compose.NetworkName(b.Name)
-	if haveNetwork && !contains(c.Networks, network) {
-		reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
+	door := hasKind(reasons, "door")
+	for _, network := range compose.ServiceNetworks(b.Name, service) {
+		if haveNetwork && !door && !contains(c.Networks, network) {
+			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
+		}
 	}
 	// Published elsewhere with the configuration unchanged is drift; with
 	// it changed, the recreate's own reason says why.
@@ -867,17 +885,23 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		}
 		return reasons
 	}
-	if !h.token() || h.matches(service, c.ConfigHash) {
+	if !h.token() || h.matches(service, c.ConfigHash) || door {
+		// A box that gets its gate is remade for that: its one reason.
 		return reasons
 	}
-	return configReasons(reasons, b, service, c, h.want[service], named)
+	return configReasons(reasons, in, b, service, c, h.want[service], named)
 }
 
 // configReasons adds the settings that changed in service's container c,
 // or its config hash (now, against want) when the settings it records name
 // none.
-func configReasons(reasons []Reason, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
+func configReasons(reasons []Reason, in Input, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
 	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
+	if len(changes) == 0 && service == compose.GateService {
+		if changed := credentialReasons(in, b, c); len(changed) > 0 {
+			return append(reasons, changed...)
+		}
+	}
 	if len(changes) == 0 {
 		return append(reasons, Reason{Kind: "config", Service: service, Old: c.ConfigHash, New: want})
 	}
@@ -1037,6 +1061,7 @@ func desiredHashes(in Input, b spec.Box, token string, hostPort int) (map[string
 		HostPort:   hostPort,
 		WorkDir:    filepath.Dir(in.Config.Path),
 		ConfigFile: in.Config.Path,
+		Door:       in.Doors[b.Name],
 	})
 	if err != nil {
 		return nil, err
@@ -1072,7 +1097,7 @@ func conflicts(in Input, declared map[string]spec.Box) error {
 		if o == nil || !in.targeted(name) {
 			continue
 		}
-		for _, s := range []string{compose.AgentService, compose.ExecutorService} {
+		for _, s := range compose.Services {
 			if n := compose.ContainerName(name, s); o.Unmanaged.Containers[n] {
 				found = append(found, fmt.Sprintf("container %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
 			}

@@ -70,7 +70,7 @@ binaries() {
 	mkdir -p "$work/overlay"
 	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' \
 		-o "$work/overlay/executor" ./cmd/executor-standin &&
-		go build -o "$work/boxes" ./cmd/boxes)
+		CGO_ENABLED=0 go build -o "$work/boxes" ./cmd/boxes)
 }
 
 # image/Dockerfile through boxes build itself, from the recipe built into

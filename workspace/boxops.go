@@ -136,6 +136,7 @@ func (w *Workspace) DoctorOn(ctx context.Context, host, name string, r reconcile
 	b := doctor.Box{Name: name, Host: host, Resources: r, Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
 		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime
+		b.Door = doorChecks(decl)
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()

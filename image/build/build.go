@@ -5,10 +5,13 @@
 package build
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -55,6 +58,9 @@ type Options struct {
 	Push string
 	// Line receives the builder's output.
 	Line func(string)
+	// Gate is the program put into the image as its gate (image.GateFile);
+	// "" is the running boxes binary.
+	Gate string
 }
 
 // Result is a build's outcome, and build --json's form.
@@ -86,6 +92,9 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := addGate(bc, o.Gate); err != nil {
+		return Plan{}, err
+	}
 	if _, err := fs.Stat(o.Recipe, image.Dockerfile); err != nil {
 		return Plan{}, hint.Wrap(fmt.Errorf("the recipe has no %s", image.Dockerfile), "in a source tree the recipe is the image/ folder: --recipe PATH/image")
 	}
@@ -103,6 +112,42 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 		p.Tag = compose.ManagedLabel + ":" + strings.TrimPrefix(p.Inputs, "sha256:")[:12]
 	}
 	return p, nil
+}
+
+// addGate puts the gate's program into the context: path, or the running
+// boxes binary. It must be static, for it runs in the box's image.
+func addGate(bc *docker.BuildContext, path string) error {
+	if path == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this boxes binary, the box's gate: %w", err)
+		}
+		path = self
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the box's gate: %w", err)
+	}
+	if err := staticProgram(data); err != nil {
+		return hint.Wrap(fmt.Errorf("%s cannot be the box's gate: %w", path, err), "boxes puts itself into the image as the gate: build it static, CGO_ENABLED=0 (make build does)")
+	}
+	bc.Add(image.GateFile, data)
+	return nil
+}
+
+// staticProgram refuses what is not a Linux ELF program without an
+// interpreter (a dynamically linked one needs the build machine's libc).
+func staticProgram(data []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return errors.New("not a Linux program")
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("it is dynamically linked")
+		}
+	}
+	return nil
 }
 
 // pinsHint is what to do about ErrPins: an offline build needs no tool

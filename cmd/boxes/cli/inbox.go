@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,19 +106,19 @@ var InitTimeout = 60 * time.Second
 func newLogsCommand(env *Env) *cobra.Command {
 	var o docker.LogOptions
 	cmd := &cobra.Command{
-		Use:   "logs NAME [agent|executor]",
+		Use:   "logs NAME [agent|executor|gate]",
 		Short: "Print a box container's logs (the agent's unless named)",
 		Long: `Print the logs of one of box NAME's containers: the agent's, or the
-executor's when named. -f (--follow) keeps printing new lines until
+executor's or the gate's when named. -f (--follow) keeps printing new lines until
 interrupted, as docker logs -f does; -n N prints only the last N lines.
 
   boxes logs alpha executor -f -n 50`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return fmt.Errorf("logs needs a box name and, optionally, agent or executor")
+				return fmt.Errorf("logs needs a box name and, optionally, agent, executor or gate")
 			}
-			if len(args) == 2 && args[1] != compose.AgentService && args[1] != compose.ExecutorService {
-				return fmt.Errorf("logs: %q is not a service of a box; the services are agent and executor", args[1])
+			if len(args) == 2 && !slices.Contains(compose.Services, args[1]) {
+				return fmt.Errorf("logs: %q is not a service of a box; the services are agent, executor and gate", args[1])
 			}
 			return nil
 		},

@@ -252,6 +252,7 @@ var commands = []func(*Env) *cobra.Command{
 	newEnterCommand,
 	newExecCommand,
 	newLogsCommand,
+	newEgressCommand,
 	newDoctorCommand,
 	newOpenCommand,
 	newSaveCommand,

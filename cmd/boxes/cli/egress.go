@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engines"
+	"github.com/hermes-box/boxes/gate"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// EgressFormat is the format_version of egress --json.
+const EgressFormat = 1
+
+// closedRanges are the ranges every gate closes, as egress names them.
+var closedRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "fc00::/7", "fe80::/10"}
+
+// egressReport is egress --json: the box's effective rules and its gate's
+// recent refusals.
+type egressReport struct {
+	FormatVersion int            `json:"format_version"`
+	Box           string         `json:"box"`
+	Host          string         `json:"host"`
+	Gate          string         `json:"gate"` // the gate container's state, "missing" without one
+	Current       bool           `json:"current"`
+	Egress        string         `json:"egress"` // open, none or list
+	Allow         []string       `json:"allow"`
+	Private       []string       `json:"private"`
+	Closed        []string       `json:"closed"`
+	Credentials   []egressCred   `json:"credentials"`
+	Refusals      []gate.Refusal `json:"refusals"`
+}
+
+type egressCred struct {
+	Name   string `json:"name"`
+	To     string `json:"to"`
+	Header string `json:"header"`
+	From   string `json:"from"`
+	Route  string `json:"route"` // where the agent sends HTTPS requests for the gate to carry
+}
+
+func newEgressCommand(env *Env) *cobra.Command {
+	var asJSON bool
+	var last int
+	cmd := &cobra.Command{
+		Use:   "egress NAME",
+		Short: "Show what box NAME may reach, and what its gate refused lately",
+		Long: `Show box NAME's network door: the destinations its agent may reach through
+the gate (egress:), the private ranges the gate closes and the exceptions
+(private:), the credentials the gate adds (names and sources, never values)
+and the gate's most recent refusals: when, the destination, and the rule
+that refused it. When a tool in the box fails to reach something, this says
+whether the gate stopped it and why.
+
+  boxes egress alpha
+  boxes egress alpha --json --last 100`,
+		Args: exactlyOne("egress", "box name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if last < 1 || last > 10000 {
+				return fmt.Errorf("--last %d: give a number of refusals from 1 to 10000", last)
+			}
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
+				r, err := egressOf(cmd, ws, args[0], last)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env, r)
+				}
+				return writeEgress(env.Out, r)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, fmt.Sprintf("print the rules and refusals as JSON (format_version %d)", EgressFormat))
+	cmd.Flags().IntVar(&last, "last", 20, "show at most this many recent refusals")
+	return cmd
+}
+
+func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int) (egressReport, error) {
+	b, ok := ws.Config.Box(name)
+	if !ok {
+		return egressReport{}, fmt.Errorf("box %s is not declared in %s: its rules are what boxes.yaml says", name, ws.Config.Path)
+	}
+	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: reconcile.HostLabel(b.Host), Gate: "missing",
+		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []gate.Refusal{}}
+	settings := compose.ServiceSettings(b, compose.GateService)
+	r.Egress = "open"
+	switch b.Egress.Mode {
+	case spec.EgressNone:
+		r.Egress = "none"
+	case spec.EgressList:
+		r.Egress = "list"
+	}
+	for _, d := range b.Egress.Allow {
+		r.Allow = append(r.Allow, d.String())
+	}
+	for _, d := range b.Private {
+		r.Private = append(r.Private, d.String())
+	}
+	r.Closed = append(append(r.Closed, closedRanges...), "the engine's machine and every bridge gateway")
+	for _, c := range b.Credentials {
+		r.Credentials = append(r.Credentials, egressCred{Name: c.Name, To: c.To.String(), Header: c.Header, From: c.From,
+			Route: "http://" + compose.GateService + ":" + strconv.Itoa(gate.RoutePort) + "/" + c.Name + "/"})
+	}
+	e, c, err := engines.BoxContainer(cmd.Context(), ws, name, compose.GateService, false, "")
+	if err != nil {
+		if strings.Contains(err.Error(), "no "+compose.GateService+" container") {
+			return r, nil
+		}
+		return r, err
+	}
+	r.Gate = c.State
+	r.Current = compose.SettingsDiff(c.Labels[compose.SettingsLabel], settings) == nil
+	var out bytes.Buffer
+	if err := e.Logs(cmd.Context(), c.ID, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
+		return r, fmt.Errorf("reading the gate's refusals: %w", err)
+	}
+	refusals, err := gate.ParseRefusals(&out)
+	if err != nil {
+		return r, fmt.Errorf("reading the gate's refusals: %w", err)
+	}
+	if len(refusals) > last {
+		refusals = refusals[len(refusals)-last:]
+	}
+	r.Refusals = append(r.Refusals, refusals...)
+	return r, nil
+}
+
+func writeEgress(w io.Writer, r egressReport) error {
+	fmt.Fprintf(w, "box %s (%s): the agent's one way out is its gate (%s)\n", r.Box, r.Host, r.Gate)
+	if r.Gate != "missing" && !r.Current {
+		fmt.Fprintln(w, "  the gate runs other rules than boxes.yaml declares: boxes plan shows the change")
+	}
+	switch r.Egress {
+	case "list":
+		fmt.Fprintf(w, "  egress:   %d allowed\n", len(r.Allow))
+		for _, d := range r.Allow {
+			fmt.Fprintf(w, "              %s\n", d)
+		}
+	case "none":
+		fmt.Fprintln(w, "  egress:   none (every destination refused)")
+	default:
+		fmt.Fprintln(w, "  egress:   open (any public address)")
+	}
+	fmt.Fprintf(w, "  closed:   %s\n", strings.Join(r.Closed, ", "))
+	if len(r.Private) > 0 {
+		fmt.Fprintf(w, "  private:  open exceptions: %s\n", strings.Join(r.Private, ", "))
+	}
+	for _, c := range r.Credentials {
+		fmt.Fprintf(w, "  credential %s: %s added to requests to %s (value from %s); HTTPS through %s\n", c.Name, c.Header, c.To, c.From, c.Route)
+	}
+	if len(r.Refusals) == 0 {
+		fmt.Fprintln(w, "  no refusals in the gate's log")
+		return nil
+	}
+	fmt.Fprintf(w, "  recent refusals (%d):\n", len(r.Refusals))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range r.Refusals {
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", f.Time.Local().Format(time.DateTime), f.Destination, f.Rule, f.Reason)
+	}
+	return tw.Flush()
+}

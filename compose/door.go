@@ -1,0 +1,225 @@
+package compose
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/hermes-box/boxes/gate"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// The network door (design section 8): the agent sits only on the box's
+// inside network, which has no route out and no address of the engine's
+// machine on it; its one way out is the gate, an egress proxy in a container
+// of its own on both networks.
+const (
+	// GateBinary is the gate's program in the image: boxes itself, put
+	// there by boxes build.
+	GateBinary = "/usr/local/bin/boxes-gate"
+	// CredentialsLabel carries, on the gate, a digest of each credential's
+	// value, so that a plan can say which value changed without holding it.
+	CredentialsLabel = "boxes.credentials"
+	// inhibitIPv4 keeps the engine's machine off the inside network: an
+	// internal network alone still answers at its gateway address.
+	inhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+)
+
+// Door is what a box's gate is made with besides boxes.yaml, read on the
+// machine running boxes: the credentials' values and the addresses of the
+// engine's machine that stay closed whatever the rules say.
+type Door struct {
+	// Secrets are the credentials' values by name, prefix included.
+	Secrets map[string]string
+	// Closed are CIDRs of the engine's machine (its public addresses; the
+	// private ranges are closed anyway).
+	Closed []string
+}
+
+// GateURL is the gate's proxy as the agent's tools are told of it.
+var GateURL = "http://" + GateService + ":" + strconv.Itoa(gate.ProxyPort)
+
+// proxyEnv points the agent's tools at the gate. NODE_USE_ENV_PROXY makes
+// Node's own fetch honour the variables, as curl, git, npm and pip do.
+var proxyEnv = map[string]string{
+	"HTTP_PROXY":         GateURL,
+	"HTTPS_PROXY":        GateURL,
+	"http_proxy":         GateURL,
+	"https_proxy":        GateURL,
+	"NO_PROXY":           noProxy,
+	"no_proxy":           noProxy,
+	"NODE_USE_ENV_PROXY": "1",
+}
+
+const noProxy = ExecutorService + "," + GateService + ",localhost,127.0.0.1"
+
+// GateConfig is the gate's configuration for box b. With redact the
+// credentials' values are Redacted, for showing to a person.
+func GateConfig(b spec.Box, d Door, redact bool) gate.Config {
+	c := gate.Config{Egress: "open", Closed: append([]string(nil), d.Closed...)}
+	switch b.Egress.Mode {
+	case spec.EgressNone:
+		c.Egress = "none"
+	case spec.EgressList:
+		c.Egress = "list"
+		c.Allow = rules(b.Egress.Allow)
+	}
+	c.Private = rules(b.Private)
+	sort.Strings(c.Closed)
+	for _, cr := range b.Credentials {
+		value := d.Secrets[cr.Name]
+		if redact {
+			value = Redacted
+		}
+		c.Credentials = append(c.Credentials, gate.Credential{
+			Name: cr.Name, Host: destinationHost(cr.To), Port: cr.To.Port, Header: cr.Header, Value: value,
+		})
+	}
+	return c
+}
+
+// rules are destinations as the gate reads them, in a stable order so that
+// reordering boxes.yaml's list changes nothing.
+func rules(ds []spec.Destination) []gate.Rule {
+	var out []gate.Rule
+	for _, d := range ds {
+		r := gate.Rule{Host: d.Host, Port: d.Port}
+		if d.Prefix.IsValid() {
+			r = gate.Rule{CIDR: d.Prefix.String(), Port: d.Port}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Host+out[i].CIDR != out[j].Host+out[j].CIDR {
+			return out[i].Host+out[i].CIDR < out[j].Host+out[j].CIDR
+		}
+		return out[i].Port < out[j].Port
+	})
+	return out
+}
+
+func destinationHost(d spec.Destination) string {
+	if d.Prefix.IsValid() {
+		return d.Prefix.Addr().String()
+	}
+	return d.Host
+}
+
+// gateService is the gate's service: boxes' own binary from the box's image,
+// as nobody, with no capability, a read-only root and no volume: it holds
+// nothing worth keeping and the agent cannot reach into it.
+func gateService(in Input) map[string]any {
+	b := in.Box
+	cfg, _ := json.Marshal(GateConfig(b, in.Door, in.Token == "")) // plain data always marshals
+	labels := serviceLabels(b, GateService, 0)
+	labels[CredentialsLabel] = credentialDigests(b, in.Door)
+	s := map[string]any{
+		"hostname":     GateService,
+		"image":        in.Image,
+		"pull_policy":  types.PullPolicyNever,
+		"entrypoint":   []any{GateBinary, "gate"},
+		"user":         "65534:65534",
+		"read_only":    true,
+		"cap_drop":     []any{"ALL"},
+		"security_opt": []any{"no-new-privileges:true"},
+		"init":         true,
+		"restart":      types.RestartPolicyUnlessStopped,
+		"sysctls":      map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
+		"labels":       labels,
+		"environment":  map[string]any{gate.ConfigVar: string(cfg), boxNameVar: b.Name},
+		"healthcheck": map[string]any{
+			"test":         []any{"CMD", GateBinary, "gate", "--health"},
+			"interval":     "10s",
+			"timeout":      "5s",
+			"retries":      3,
+			"start_period": "30s",
+		},
+		"networks":          map[string]any{Network: nil, InsideNetwork: nil},
+		"stop_grace_period": "2s",
+	}
+	if len(b.DNS) > 0 {
+		var dns []any
+		for _, a := range b.DNS {
+			dns = append(dns, a.String())
+		}
+		s["dns"] = dns
+	}
+	return s
+}
+
+// credentialDigests is the CredentialsLabel value: name → the first 12 hex
+// digits of the value's SHA-256, as compact JSON with sorted keys.
+func credentialDigests(b spec.Box, d Door) string {
+	m := map[string]string{}
+	for _, c := range b.Credentials {
+		sum := sha256.Sum256([]byte(d.Secrets[c.Name]))
+		m[c.Name] = hex.EncodeToString(sum[:6])
+	}
+	out, _ := json.Marshal(m) // a map of strings always marshals
+	return string(out)
+}
+
+// CredentialDigests is what a gate made now from b and d would carry in
+// CredentialsLabel, decoded.
+func CredentialDigests(b spec.Box, d Door) map[string]string {
+	m := map[string]string{}
+	_ = json.Unmarshal([]byte(credentialDigests(b, d)), &m)
+	return m
+}
+
+// insideNetwork is the inside network's model: internal (no route out) and
+// with no address of the engine's machine on its bridge.
+func insideNetwork(labels map[string]any) map[string]any {
+	return map[string]any{
+		"internal":    true,
+		"driver_opts": map[string]any{inhibitIPv4: "true"},
+		"labels":      labels,
+	}
+}
+
+// redactGate replaces the credentials' values in a gate's environment.
+func redactGate(env types.MappingWithEquals) types.MappingWithEquals {
+	v, ok := env[gate.ConfigVar]
+	if !ok || v == nil {
+		return env
+	}
+	var c gate.Config
+	if json.Unmarshal([]byte(*v), &c) != nil {
+		return env
+	}
+	for i := range c.Credentials {
+		c.Credentials[i].Value = Redacted
+	}
+	out, _ := json.Marshal(c)
+	env = maps.Clone(env)
+	env[gate.ConfigVar] = new(string(out))
+	return env
+}
+
+// MachineAddresses are the CIDRs of addrs (a machine's addresses) that the
+// private ranges do not already close: its public ones, as /32 or /128.
+func MachineAddresses(addrs []netip.Addr) []string {
+	var out []string
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !a.IsGlobalUnicast() || a.IsPrivate() {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()).String())
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// isGateKey reports whether settings field k shapes only the gate.
+func isGateKey(k string) bool {
+	return k == "egress" || k == "private" || k == "dns" || strings.HasPrefix(k, "credentials.")
+}

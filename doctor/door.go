@@ -1,0 +1,104 @@
+package doctor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hermes-box/boxes/hb"
+)
+
+// Door is what doctor needs to check a box's network door from inside its
+// agent: the egress mode and, for a list, one destination it allows.
+type Door struct {
+	// Egress is "open", "none" or "list".
+	Egress string
+	// Allowed is a URL of a destination the list allows, tried through the
+	// gate; "" tries none.
+	Allowed string
+}
+
+// refusedCode is the HTTP status the gate answers a refused request with,
+// itself (the proxy refusing: 407, as its proxy library does).
+const refusedCode = "407"
+
+// doorProbes are run in the agent as one shell script; each prints its name,
+// then what curl saw: the HTTP status, the CONNECT status, curl's exit.
+// None sends a packet anywhere the rules close: the gate refuses before it
+// connects, and a direct connection has no route to leave by.
+func doorProbes(d Door) string {
+	probe := func(name, url string, extra string) string {
+		return fmt.Sprintf("echo \"%s $(curl -s -m 8 %s-o /dev/null -w '%%{http_code} %%{http_connect}' '%s'; echo \" $?\")\"\n", name, extra, url)
+	}
+	var s strings.Builder
+	s.WriteString("echo \"route $(awk 'NR>1 && $2==\"00000000\"{print \"default\"}' /proc/net/route | head -n 1)\"\n")
+	s.WriteString(probe("health", "http://gate:3129/_health", "--noproxy '*' "))
+	s.WriteString(probe("private", "http://10.255.255.1/", ""))
+	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
+	if d.Egress != "open" {
+		s.WriteString(probe("other", "http://boxes-doctor.invalid/", ""))
+	}
+	if d.Allowed != "" {
+		s.WriteString(probe("allowed", d.Allowed, ""))
+	}
+	return s.String()
+}
+
+// checkDoor runs the probes in the agent container id and reads them.
+func checkDoor(ctx context.Context, r hb.Runner, id string, d Door) []hb.Check {
+	var out, errb bytes.Buffer
+	code, err := r.Run(ctx, id, hb.AgentUser, []string{"sh", "-c", doorProbes(d)}, &out, &errb)
+	if err != nil || code != 0 {
+		return []hb.Check{{Where: "box", Name: "network door", Severity: "error", Detail: fmt.Sprintf("the probes could not run (exit %d, %v): %s", code, err, strings.TrimSpace(errb.String()))}}
+	}
+	seen := map[string][]string{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 0 {
+			seen[f[0]] = f[1:]
+		}
+	}
+	var checks []hb.Check
+	add := func(name string, ok bool, okText, badText string) {
+		c := hb.Check{Where: "box", Name: name, OK: ok, Severity: "ok", Detail: okText}
+		if !ok {
+			c.Severity, c.Detail = "error", badText
+		}
+		checks = append(checks, c)
+	}
+	route := seen["route"]
+	add("no route out", len(route) == 0, "the agent has no default route: a direct connection (curl --noproxy, raw TCP, UDP) cannot leave",
+		"the agent has a default route: traffic can bypass the gate (boxes apply remakes the box on its inside network)")
+	health := seen["health"]
+	add("gate answers", len(health) > 0 && health[0] == "200", "the gate answers on gate:3129",
+		fmt.Sprintf("the gate does not answer from the agent (%s): boxes logs %s", strings.Join(health, " "), "NAME gate"))
+	for _, p := range []struct{ key, what string }{{"private", "a private address (10.255.255.1)"}, {"linklocal", "a link-local address, where cloud metadata lives (169.254.0.1)"}} {
+		add("gate refuses "+p.key, refusedByGate(seen[p.key]), "the gate refuses "+p.what,
+			fmt.Sprintf("%s was not refused by the gate (%s)", p.what, strings.Join(seen[p.key], " ")))
+	}
+	if d.Egress != "open" {
+		add("gate refuses the rest", refusedByGate(seen["other"]), "the gate refuses a destination egress: does not list",
+			fmt.Sprintf("a destination egress: does not list was not refused (%s)", strings.Join(seen["other"], " ")))
+	}
+	if d.Allowed != "" {
+		a := seen["allowed"]
+		if refusedByGate(a) {
+			add("gate allows", false, "", fmt.Sprintf("the gate refuses %s, which egress: allows (boxes egress NAME shows why)", d.Allowed))
+		} else if len(a) < 3 || a[2] != "0" {
+			checks = append(checks, hb.Check{Where: "box", Name: "gate allows", OK: true, Severity: "warn",
+				Detail: fmt.Sprintf("the gate let %s through, but it did not answer (%s)", d.Allowed, strings.Join(a, " "))})
+		} else {
+			add("gate allows", true, fmt.Sprintf("%s answers through the gate", d.Allowed), "")
+		}
+	}
+	return checks
+}
+
+// refusedByGate reads a probe's "HTTP CONNECT EXIT": the gate's own refusal,
+// as the answer to the request or to its CONNECT.
+func refusedByGate(f []string) bool {
+	return len(f) >= 2 && (f[0] == refusedCode || f[1] == refusedCode)
+}

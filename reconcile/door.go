@@ -1,0 +1,112 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/text"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// doorReason says a box made before the network door gets it: its agent is
+// still on the network with a route out and it has no gate. The gate and the
+// inside network are made, and the agent and executor remade on them.
+func doorReason(b spec.Box, r Resources) (Reason, bool) {
+	agent, ok := r.Container(compose.AgentService)
+	if !ok {
+		return Reason{}, false
+	}
+	if _, gated := r.Container(compose.GateService); gated {
+		return Reason{}, false
+	}
+	if contains(agent.Networks, compose.InsideNetworkName(b.Name)) {
+		return Reason{}, false
+	}
+	return Reason{Kind: "door", New: compose.Settings(b)["egress"]}, true
+}
+
+// credentialReasons name the credentials whose values on this machine differ
+// from those gate c was made with (by digest: the values are never shown).
+func credentialReasons(in Input, b spec.Box, c Container) []Reason {
+	have := map[string]string{}
+	_ = json.Unmarshal([]byte(c.Labels[compose.CredentialsLabel]), &have) // unreadable: every value reads as changed
+	var out []Reason
+	for name, digest := range compose.CredentialDigests(b, in.Doors[b.Name]) {
+		if have[name] != digest {
+			out = append(out, Reason{Kind: "credential", Service: compose.GateService, Field: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b Reason) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}
+
+// ruleChange renders a change of egress or private: each side summed up
+// ("open", "none", "3 destinations"), then what was added and removed.
+func ruleChange(field, old, new string) string {
+	line := fmt.Sprintf("%s: %s → %s", field, ruleSummary(field, old), ruleSummary(field, new))
+	was, now := ruleSet(old), ruleSet(new)
+	var parts []string
+	for _, d := range now {
+		if !slices.Contains(was, d) {
+			parts = append(parts, "+ "+d)
+		}
+	}
+	for _, d := range was {
+		if !slices.Contains(now, d) {
+			parts = append(parts, "− "+d)
+		}
+	}
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line
+}
+
+func ruleSummary(field, v string) string {
+	switch v {
+	case "open", "none":
+		return v
+	case "":
+		if field == "egress" {
+			return "open"
+		}
+		return "none"
+	}
+	if field == "private" {
+		return text.Plural(len(ruleSet(v)), "exception", "exceptions")
+	}
+	return text.Plural(len(ruleSet(v)), "destination", "destinations")
+}
+
+// ruleSet is a settings value's destinations ("open" and "none" have none).
+func ruleSet(v string) []string {
+	if v == "" || v == "open" || v == "none" {
+		return nil
+	}
+	return strings.Split(v, ", ")
+}
+
+// GateOnly reports whether every reason of a recreate concerns the gate
+// alone: the agent and the executor keep running.
+func GateOnly(reasons []Reason) bool {
+	if len(reasons) == 0 {
+		return false
+	}
+	for _, r := range reasons {
+		switch {
+		case r.Kind == "credential":
+		case r.Kind == "config" && (r.Service == compose.GateService || gateField(r.Field)):
+		case (r.Kind == "missing" || r.Kind == "dead" || r.Kind == "exited" || r.Kind == "restarting") && r.Service == compose.GateService:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func gateField(f string) bool {
+	return f == "egress" || f == "private" || f == "dns" || strings.HasPrefix(f, "credentials.")
+}

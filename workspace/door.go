@@ -1,0 +1,170 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// Doors are what the gates of the named boxes (every box for none) are made
+// with besides boxes.yaml: their credentials' values, read here and now,
+// and the public addresses of their hosts' machines, closed to the agent
+// whatever the rules say. A value that cannot be read fails the plan
+// naming the box, the credential and where it was looked for.
+func (w *Workspace) Doors(names map[string]bool) (map[string]compose.Door, error) {
+	out := map[string]compose.Door{}
+	closed := map[string][]string{}
+	var errs []error
+	for _, b := range w.Config.Boxes {
+		if len(names) > 0 && !names[b.Name] {
+			continue
+		}
+		if _, ok := closed[b.Host]; !ok {
+			closed[b.Host] = compose.MachineAddresses(machineAddresses(w.endpoint(b.Host)))
+		}
+		d := compose.Door{Secrets: map[string]string{}, Closed: closed[b.Host]}
+		for _, c := range b.Credentials {
+			v, err := credentialValue(c, filepath.Dir(w.Path))
+			if err != nil {
+				errs = append(errs, hint.Wrap(fmt.Errorf("box %s, credential %s: %w", b.Name, c.Name, err),
+					"the value lives on this machine, never in boxes.yaml: set it, or change from: (env:NAME or file:PATH)"))
+				continue
+			}
+			d.Secrets[c.Name] = c.Prefix + v
+		}
+		out[b.Name] = d
+	}
+	return out, errors.Join(errs...)
+}
+
+// credentialValue reads a credential's value from where from: says: env:NAME
+// from this process's environment, file:PATH from a file (~/ is the home
+// directory; a relative path is from boxes.yaml's directory), its trailing
+// line break dropped.
+func credentialValue(c spec.Credential, dir string) (string, error) {
+	kind, where, _ := strings.Cut(c.From, ":")
+	var v string
+	switch kind {
+	case "env":
+		val, ok := os.LookupEnv(where)
+		if !ok {
+			return "", fmt.Errorf("%s is not set in this environment", where)
+		}
+		v = val
+	case "file":
+		path := where
+		if rest, ok := strings.CutPrefix(path, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			path = filepath.Join(home, rest)
+		} else if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", where, errors.Unwrap(err))
+		}
+		v = strings.TrimRight(string(data), "\r\n")
+	default:
+		return "", fmt.Errorf("from: %q is neither env:NAME nor file:PATH", c.From)
+	}
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", c.From)
+	}
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return "", fmt.Errorf("%s holds a line break or NUL, which no header value may", c.From)
+	}
+	return v, nil
+}
+
+// endpoint is the DOCKER_HOST form of host's engine ("" when only a docker
+// context names it).
+func (w *Workspace) endpoint(host string) string {
+	if host == "" {
+		if v := os.Getenv("DOCKER_HOST"); v != "" {
+			return v
+		}
+		return "unix:///var/run/docker.sock"
+	}
+	for _, h := range w.Config.Hosts {
+		if h.Name == host {
+			return h.Docker
+		}
+	}
+	return ""
+}
+
+// machineAddresses are the addresses of the machine an engine endpoint is
+// on, as this machine sees it: its own interfaces' for a unix socket, and
+// what the host name resolves to for tcp:// and ssh://. An engine named
+// only by a docker context gives none: the private ranges stay closed all
+// the same.
+func machineAddresses(endpoint string) []netip.Addr {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	switch u.Scheme {
+	case "unix", "npipe":
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return nil
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				out = append(out, p.Addr())
+			}
+		}
+	case "tcp", "ssh", "http", "https":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+		if err != nil {
+			return nil
+		}
+		out = ips
+	}
+	return out
+}
+
+// doorChecks is what doctor tries of b's network door: its egress mode and,
+// for a list, the first named destination it allows.
+func doorChecks(b spec.Box) *doctor.Door {
+	d := &doctor.Door{}
+	switch b.Egress.Mode {
+	case spec.EgressNone:
+		d.Egress = "none"
+	case spec.EgressList:
+		d.Egress = "list"
+		for _, a := range b.Egress.Allow {
+			if a.Prefix.IsValid() || a.Wildcard() {
+				continue
+			}
+			switch a.Port {
+			case 0, 443:
+				d.Allowed = "https://" + a.Host + "/"
+			default:
+				d.Allowed = fmt.Sprintf("http://%s:%d/", a.Host, a.Port)
+			}
+			break
+		}
+	default:
+		d.Egress = "open"
+	}
+	return d
+}
