@@ -142,11 +142,9 @@ func (w *Workspace) List(all bool) Rows {
 			if haveExecutor {
 				if p, ok := x.Published(compose.ExecutorPort); ok {
 					row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
-					// A remote engine knows the address a person here
-					// reaches it on, if any.
-					if e, ok := w.engines[host].(interface {
-						ExecutorReach(string, int) (string, string)
-					}); ok {
+					// The engine knows the address a person here reaches
+					// it on, if any: a remote's loopback is not this machine's.
+					if e, ok := w.engines[host]; ok {
 						row.Reach, row.URL = e.ExecutorReach(p.HostIP, p.HostPort)
 					}
 				}
