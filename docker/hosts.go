@@ -298,21 +298,6 @@ func (ep Endpoint) explain(ctx context.Context, took time.Duration, err error) e
 // ErrSameEngine is two host entries that reach one engine.
 var ErrSameEngine = errors.New("reach the same Docker engine")
 
-// DistinctEngines fails when two of engines are one engine (see SameEngineAs).
-func DistinctEngines(engines []*Engine) error {
-	seen := map[string]*Engine{}
-	for _, e := range engines {
-		if e.id == "" {
-			continue
-		}
-		if first, ok := seen[e.id]; ok {
-			return e.SameEngineAs(first.Host)
-		}
-		seen[e.id] = e
-	}
-	return nil
-}
-
 // SameEngineAs is the refusal of e's host entry when host first, checked
 // before it, already reaches e's engine (the same engine ID): boxes would
 // see each box twice, and a move between them would delete the only copy.

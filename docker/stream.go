@@ -44,18 +44,6 @@ func (e *Engine) LoadImage(ctx context.Context, ref, id string, r io.Reader) (in
 	return counted.n, nil
 }
 
-// StreamImage copies image ref from src to e without a registry: src's
-// image save into e's image load, and checks that e then has ref with the
-// same image ID. It returns the bytes streamed.
-func (e *Engine) StreamImage(ctx context.Context, src *Engine, ref string) (int64, error) {
-	id, r, err := src.SaveImage(ctx, ref)
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	return e.LoadImage(ctx, ref, id, r)
-}
-
 type countingReader struct {
 	r io.Reader
 	n int64
