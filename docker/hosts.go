@@ -298,27 +298,17 @@ func (ep Endpoint) explain(ctx context.Context, took time.Duration, err error) e
 // ErrSameEngine is two host entries that reach one engine.
 var ErrSameEngine = errors.New("reach the same Docker engine")
 
-// DistinctEngines fails when two of engines are one engine (the same engine
-// ID): boxes would see each box twice, and a move between them would delete
-// the only copy.
-func DistinctEngines(engines []*Engine) error {
-	seen := map[string]*Engine{}
-	for _, e := range engines {
-		if e.id == "" {
-			continue
-		}
-		if first, ok := seen[e.id]; ok {
-			a, b := hostLabel(first.Host), hostLabel(e.Host)
-			if b < a {
-				a, b = b, a
-			}
-			return &HostError{Host: e.Host, URL: e.Endpoint.URL,
-				Err:  fmt.Errorf("%s and %s %w (ID %s)", a, b, ErrSameEngine, e.id),
-				Hint: "keep one host entry per engine in boxes.yaml"}
-		}
-		seen[e.id] = e
+// SameEngineAs is the refusal of e's host entry when host first, checked
+// before it, already reaches e's engine (the same engine ID): boxes would
+// see each box twice, and a move between them would delete the only copy.
+func (e *Engine) SameEngineAs(first string) error {
+	a, b := hostLabel(first), hostLabel(e.Host)
+	if b < a {
+		a, b = b, a
 	}
-	return nil
+	return &HostError{Host: e.Host, URL: e.Endpoint.URL,
+		Err:  fmt.Errorf("%s and %s %w (ID %s)", a, b, ErrSameEngine, e.id),
+		Hint: "keep one host entry per engine in boxes.yaml"}
 }
 
 func hostLabel(name string) string {

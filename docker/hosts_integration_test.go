@@ -36,7 +36,12 @@ func TestIntegrationStreamImage(t *testing.T) {
 		t.Fatal("the new engine already has the image")
 	}
 	began := time.Now()
-	n, err := far.StreamImage(ctx, local, ref)
+	id, r, err := local.SaveImage(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n, err := far.LoadImage(ctx, ref, id, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -335,16 +335,17 @@ func TestConnectBounded(t *testing.T) {
 	}
 }
 
-func TestDistinctEngines(t *testing.T) {
-	a := &Engine{Host: "", id: "ONE"}
-	b := &Engine{Host: "nexus", id: "TWO", Endpoint: Endpoint{URL: "ssh://me@nexus"}}
+// A second host entry of one engine is refused naming both, the host
+// first in name order, its own address and the engine's ID.
+func TestSameEngineAs(t *testing.T) {
 	c := &Engine{Host: "alias", id: "ONE", Endpoint: Endpoint{URL: "unix:///var/run/docker.sock"}}
-	if err := DistinctEngines([]*Engine{a, b}); err != nil {
-		t.Fatal(err)
-	}
-	err := DistinctEngines([]*Engine{a, b, c})
-	if !errors.Is(err, ErrSameEngine) || !strings.Contains(err.Error(), "host alias and the local host reach the same Docker engine (ID ONE)") {
+	err := c.SameEngineAs("")
+	if !errors.Is(err, ErrSameEngine) || err.Error() != "host alias (unix:///var/run/docker.sock): host alias and the local host reach the same Docker engine (ID ONE)" {
 		t.Errorf("err = %v", err)
+	}
+	var he *HostError
+	if !errors.As(err, &he) || len(he.HintLines()) != 1 {
+		t.Errorf("no hint: %#v", err)
 	}
 }
 

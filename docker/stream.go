@@ -6,19 +6,24 @@ import (
 	"io"
 )
 
-// StreamImage copies image ref from src to e without a registry: src's
-// image save into e's image load, and checks that e then has ref with the
-// same image ID. It returns the bytes streamed.
-func (e *Engine) StreamImage(ctx context.Context, src *Engine, ref string) (int64, error) {
-	want, err := src.ImageID(ctx, ref)
+// SaveImage streams image ref out of the engine (image save), for another
+// engine's LoadImage, with the image ID ref has here. Close the stream.
+func (e *Engine) SaveImage(ctx context.Context, ref string) (string, io.ReadCloser, error) {
+	id, err := e.ImageID(ctx, ref)
 	if err != nil {
-		return 0, fmt.Errorf("streaming %s from %s: %w", ref, hostLabel(src.Host), err)
+		return "", nil, fmt.Errorf("streaming %s from %s: %w", ref, hostLabel(e.Host), err)
 	}
-	r, err := src.api.ImageSave(ctx, []string{ref})
+	r, err := e.api.ImageSave(ctx, []string{ref})
 	if err != nil {
-		return 0, fmt.Errorf("saving %s on %s: %w", ref, hostLabel(src.Host), err)
+		return "", nil, fmt.Errorf("saving %s on %s: %w", ref, hostLabel(e.Host), err)
 	}
-	defer r.Close()
+	return id, r, nil
+}
+
+// LoadImage loads r, another engine's image save of ref, whose image ID
+// there is id, and checks that this engine then has ref with the same
+// image ID: an image copied without a registry. It returns the bytes read.
+func (e *Engine) LoadImage(ctx context.Context, ref, id string, r io.Reader) (int64, error) {
 	counted := &countingReader{r: r}
 	resp, err := e.api.ImageLoad(ctx, counted)
 	if err != nil {
@@ -33,8 +38,8 @@ func (e *Engine) StreamImage(ctx context.Context, src *Engine, ref string) (int6
 	if err != nil {
 		return counted.n, fmt.Errorf("after loading %s on %s: %w", ref, hostLabel(e.Host), err)
 	}
-	if got != want {
-		return counted.n, fmt.Errorf("after loading %s on %s: image ID %s, want %s", ref, hostLabel(e.Host), got, want)
+	if got != id {
+		return counted.n, fmt.Errorf("after loading %s on %s: image ID %s, want %s", ref, hostLabel(e.Host), got, id)
 	}
 	return counted.n, nil
 }

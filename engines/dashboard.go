@@ -13,7 +13,6 @@ import (
 	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // Dashboard is a box's Executor dashboard as this machine reaches it.
@@ -75,8 +74,8 @@ func (d *Dashboard) Wait(ctx context.Context) error {
 // browser, and how this machine reaches the executor: directly, or, where
 // it is bound to the loopback of a host reached over ssh://, through a
 // local port forwarded over ssh that stays open until Close.
-func OpenDashboard(ctx context.Context, ws *workspace.Workspace, name string) (*Dashboard, error) {
-	e, c, err := BoxContainer(ctx, ws, name, compose.ExecutorService, true, "")
+func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard, error) {
+	e, c, err := w.boxContainer(ctx, name, compose.ExecutorService, true)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +83,7 @@ func OpenDashboard(ctx context.Context, ws *workspace.Workspace, name string) (*
 	if !ok {
 		return nil, hint.Wrap(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
 	}
-	token, ok, err := ws.Tokens.Get(name)
+	token, ok, err := w.Tokens.Get(name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,18 +1,16 @@
-// Package engines opens a workspace whose hosts are Docker engines: it
-// connects them on first use, tells them apart, thaws the boxes a dead save
-// left frozen, brings the image to those that lack it, wires moves between
-// them, and finds how this machine reaches a box's dashboard.
+// Package engines reaches the hosts of a workspace as Docker engines: it
+// connects each host's engine for the workspace, and runs the commands
+// that work inside a box through the Docker client itself (exec, logs,
+// open), which only a real engine has.
 package engines
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"sync"
 	"time"
 
-	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
@@ -21,172 +19,85 @@ import (
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// errNotDocker is an engine of a workspace that is not a Docker engine.
-var errNotDocker = errors.New("not a Docker engine")
+// A Docker engine is what a workspace needs of a host.
+var _ workspace.Engine = (*docker.Engine)(nil)
+
+// Workspace is a workspace whose hosts are Docker engines, each connected
+// on first use.
+type Workspace struct {
+	*workspace.Workspace
+	hosts *connector
+}
+
+// connector connects each host's Docker engine with opts, and keeps the
+// engines it connected by host for the commands that need the client.
+type connector struct {
+	opts    docker.Options
+	mu      sync.Mutex
+	engines map[string]*docker.Engine
+}
+
+// Connect connects host's Docker engine.
+func (c *connector) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+	e, err := docker.Connect(ctx, h, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.engines[h.Name] = e
+	return e, nil
+}
 
 // Open reads boxes.yaml at file and boxes.lock beside it; each host's
 // Docker engine is reached on first use, with opts. shown names files in
 // messages and warn receives warnings (see workspace.Options).
-func Open(file string, opts docker.Options, shown func(string) string, warn func(format string, args ...any)) (*workspace.Workspace, error) {
-	return workspace.Open(file, workspace.Options{
-		Connect: func(ctx context.Context, h spec.Host) (workspace.Engine, error) {
-			return docker.Connect(ctx, h, opts)
-		},
-		Shown: shown,
-		Warn:  warn,
-		Distinct: func(engines []workspace.Engine) error {
-			all := make([]*docker.Engine, 0, len(engines))
-			for _, e := range engines {
-				if d, ok := e.(*docker.Engine); ok {
-					all = append(all, d)
-				}
-			}
-			return docker.DistinctEngines(all)
-		},
-		Thaw: func(ctx context.Context, e workspace.Engine, configPath, box string) error {
-			d, ok := e.(*docker.Engine)
-			if !ok {
-				return errNotDocker
-			}
-			return backup.Thaw(ctx, configPath, d, box)
-		},
-		Stream: func(ctx context.Context, from, to workspace.Engine, image string) error {
-			src, ok := from.(*docker.Engine)
-			dst, ok2 := to.(*docker.Engine)
-			if !ok || !ok2 {
-				return errNotDocker
-			}
-			_, err := dst.StreamImage(ctx, src, image)
-			return err
-		},
-		Pull: func(ctx context.Context, to workspace.Engine, ref, image string) error {
-			d, ok := to.(*docker.Engine)
-			if !ok {
-				return errNotDocker
-			}
-			return d.PullImage(ctx, ref, image)
-		},
-	})
-}
-
-// Of is host's engine as the Docker client the in-box commands need.
-func Of(ctx context.Context, ws *workspace.Workspace, host string) (*docker.Engine, error) {
-	e, err := ws.Engine(ctx, host)
+func Open(file string, opts docker.Options, shown func(string) string, warn func(format string, args ...any)) (*Workspace, error) {
+	hosts := &connector{opts: opts, engines: map[string]*docker.Engine{}}
+	ws, err := workspace.Open(file, workspace.Options{Connect: hosts, Shown: shown, Warn: warn})
 	if err != nil {
 		return nil, err
 	}
-	d, ok := e.(*docker.Engine)
-	if !ok {
-		return nil, errNotDocker
-	}
-	return d, nil
+	return &Workspace{Workspace: ws, hosts: hosts}, nil
 }
 
-// BoxContainer is box name's container of service and its Docker engine
-// (see Workspace.BoxContainer).
-func BoxContainer(ctx context.Context, ws *workspace.Workspace, name, service string, running bool, lockAs string) (*docker.Engine, reconcile.Container, error) {
-	e, c, err := ws.BoxContainer(ctx, name, service, running, lockAs)
+// Docker is host's Docker engine, connected on first use.
+func (w *Workspace) Docker(ctx context.Context, host string) (*docker.Engine, error) {
+	if _, err := w.Engine(ctx, host); err != nil {
+		return nil, err
+	}
+	w.hosts.mu.Lock()
+	defer w.hosts.mu.Unlock()
+	return w.hosts.engines[host], nil
+}
+
+// boxContainer is box name's container of service and its Docker engine
+// (see workspace.Workspace.BoxContainer).
+func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (*docker.Engine, reconcile.Container, error) {
+	host, c, err := w.BoxContainer(ctx, name, service, running, "")
 	if err != nil {
 		return nil, c, err
 	}
-	d, ok := e.(*docker.Engine)
-	if !ok {
-		return nil, c, fmt.Errorf("%s: %w", name, errNotDocker)
-	}
-	return d, c, nil
+	e, err := w.Docker(ctx, host)
+	return e, c, err
 }
 
 // Logs writes the logs (o) of box name's container of service to stdout
 // and stderr.
-func Logs(ctx context.Context, ws *workspace.Workspace, name, service string, o docker.LogOptions, stdout, stderr io.Writer) error {
-	e, c, err := BoxContainer(ctx, ws, name, service, false, "")
+func (w *Workspace) Logs(ctx context.Context, name, service string, o docker.LogOptions, stdout, stderr io.Writer) error {
+	e, c, err := w.boxContainer(ctx, name, service, false)
 	if err != nil {
 		return err
 	}
 	return e.Logs(ctx, c.ID, o, stdout, stderr)
 }
 
-// Apply runs p through ws's applier (Workspace.Apply) with o, its moves
-// carried between ws's engines by Mover: writer names the program in the
-// archives, o.Init bounds the wait for a moved box's hb init too, and step
-// shows a box's progress.
-func Apply(ctx context.Context, ws *workspace.Workspace, p *reconcile.Plan, writer string, step func(box, msg string), o workspace.ApplyOptions) error {
-	o.Mover = mover(ws, writer, o.Init, step)
-	return ws.Apply(ctx, p, o)
-}
-
-// mover wires the applier's moves to ws's engines: writer names the
-// program in the archives' manifests, init bounds the wait for a moved
-// box's hb init, step shows a box's progress.
-func mover(ws *workspace.Workspace, writer string, init hb.Wait, step func(box, msg string)) *backup.Mover {
-	return &backup.Mover{
-		Engine: func(ctx context.Context, host string) (backup.Engine, error) { return Of(ctx, ws, host) },
-		Agent: func(ctx context.Context, host, box string) (reconcile.Container, error) {
-			e, err := Of(ctx, ws, host)
-			if err != nil {
-				return reconcile.Container{}, err
-			}
-			o, err := e.Observe(ctx)
-			if err != nil {
-				return reconcile.Container{}, err
-			}
-			c, ok := o.Of(box).Container(compose.AgentService)
-			if !ok {
-				return c, &workspace.NoContainerError{Box: box, Service: compose.AgentService}
-			}
-			return c, nil
-		},
-		Recipients: ws.Config.Recipients,
-		Writer:     writer,
-		Init:       init,
-		Step:       step,
-		DoctorWith: func(ctx context.Context, host, box string) error {
-			return doctorMoved(ctx, ws, host, box)
-		},
-		SameWith: func(ctx context.Context, a, b string) (bool, error) {
-			ea, err := Of(ctx, ws, a)
-			if err != nil {
-				return false, err
-			}
-			eb, err := Of(ctx, ws, b)
-			if err != nil {
-				return false, err
-			}
-			return ea.ID() != "" && ea.ID() == eb.ID(), nil
-		},
-	}
-}
-
-// doctorMoved checks the new copy of a moved box on host, observed afresh,
-// and fails naming every failed check.
-func doctorMoved(ctx context.Context, ws *workspace.Workspace, host, box string) error {
-	e, err := Of(ctx, ws, host)
-	if err != nil {
-		return err
-	}
-	o, err := e.Observe(ctx, ws.Image())
-	if err != nil {
-		return err
-	}
-	rep := ws.DoctorOn(ctx, host, box, o.Of(box), e, e)
-	if rep.OK {
-		return nil
-	}
-	var failed []string
-	for _, c := range rep.Checks {
-		if !c.OK {
-			failed = append(failed, fmt.Sprintf("%s %s: %s", c.Where, c.Name, c.Detail))
-		}
-	}
-	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
-}
-
 // Exec runs opts in box name's running agent container once the box's hb
 // init has finished (wait), and returns the command's exit code. ready,
 // when not nil, runs only then, just before the command, and what it
 // returns once the command ends: a terminal made raw, then restored.
-func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wait, opts docker.ExecOptions, ready func() (restore func())) (int, error) {
-	e, c, err := ReadyAgent(ctx, ws, name, wait)
+func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts docker.ExecOptions, ready func() (restore func())) (int, error) {
+	e, c, err := w.readyAgent(ctx, name, wait)
 	if err != nil {
 		return 0, err
 	}
@@ -202,7 +113,7 @@ func Exec(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wai
 	// Only a command ended by a signal is asked about; the engine reports
 	// the stop a moment after the processes died, so it is waited for.
 	if code > 128 && stopping(context.WithoutCancel(ctx), e, c.ID, 30) {
-		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(ws.Path, name)}
+		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(w.Path, name)}
 	}
 	return code, nil
 }
@@ -248,12 +159,12 @@ func (e *ReplacedError) Hint() string {
 	return "an apply, stop or rm changed the box; boxes ls shows it now"
 }
 
-// ReadyAgent is box name's running agent container and its engine once the
+// readyAgent is box name's running agent container and its engine once the
 // box's hb init has finished: right after apply creates a box it may still
 // be running, and a container whose healthcheck (that same probe) passed
 // needs no wait.
-func ReadyAgent(ctx context.Context, ws *workspace.Workspace, name string, wait hb.Wait) (*docker.Engine, reconcile.Container, error) {
-	e, c, err := BoxContainer(ctx, ws, name, compose.AgentService, true, "")
+func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (*docker.Engine, reconcile.Container, error) {
+	e, c, err := w.boxContainer(ctx, name, compose.AgentService, true)
 	if err != nil || c.Healthy {
 		return e, c, err
 	}

@@ -9,13 +9,11 @@ import (
 
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // openUnreachable opens a workspace whose one box is on a host no engine
 // answers at.
-func openUnreachable(t *testing.T) *workspace.Workspace {
+func openUnreachable(t *testing.T) *Workspace {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "boxes.yaml")
@@ -34,18 +32,9 @@ func openUnreachable(t *testing.T) *workspace.Workspace {
 // logs reaches the box's host, and fails as it does.
 func TestLogs(t *testing.T) {
 	ws := openUnreachable(t)
-	err := Logs(t.Context(), ws, "alpha", "agent", docker.LogOptions{}, io.Discard, io.Discard)
+	err := ws.Logs(t.Context(), "alpha", "agent", docker.LogOptions{}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "far") {
 		t.Errorf("logs of a box on an unreachable host: %v", err)
-	}
-}
-
-// A plan that changes nothing reaches no engine.
-func TestApplyNothing(t *testing.T) {
-	ws := openUnreachable(t)
-	p := &reconcile.Plan{Boxes: []reconcile.BoxPlan{{Name: "alpha", Host: "far", Action: reconcile.NoOp}}}
-	if err := Apply(t.Context(), ws, p, "boxes test", func(string, string) {}, workspace.ApplyOptions{Parallelism: 1}); err != nil {
-		t.Errorf("apply of a plan without changes: %v", err)
 	}
 }
 
@@ -54,7 +43,7 @@ func TestApplyNothing(t *testing.T) {
 func TestExecReadyOnlyOnceTheBoxIs(t *testing.T) {
 	ws := openUnreachable(t)
 	ready := false
-	_, err := Exec(t.Context(), ws, "alpha", hb.Wait{}, docker.ExecOptions{Cmd: []string{"true"}}, func() func() { ready = true; return func() {} })
+	_, err := ws.Exec(t.Context(), "alpha", hb.Wait{}, docker.ExecOptions{Cmd: []string{"true"}}, func() func() { ready = true; return func() {} })
 	if err == nil || !strings.Contains(err.Error(), "far") || ready {
 		t.Errorf("exec in a box on an unreachable host: %v (terminal made raw: %v)", err, ready)
 	}

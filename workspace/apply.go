@@ -14,18 +14,20 @@ import (
 // ApplyOptions tune Apply.
 type ApplyOptions struct {
 	Parallelism int
-	Progress    reconcile.Progress
+	// Progress makes the display of plan p's progress as p's apply begins,
+	// before any archive is checked; nil shows none.
+	Progress func(p *reconcile.Plan) reconcile.Progress
 	// Identities decrypt the archives p restores boxes from: asked once,
 	// for the first, and only when p restores one. Every such archive is
 	// checked whole before anything changes, and told to Checked.
 	Identities func(path string) ([]age.Identity, error)
 	Checked    func(backup.Checked)
-	// Init bounds the wait for a restored box's hb init.
+	// Init bounds the wait for a restored or moved box's hb init.
 	Init hb.Wait
+	// Writer names the program in the archives of moves ("boxes v1.2.3").
+	Writer string
 	// Held names boxes whose lock the caller already holds.
 	Held map[string]bool
-	// Mover carries moves' data between hosts; nil refuses moves.
-	Mover reconcile.Mover
 	// ConfirmedDeletes names the moved boxes whose old copy may be deleted.
 	ConfirmedDeletes map[string]bool
 }
@@ -51,12 +53,57 @@ func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 // Apply runs p through the one applier: apply's plans and the one-box plans
 // of load, rm, start and stop alike. The archives p restores are checked
 // first, then every engine p changes is reached, and secrets made readable
-// by others get their modes back before anything else.
+// by others get their modes back before anything else. Moves are carried
+// between w's engines, and the image to the hosts that lack it.
 func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
-	seeder, err := w.restores(ctx, p, o)
+	var pr reconcile.Progress = quiet{}
+	if o.Progress != nil {
+		pr = o.Progress(p)
+	}
+	seeder, err := w.restores(ctx, p, o, pr)
 	if err != nil {
 		return err
 	}
+	if err := w.reachChanged(ctx, p); err != nil {
+		return err
+	}
+	fixed, err := w.Tokens.Restrict()
+	if err != nil {
+		return err
+	}
+	for _, e := range fixed {
+		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
+	}
+	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: pr, Held: o.Held,
+		Mover: w.mover(o, pr), ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown, Images: imageCarrier{w}}
+	if seeder != nil {
+		applier.Seeder = seeder
+	}
+	// A box a save that died left frozen is thawed before anything else is done to it.
+	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
+	err = applier.Apply(ctx, p)
+	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
+		return &PartialError{Err: err, Failed: len(failed.Unwrap()), Boxes: len(p.Boxes) - p.Summary().NoOp}
+	}
+	return err
+}
+
+// quiet is the progress of an apply that shows none.
+type quiet struct{}
+
+func (quiet) Step(string, string) {}
+func (quiet) Done(string, error)  {}
+
+// ApplyOne is Apply for the one-box plans of load, rm, start and stop,
+// whose box's lock the caller holds.
+func (w *Workspace) ApplyOne(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
+	o.Held = p.Held()
+	return w.Apply(ctx, p, o)
+}
+
+// reachChanged reaches the engine of every host p changes, or brings the
+// image from or to, before anything is done.
+func (w *Workspace) reachChanged(ctx context.Context, p *reconcile.Plan) error {
 	for _, t := range p.Images {
 		for _, host := range []*string{&t.To, t.From} {
 			if host == nil {
@@ -79,28 +126,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 			}
 		}
 	}
-	fixed, err := w.Tokens.Restrict()
-	if err != nil {
-		return err
-	}
-	for _, e := range fixed {
-		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
-	}
-	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: o.Progress, Held: o.Held,
-		Mover: o.Mover, ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown}
-	if seeder != nil {
-		applier.Seeder = seeder
-	}
-	// A box a save that died left frozen is thawed before anything else is done to it.
-	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
-	if w.opts.Stream != nil && w.opts.Pull != nil {
-		applier.Images = imageCarrier{w}
-	}
-	err = applier.Apply(ctx, p)
-	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
-		return &PartialError{Err: err, Failed: len(failed.Unwrap()), Boxes: len(p.Boxes) - p.Summary().NoOp}
-	}
-	return err
+	return nil
 }
 
 // SavedPlan reads the plan saved at path (shown as display), and checks it
@@ -140,9 +166,11 @@ func (w *Workspace) WriteSaved(path string, opts reconcile.PlanOptions, p *recon
 	return reconcile.WriteSaved(path, w.Fingerprint(p), opts, p)
 }
 
-// imageCarrier brings images to w's hosts through its Options.
+// imageCarrier brings images to w's hosts for the applier.
 type imageCarrier struct{ w *Workspace }
 
+// StreamImage copies image from host from's engine into host to's, without
+// a registry.
 func (c imageCarrier) StreamImage(ctx context.Context, from, to, image string) error {
 	src, err := c.w.Engine(ctx, from)
 	if err != nil {
@@ -152,13 +180,20 @@ func (c imageCarrier) StreamImage(ctx context.Context, from, to, image string) e
 	if err != nil {
 		return err
 	}
-	return c.w.opts.Stream(ctx, src, dst, image)
+	id, r, err := src.SaveImage(ctx, image)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = dst.LoadImage(ctx, image, id, r)
+	return err
 }
 
+// PullImage pulls ref, pinned by digest, on host to.
 func (c imageCarrier) PullImage(ctx context.Context, to, ref, image string) error {
 	dst, err := c.w.Engine(ctx, to)
 	if err != nil {
 		return err
 	}
-	return c.w.opts.Pull(ctx, dst, ref, image)
+	return dst.PullImage(ctx, ref, image)
 }

@@ -56,13 +56,13 @@ type SaveOptions struct {
 // Save archives box name's /data to out (see backup.Save) under the box's
 // lock, taken before the box is observed, and returns what it saved (see Saved).
 func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (BoxResult, error) {
-	e, agent, err := w.BoxContainer(ctx, name, compose.AgentService, false, "boxes save")
+	host, agent, err := w.BoxContainer(ctx, name, compose.AgentService, false, "boxes save")
 	if err != nil {
 		return BoxResult{}, err
 	}
-	be, ok := e.(backup.Engine)
-	if !ok {
-		return BoxResult{}, fmt.Errorf("%s: %w", name, errNoRunner)
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return BoxResult{}, fmt.Errorf("%s: %w", name, err)
 	}
 	recipients, identity, err := backup.Keys(w.Config.Recipients, o.Passphrase)
 	if err != nil {
@@ -71,13 +71,12 @@ func (w *Workspace) Save(ctx context.Context, name, out string, o SaveOptions) (
 	s := backup.Save{
 		Box: name, Agent: agent, Out: out, Recipients: recipients, Identity: identity,
 		Writer: o.Writer, Init: o.Init, Step: o.Step, Warn: o.Warn,
-		Config: w.Path,
+		Config: w.Path, Host: host,
 	}
-	s.Host, _ = w.HostOf(name)
 	if l := w.Lock; l != nil && l.Image != nil && l.Image.ID == agent.Image {
 		s.Tools = l.Image.Tools
 	}
-	saved, err := s.Run(ctx, be)
+	saved, err := s.Run(ctx, e)
 	if err != nil {
 		return BoxResult{}, err
 	}
@@ -167,17 +166,4 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 		return box, nil, err
 	}
 	return box, p, nil
-}
-
-// backupEngine is host's engine as backup uses it.
-func (w *Workspace) backupEngine(ctx context.Context, host string) (backup.Engine, error) {
-	e, err := w.Engine(ctx, host)
-	if err != nil {
-		return nil, err
-	}
-	be, ok := e.(backup.Engine)
-	if !ok {
-		return nil, errNoRunner
-	}
-	return be, nil
 }

@@ -2,12 +2,10 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
-	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -80,29 +78,25 @@ func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult
 
 // BoxContainer takes box name's lock as lockAs when it is not empty,
 // observes only the box's host, and finds its container of service (see
-// Container) and the engine it is on.
-func (w *Workspace) BoxContainer(ctx context.Context, name, service string, running bool, lockAs string) (Engine, reconcile.Container, error) {
+// Container) and the host it is on, whose engine it reaches.
+func (w *Workspace) BoxContainer(ctx context.Context, name, service string, running bool, lockAs string) (string, reconcile.Container, error) {
 	if lockAs != "" {
 		if err := w.LockBox(name, lockAs); err != nil {
-			return nil, reconcile.Container{}, err
+			return "", reconcile.Container{}, err
 		}
 	}
 	if _, _, err := w.ObserveBox(ctx, name); err != nil {
-		return nil, reconcile.Container{}, err
+		return "", reconcile.Container{}, err
 	}
 	host, c, err := w.Container(name, service, running)
 	if err != nil {
-		return nil, reconcile.Container{}, err
+		return "", reconcile.Container{}, err
 	}
-	e, err := w.Engine(ctx, host)
-	if err != nil {
-		return nil, reconcile.Container{}, fmt.Errorf("%s: %w", name, err)
+	if _, err := w.Engine(ctx, host); err != nil {
+		return "", reconcile.Container{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return e, c, nil
+	return host, c, nil
 }
-
-// errNoRunner is an engine that cannot run commands in a container.
-var errNoRunner = errors.New("the engine cannot run commands in a container")
 
 // ObserveDoctor observes only box name's host, then checks the box (Doctor).
 func (w *Workspace) ObserveDoctor(ctx context.Context, name string) (*doctor.Report, error) {
@@ -122,17 +116,13 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 	if err != nil {
 		return nil, err
 	}
-	runner, ok := e.(hb.Runner)
-	if !ok {
-		return nil, errNoRunner
-	}
-	return w.DoctorOn(ctx, host, name, w.Observed[host].Of(name), e, runner), nil
+	return w.doctorOn(ctx, host, name, w.Observed[host].Of(name), e), nil
 }
 
-// DoctorOn checks box name, whose resources on host's engine e are r,
-// running the checks inside it with runner: what boxes doctor and a move's
-// check of its new copy share, so that both judge a box alike.
-func (w *Workspace) DoctorOn(ctx context.Context, host, name string, r reconcile.Resources, e Engine, runner hb.Runner) *doctor.Report {
+// doctorOn checks box name, whose resources on host's engine e are r,
+// running the checks inside it: what boxes doctor and a move's check of its
+// new copy share, so that both judge a box alike.
+func (w *Workspace) doctorOn(ctx context.Context, host, name string, r reconcile.Resources, e Engine) *doctor.Report {
 	b := doctor.Box{Name: name, Host: host, Resources: r, Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
 		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime
@@ -143,5 +133,5 @@ func (w *Workspace) DoctorOn(ctx context.Context, host, name string, r reconcile
 	if rec, ok := reconcile.RestoresBeside(w.Path).Get(name); ok && rec.Host == host {
 		b.Restoring = &rec
 	}
-	return doctor.Check(ctx, b, doctor.Probes{Runner: runner, Runtime: e.ContainerRuntime})
+	return doctor.Check(ctx, b, doctor.Probes{Runner: e, Runtime: e.ContainerRuntime})
 }

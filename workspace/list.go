@@ -109,65 +109,12 @@ func (w *Workspace) List(all bool) Rows {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
-	backups := backupsIn(filepath.Join(w.Dir(), "backups"))
+	l := lister{w: w, backups: backupsIn(filepath.Join(w.Dir(), "backups")), restoring: reconcile.RestoresBeside(w.Path).All()}
 	var rows Rows
 	seen := map[string]bool{}
-	restoring := reconcile.RestoresBeside(w.Path).All()
-	add := func(name, host string, declared bool) {
-		seen[name] = true
-		row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: backups.newest(name, time.Time{})}
-		if declared {
-			row.Fleet = w.Config.Fleet
-		}
-		if o := w.Observed[host]; o != nil {
-			r := o.Of(name)
-			// Only a backup of this box: not one of a box deleted before
-			// that had its name.
-			row.LastBackup = backups.newest(name, boxMade(name, r))
-			if f := r.Fleets(); len(f) > 0 {
-				row.Fleet = strings.Join(f, ",")
-			} else if !r.Empty() {
-				row.Fleet = ""
-			}
-			a, haveAgent := r.Container(compose.AgentService)
-			x, haveExecutor := r.Container(compose.ExecutorService)
-			if haveAgent {
-				row.State = a.State
-				row.Image = "stale"
-				if a.Image == w.Image() {
-					row.Image = "current"
-				}
-			}
-			row.State = boxState(row.State, a, x, haveAgent, haveExecutor)
-			if haveExecutor {
-				if p, ok := x.Published(compose.ExecutorPort); ok {
-					row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
-					// A remote engine knows the address a person here
-					// reaches it on, if any.
-					if e, ok := w.engines[host].(interface {
-						ExecutorReach(string, int) (string, string)
-					}); ok {
-						row.Reach, row.URL = e.ExecutorReach(p.HostIP, p.HostPort)
-					}
-				}
-			}
-		}
-		// A box whose restore was cut short runs on part of an archive
-		// until apply or load seeds it again: it is not "running".
-		if rec, ok := restoring[name]; ok && rec.Host == host && row.State != "absent" {
-			row.State = "restore incomplete"
-		}
-		switch {
-		case declared:
-		case row.Fleet == "":
-			row.State += " (no fleet)" // made before fleets; only boxes rm removes it
-		case row.Fleet == w.Config.Fleet:
-			row.State += " (undeclared)"
-		}
-		rows = append(rows, row)
-	}
 	for _, b := range w.Config.Boxes {
-		add(b.Name, b.Host, true)
+		seen[b.Name] = true
+		rows = append(rows, l.row(b.Name, b.Host, true))
 	}
 	for _, host := range w.Hosts() {
 		o := w.Observed[host]
@@ -176,7 +123,8 @@ func (w *Workspace) List(all bool) Rows {
 		}
 		for _, name := range o.Boxes() {
 			if !seen[name] && (all || o.Of(name).Owned(w.Config.Fleet)) {
-				add(name, host, false)
+				seen[name] = true
+				rows = append(rows, l.row(name, host, false))
 			}
 		}
 	}
@@ -191,4 +139,69 @@ func (w *Workspace) List(all bool) Rows {
 		return rows[i].Fleet < rows[j].Fleet
 	})
 	return rows
+}
+
+// lister makes the rows of boxes ls from what w last observed.
+type lister struct {
+	w         *Workspace
+	backups   backupFiles
+	restoring map[string]reconcile.Restoring
+}
+
+// row is box name's row, on host.
+func (l lister) row(name, host string, declared bool) Row {
+	w := l.w
+	row := Row{Name: name, Host: host, Declared: declared, State: "absent", Image: "-", LastBackup: l.backups.newest(name, time.Time{})}
+	if declared {
+		row.Fleet = w.Config.Fleet
+	}
+	if o := w.Observed[host]; o != nil {
+		l.observed(&row, o.Of(name))
+	}
+	// A box whose restore was cut short runs on part of an archive
+	// until apply or load seeds it again: it is not "running".
+	if rec, ok := l.restoring[name]; ok && rec.Host == host && row.State != "absent" {
+		row.State = "restore incomplete"
+	}
+	switch {
+	case declared:
+	case row.Fleet == "":
+		row.State += " (no fleet)" // made before fleets; only boxes rm removes it
+	case row.Fleet == w.Config.Fleet:
+		row.State += " (undeclared)"
+	}
+	return row
+}
+
+// observed fills row in from the box's resources r on its host.
+func (l lister) observed(row *Row, r reconcile.Resources) {
+	w := l.w
+	// Only a backup of this box: not one of a box deleted before
+	// that had its name.
+	row.LastBackup = l.backups.newest(row.Name, boxMade(row.Name, r))
+	if f := r.Fleets(); len(f) > 0 {
+		row.Fleet = strings.Join(f, ",")
+	} else if !r.Empty() {
+		row.Fleet = ""
+	}
+	a, haveAgent := r.Container(compose.AgentService)
+	x, haveExecutor := r.Container(compose.ExecutorService)
+	if haveAgent {
+		row.State = a.State
+		row.Image = "stale"
+		if a.Image == w.Image() {
+			row.Image = "current"
+		}
+	}
+	row.State = boxState(row.State, a, x, haveAgent, haveExecutor)
+	if haveExecutor {
+		if p, ok := x.Published(compose.ExecutorPort); ok {
+			row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
+			// The engine knows the address a person here reaches it on,
+			// if any: a remote's loopback is not this machine's.
+			if e, ok := w.engines[row.Host]; ok {
+				row.Reach, row.URL = e.ExecutorReach(p.HostIP, p.HostPort)
+			}
+		}
+	}
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Load creates box name from archive file. run runs each one-box plan
-// through the applier (Apply, with the caller's progress): first the plan
-// LoadPlan makes; then, once the new box is observed and checked by doctor
-// (its report told to doctored), the stop of a box declared stopped. The
-// result names the archive as messages do.
-func (w *Workspace) Load(ctx context.Context, file, name string, run func(*reconcile.Plan) error, doctored func(*doctor.Report)) (res BoxResult, err error) {
+// Load creates box name from archive file. It applies each one-box plan
+// with o (see ApplyOne): first the plan LoadPlan makes;
+// then, once the new box is observed and checked by doctor (its report
+// told to doctored), the stop of a box declared stopped. The result names
+// the archive as messages do.
+func (w *Workspace) Load(ctx context.Context, file, name string, o ApplyOptions, doctored func(*doctor.Report)) (res BoxResult, err error) {
 	created := false
 	defer func() {
 		if err != nil && ctx.Err() != nil {
@@ -26,7 +26,7 @@ func (w *Workspace) Load(ctx context.Context, file, name string, run func(*recon
 		return BoxResult{}, err
 	}
 	created = true
-	if err := run(p); err != nil {
+	if err := w.ApplyOne(ctx, p, o); err != nil {
 		return BoxResult{}, err
 	}
 	if err := w.Observe(ctx, box.Host); err != nil {
@@ -45,7 +45,7 @@ func (w *Workspace) Load(ctx context.Context, file, name string, run func(*recon
 	res = BoxResult{FormatVersion: ResultFormat, Box: name, Host: box.Host, State: "running", Archive: w.opts.Shown(file), Doctor: rep,
 		did: "loaded " + name + " from " + w.opts.Shown(file)}
 	if box.State == spec.Stopped {
-		if err := run(reconcile.StopPlan(box.Host, name)); err != nil {
+		if err := w.ApplyOne(ctx, reconcile.StopPlan(box.Host, name), o); err != nil {
 			return BoxResult{}, err
 		}
 		res.State = "stopped"

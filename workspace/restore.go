@@ -14,8 +14,9 @@ import (
 var errNoIdentities = errors.New("no identities to decrypt the archive")
 
 // restores checks every restore archive of p whole, before anything
-// changes, and is the seeder that restores them; nil when p restores none.
-func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOptions) (*backup.Seeder, error) {
+// changes, and is the seeder that restores them, its steps shown on pr;
+// nil when p restores none.
+func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOptions, pr reconcile.Progress) (*backup.Seeder, error) {
 	identities := o.Identities
 	if identities == nil {
 		identities = func(string) ([]age.Identity, error) { return nil, errNoIdentities }
@@ -32,9 +33,5 @@ func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOpti
 			w.opts.Warn("%s was saved from image %s; box %s gets boxes.lock's %s", w.opts.Shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
 	}
-	s := &backup.Seeder{Dir: w.Dir(), Identities: ids, Engine: w.backupEngine, Init: o.Init, Sizes: backup.Bounds(checked)}
-	if o.Progress != nil {
-		s.Step = o.Progress.Step
-	}
-	return s, nil
+	return &backup.Seeder{Dir: w.Dir(), Identities: ids, Engine: w.backupEngine, Init: o.Init, Sizes: backup.Bounds(checked), Step: pr.Step}, nil
 }

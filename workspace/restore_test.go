@@ -16,7 +16,6 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -56,12 +55,10 @@ func TestApplyChecksRestoresFirst(t *testing.T) {
 	f := newFleet(t)
 	writeArchive(t, f.dir, "a"+archive.Ext, "sha256:0123456789abcdef")
 	var warnings []string
+	f.down = true
 	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
-		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
-			f.connected = append(f.connected, h.Name)
-			return nil, fmt.Errorf("%s is unreachable", h.Name)
-		},
-		Warn: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) },
+		Connect: f,
+		Warn:    func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +110,9 @@ func TestApplyNamesArchivesAsShown(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("junk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	f.down = true
 	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
-		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
-			return nil, fmt.Errorf("%s is unreachable", h.Name)
-		},
+		Connect: f,
 		Shown: func(p string) string {
 			if rel, err := filepath.Rel(f.dir, p); err == nil && filepath.IsAbs(p) {
 				return rel

@@ -9,40 +9,67 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Engine is what a workspace needs of one host's engine, beyond what the
-// applier needs: a snapshot, volume sizes for deletes, and the environment
-// of a container whose token must be recovered.
+// Engine is one host's engine as a workspace uses it: what the applier
+// needs, what saves, restores and moves need inside a box, and what the
+// workspace itself asks of a host. Package docker's Engine is one; tests
+// have fakes.
 type Engine interface {
 	reconcile.Engine
-	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
 	reconcile.VolumeSizer
+	backup.Engine
+	// ContainerEnv is the environment of container id, from which a lost
+	// token is recovered.
 	ContainerEnv(ctx context.Context, id string) ([]string, error)
 	// ContainerRuntime is the OCI runtime a container runs under (doctor).
 	ContainerRuntime(ctx context.Context, id string) (string, error)
+	// ExecutorReach is how a person on this machine reaches a port the
+	// engine publishes on bind:port: how ("direct", "ssh-forward" or
+	// "host-only") and the URL, "" unless direct.
+	ExecutorReach(bind string, port int) (how, url string)
+	// ID is the engine's identity, "" when it has none: two hosts whose
+	// engines have one ID reach one engine.
+	ID() string
+	// SameEngineAs is the refusal of this engine's host when host first,
+	// checked before it, reaches the same engine.
+	SameEngineAs(first string) error
+	// SaveImage streams image ref out of the engine (image save), with the
+	// image ID it has there; the caller closes the stream.
+	SaveImage(ctx context.Context, ref string) (id string, r io.ReadCloser, err error)
+	// LoadImage loads r, another engine's SaveImage of ref whose image ID
+	// is id, and fails unless this engine then has ref as id. It returns
+	// the bytes read.
+	LoadImage(ctx context.Context, ref, id string, r io.Reader) (int64, error)
+	// PullImage pulls ref, pinned by digest, and fails unless ref is then image.
+	PullImage(ctx context.Context, ref, image string) error
 	Close() error
 }
 
-// Connector reaches the engine of one host of boxes.yaml ("" is the local engine).
-type Connector func(ctx context.Context, host spec.Host) (Engine, error)
+// Connector reaches the engine of one host of boxes.yaml (spec.Host{} is
+// the local engine).
+type Connector interface {
+	Connect(ctx context.Context, host spec.Host) (Engine, error)
+}
 
 // ErrNoConfig is returned when boxes.yaml does not exist.
 var ErrNoConfig = hint.New("boxes.yaml not found", "run boxes init to write one, or pass -f FILE")
 
 // Options tune how a workspace is opened.
 type Options struct {
-	// Connect reaches a host's engine; it is called at most once per host,
+	// Connect reaches a host's engine; it is asked at most once per host,
 	// and only for hosts a command needs.
 	Connect Connector
 	// Shown is how messages name a file (e.g. relative to the working
@@ -50,20 +77,6 @@ type Options struct {
 	Shown func(path string) string
 	// Warn receives warnings (a recovered token, an unreadable volume size).
 	Warn func(format string, args ...any)
-	// Distinct, when set, fails when two of the engines (in Hosts order) are
-	// one engine; it runs whenever every host is observed.
-	Distinct func(engines []Engine) error
-	// Thaw resumes box, on engine e, when a save that died left it frozen
-	// (its record is beside the boxes.yaml at configPath): a command that
-	// observes one box (ObserveBox) calls it on a running or paused box. Nil
-	// leaves such boxes to apply.
-	Thaw func(ctx context.Context, e Engine, configPath, box string) error
-	// Stream copies image from engine from into engine to (image save into
-	// image load) and Pull pulls ref, pinned by digest, on engine to; each
-	// fails unless to then has image. Nil fails the boxes of a plan that
-	// needs them.
-	Stream func(ctx context.Context, from, to Engine, image string) error
-	Pull   func(ctx context.Context, to Engine, ref, image string) error
 }
 
 // Workspace is one boxes.yaml, its lock, and its engines.
@@ -183,7 +196,7 @@ func (w *Workspace) Engine(ctx context.Context, host string) (Engine, error) {
 	if w.opts.Connect == nil {
 		return nil, fmt.Errorf("no way to reach %s", reconcile.HostLabel(host))
 	}
-	e, err := w.opts.Connect(ctx, h)
+	e, err := w.opts.Connect.Connect(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -278,18 +291,30 @@ func (w *Workspace) observeEach(ctx context.Context, hosts []string) []error {
 	return errs
 }
 
-// distinct runs Options.Distinct over hosts' engines.
+// distinct fails when two of hosts' engines are one engine: boxes would
+// see each box twice, and a move between them would delete the only copy.
 func (w *Workspace) distinct(ctx context.Context, hosts []string) error {
-	if w.opts.Distinct != nil && len(hosts) > 1 {
-		engines := make([]Engine, 0, len(hosts))
-		for _, host := range hosts {
-			e, err := w.Engine(ctx, host)
-			if err != nil {
-				return err
-			}
-			engines = append(engines, e)
+	if len(hosts) < 2 {
+		return nil
+	}
+	engines := make([]Engine, 0, len(hosts))
+	for _, host := range hosts {
+		e, err := w.Engine(ctx, host)
+		if err != nil {
+			return err
 		}
-		return w.opts.Distinct(engines)
+		engines = append(engines, e)
+	}
+	first := map[string]string{} // engine ID → the first host that reaches it
+	for i, e := range engines {
+		id := e.ID()
+		if id == "" {
+			continue
+		}
+		if host, ok := first[id]; ok {
+			return e.SameEngineAs(host)
+		}
+		first[id] = hosts[i]
 	}
 	return nil
 }
@@ -342,7 +367,7 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	if err == nil {
 		err = w.Claim(name, host, r, noFleetOK)
 	}
-	if err != nil || w.opts.Thaw == nil {
+	if err != nil {
 		return host, r, err
 	}
 	// A box a save that died left frozen is thawed by the next command
@@ -355,7 +380,7 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	if err != nil {
 		return "", reconcile.Resources{}, err
 	}
-	if err := w.opts.Thaw(ctx, e, w.Path, name); err != nil {
+	if err := backup.Thaw(ctx, w.Path, e, name); err != nil {
 		w.opts.Warn("%s was left frozen by a save that died, and resuming it failed: %v", name, err)
 		return host, r, nil
 	}

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/compose-spec/compose-go/v2/types"
-
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -30,12 +28,13 @@ hosts:
 `
 
 // fakeEngine serves a fixed snapshot and notes whether it was observed.
+// What a test does not give it panics (the nil workspace.Engine).
 type fakeEngine struct {
-	reconcile.Engine
+	workspace.Engine
 	obs      *reconcile.Observed
 	observed *[]string
 	mu       *sync.Mutex
-	host     string
+	host, id string
 	before   func()
 }
 
@@ -60,18 +59,30 @@ func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
 func (f *fakeEngine) ContainerRuntime(context.Context, string) (string, error) {
 	return "runc", nil
 }
+func (f *fakeEngine) ExecutorReach(bind string, port int) (string, string) {
+	return "direct", reconcile.ExecutorURL(bind, port)
+}
+func (f *fakeEngine) ID() string { return f.id }
+func (f *fakeEngine) SameEngineAs(first string) error {
+	return fmt.Errorf("%s and %s are one engine", reconcile.HostLabel(first), reconcile.HostLabel(f.host))
+}
 func (f *fakeEngine) Close() error { return nil }
 
-// Not used by these tests, but part of reconcile.Engine.
-func (f *fakeEngine) Create(context.Context, *types.Project, bool) error { return nil }
-
+// fleet is boxes.yaml (config) over fake engines, one per host: the
+// workspace's Connector.
 type fleet struct {
 	dir       string
 	connected []string
 	observed  []string
 	mu        sync.Mutex
 	snapshots map[string]*reconcile.Observed
-	before    func()
+	// ids are the engines' IDs by host; none by default.
+	ids    map[string]string
+	before func()
+	// down makes every host unreachable.
+	down bool
+	// wrap, when set, is each host's engine made from its fake.
+	wrap func(host string, e *fakeEngine) workspace.Engine
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -80,25 +91,35 @@ func newFleet(t *testing.T) *fleet {
 	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &fleet{dir: dir, snapshots: map[string]*reconcile.Observed{}}
+	return &fleet{dir: dir, snapshots: map[string]*reconcile.Observed{}, ids: map[string]string{}}
+}
+
+// Connect connects host to its fake engine, noting that it did.
+func (f *fleet) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+	f.mu.Lock()
+	f.connected = append(f.connected, h.Name)
+	f.mu.Unlock()
+	if f.down {
+		return nil, fmt.Errorf("%s is unreachable", h.Name)
+	}
+	e := &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name, id: f.ids[h.Name], before: f.before}
+	if f.wrap != nil {
+		return f.wrap(h.Name, e), nil
+	}
+	return e, nil
 }
 
 func (f *fleet) open(t *testing.T) *workspace.Workspace {
 	t.Helper()
-	return f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine { return e })
+	return f.openWith(t, nil)
 }
 
-// openWith opens the fleet with each host's fake engine passed through wrap.
+// openWith opens the fleet with each host's fake engine passed through
+// wrap, when not nil.
 func (f *fleet) openWith(t *testing.T, wrap func(host string, e *fakeEngine) workspace.Engine) *workspace.Workspace {
 	t.Helper()
-	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
-		Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
-			f.mu.Lock()
-			f.connected = append(f.connected, h.Name)
-			f.mu.Unlock()
-			return wrap(h.Name, &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name, before: f.before}), nil
-		},
-	})
+	f.wrap = wrap
+	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{Connect: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +273,8 @@ func TestPlanLeavesOutAnUnreachableHostItDoesNotTarget(t *testing.T) {
 	plan := func(target ...string) (*reconcile.Plan, []string, error) {
 		var warnings []string
 		ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{
-			Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
-				return &fakeEngine{obs: f.snapshots[h.Name], observed: &f.observed, mu: &f.mu, host: h.Name}, nil
-			},
-			Warn: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) },
+			Connect: f,
+			Warn:    func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) },
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/progress"
@@ -103,26 +102,30 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 		}
 	}
 	start := time.Now()
-	if err := execute(ctx, env, env.Out, ws, p, f.parallelism, nil, moves); err != nil {
+	o := applyOptions(ctx, env, env.Out, f.parallelism)
+	o.ConfirmedDeletes = moves
+	if err := ws.Apply(ctx, p, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Out, "\nApply complete in %s: %s.\n", time.Since(start).Round(100*time.Millisecond), p.Summary().Done())
 	return nil
 }
 
-// execute runs p through the one applier, with live progress: apply's
-// plans and the one-box plans of load, rm, start and stop alike. held
-// names boxes whose lock the caller already holds, deleteOld the moved
-// boxes whose old copy may be deleted.
-func execute(ctx context.Context, env *Env, out io.Writer, ws *workspace.Workspace, p *reconcile.Plan, parallelism int, held, deleteOld map[string]bool) error {
-	order, actions := p.Changing()
-	pr := progress.NewBoxes(out, env.IsTTY, order, actions)
-	return engines.Apply(ctx, ws, p, "boxes "+versionString(), pr.Step, workspace.ApplyOptions{
-		Parallelism: parallelism, Progress: pr, Held: held, ConfirmedDeletes: deleteOld,
+// applyOptions are how the command line runs a plan through the one
+// applier, parallelism boxes at once, with live progress on out: apply's
+// plans and the one-box plans of load, rm, start and stop alike.
+func applyOptions(ctx context.Context, env *Env, out io.Writer, parallelism int) workspace.ApplyOptions {
+	return workspace.ApplyOptions{
+		Parallelism: parallelism,
+		Progress: func(p *reconcile.Plan) reconcile.Progress {
+			order, actions := p.Changing()
+			return progress.NewBoxes(out, env.IsTTY, order, actions)
+		},
 		Identities: func(path string) ([]age.Identity, error) { return openIdentity(ctx, env, path) },
 		Checked:    func(c backup.Checked) { c.WriteText(env.Err, shown) },
 		Init:       hb.Wait{Timeout: InitTimeout},
-	})
+		Writer:     "boxes " + versionString(),
+	}
 }
 
 // confirmDeletes gets a typed name for every box the plan deletes, or its --confirm-delete.

@@ -16,7 +16,6 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
-	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -134,7 +133,7 @@ to it, and checked with boxes doctor. A box declared stopped is stopped again.`,
 
 func load(ctx context.Context, env *Env, file, name string, asJSON bool) error {
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		res, err := ws.Load(ctx, file, name, func(p *reconcile.Plan) error { return runOne(ctx, env, ws, p) }, func(rep *doctor.Report) {
+		res, err := ws.Load(ctx, file, name, applyOptions(ctx, env, env.Err, 1), func(rep *doctor.Report) {
 			if !asJSON {
 				rep.WriteText(env.Out)
 			}

@@ -31,13 +31,12 @@ import (
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/internal/benchtable"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // benchParallelism is apply's default --parallelism, used by the raw API
@@ -158,12 +157,7 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 	f.b.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	ws, err := workspace.Open(f.file(), workspace.Options{
-		Connect: func(ctx context.Context, h spec.Host) (workspace.Engine, error) {
-			return docker.Connect(ctx, h, docker.Options{CountCalls: true})
-		},
-		Warn: func(string, ...any) {},
-	})
+	ws, err := engines.Open(f.file(), docker.Options{CountCalls: true}, func(p string) string { return p }, func(string, ...any) {})
 	if err != nil {
 		f.b.Fatal(err)
 	}
@@ -173,10 +167,12 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 	}
 	first = time.Since(start)
 	calls = map[string]int64{}
-	for host, e := range ws.Engines() {
-		if d, ok := e.(*docker.Engine); ok {
-			calls[host] = d.Calls()
+	for host := range ws.Engines() {
+		d, err := ws.Docker(ctx, host)
+		if err != nil {
+			f.b.Fatal(err)
 		}
+		calls[host] = d.Calls()
 	}
 	start = time.Now()
 	if _, err := ws.Plan(ctx, reconcile.PlanOptions{}); err != nil {

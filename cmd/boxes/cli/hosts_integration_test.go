@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/internal/testhost"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -269,7 +270,8 @@ func TestIntegrationHostErrors(t *testing.T) {
 }
 
 // TestIntegrationSameEngineByTwoURLs: one engine reached by its socket and
-// over ssh has one engine ID, and two such host entries are refused.
+// over ssh has one engine ID, and a workspace with two such host entries
+// is refused when it observes them.
 func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -277,22 +279,33 @@ func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 	remote := testhost.Start(t, testhost.Options{SSH: true})
 	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ctx := context.Background()
-	var engines []*docker.Engine
+	var reached []*docker.Engine
 	for _, h := range []spec.Host{{}, {Name: "sock", Docker: remote.Socket}, {Name: "ssh", Docker: remote.SSH}} {
 		e, err := docker.Connect(ctx, h, docker.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		engines = append(engines, e)
+		reached = append(reached, e)
 	}
-	if engines[1].ID() != remote.ID || engines[2].ID() != remote.ID || engines[0].ID() == remote.ID {
-		t.Fatalf("IDs: local %s, socket %s, ssh %s; engine %s", engines[0].ID(), engines[1].ID(), engines[2].ID(), remote.ID)
+	if reached[1].ID() != remote.ID || reached[2].ID() != remote.ID || reached[0].ID() == remote.ID {
+		t.Fatalf("IDs: local %s, socket %s, ssh %s; engine %s", reached[0].ID(), reached[1].ID(), reached[2].ID(), remote.ID)
 	}
-	if err := docker.DistinctEngines(engines[:2]); err != nil {
+	observe := func(hosts string) error {
+		file := filepath.Join(t.TempDir(), "boxes.yaml")
+		writeFile(t, file, "version: 1\nfleet: it\nhosts:\n"+hosts+"boxes:\n  it-same: {}\n")
+		ws, err := engines.Open(file, docker.Options{}, shown, func(string, ...any) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		return ws.Observe(ctx)
+	}
+	sock := fmt.Sprintf("  sock: {docker: %q}\n", remote.Socket)
+	if err := observe(sock); err != nil {
 		t.Errorf("local and the extra engine: %v", err)
 	}
-	err := docker.DistinctEngines(engines)
+	err := observe(sock + fmt.Sprintf("  ssh: {docker: %q}\n", remote.SSH))
 	if err == nil || !strings.Contains(err.Error(), "host sock and host ssh reach the same Docker engine") {
 		t.Errorf("err = %v", err)
 	}

@@ -28,7 +28,7 @@ func boxOp(env *Env, locked func(ws *workspace.Workspace) (string, reconcile.Res
 
 // runOne runs a one-box plan through the applier; its progress goes to stderr.
 func runOne(ctx context.Context, env *Env, ws *workspace.Workspace, p *reconcile.Plan) error {
-	return execute(ctx, env, env.Err, ws, p, 1, p.Held(), nil)
+	return ws.ApplyOne(ctx, p, applyOptions(ctx, env, env.Err, 1))
 }
 
 func newStopCommand(env *Env) *cobra.Command {

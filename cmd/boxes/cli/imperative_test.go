@@ -21,22 +21,32 @@ type snapshotEngine struct {
 func (e snapshotEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
 	return e.obs, nil
 }
+func (e snapshotEngine) ID() string { return "" }
+func (e snapshotEngine) ExecutorReach(bind string, port int) (string, string) {
+	return "direct", reconcile.ExecutorURL(bind, port)
+}
 func (e snapshotEngine) Close() error { return nil }
 
+// snapshots connects each host to an engine serving its snapshot, an empty
+// one when it has none.
+type snapshots map[string]*reconcile.Observed
+
+func (s snapshots) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+	o := s[h.Name]
+	if o == nil {
+		o = &reconcile.Observed{}
+	}
+	return snapshotEngine{obs: o}, nil
+}
+
 // fakeWorkspace is boxes.yaml text over engines serving snapshots by host.
-func fakeWorkspace(t *testing.T, yaml string, snapshots map[string]*reconcile.Observed) *workspace.Workspace {
+func fakeWorkspace(t *testing.T, yaml string, byHost map[string]*reconcile.Observed) *workspace.Workspace {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "boxes.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := workspace.Open(path, workspace.Options{Connect: func(_ context.Context, h spec.Host) (workspace.Engine, error) {
-		o := snapshots[h.Name]
-		if o == nil {
-			o = &reconcile.Observed{}
-		}
-		return snapshotEngine{obs: o}, nil
-	}})
+	ws, err := workspace.Open(path, workspace.Options{Connect: snapshots(byHost)})
 	if err != nil {
 		t.Fatal(err)
 	}

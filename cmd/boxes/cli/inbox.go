@@ -15,7 +15,6 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -87,8 +86,8 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 		raw = func() func() { return terminal.Raw(env.In) }
 		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
 	}
-	return inWorkspace(env, func(ws *workspace.Workspace) error {
-		code, err := engines.Exec(ctx, ws, name, initWait(env, name), opts, raw)
+	return inEngines(env, func(ws *engines.Workspace) error {
+		code, err := ws.Exec(ctx, name, initWait(env, name), opts, raw)
 		var replaced *engines.ReplacedError
 		switch {
 		case errors.As(err, &replaced):
@@ -127,8 +126,8 @@ interrupted, as docker logs -f does; -n N prints only the last N lines.
 			if len(args) == 2 {
 				service = args[1]
 			}
-			return inWorkspace(env, func(ws *workspace.Workspace) error {
-				return engines.Logs(cmd.Context(), ws, args[0], service, o, env.Out, env.Err)
+			return inEngines(env, func(ws *engines.Workspace) error {
+				return ws.Logs(cmd.Context(), args[0], service, o, env.Out, env.Err)
 			})
 		},
 	}
