@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engines"
-	"github.com/hermes-box/boxes/gate"
+	egress "github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -39,7 +40,7 @@ type egressReport struct {
 	Private       []string       `json:"private"`
 	Closed        []string       `json:"closed"`
 	Credentials   []egressCred   `json:"credentials"`
-	Refusals      []gate.Refusal `json:"refusals"`
+	Refusals      []egress.Refusal `json:"refusals"`
 }
 
 type egressCred struct {
@@ -70,7 +71,7 @@ whether the gate stopped it and why.
 			if last < 1 || last > 10000 {
 				return fmt.Errorf("--last %d: give a number of refusals from 1 to 10000", last)
 			}
-			return inWorkspace(env, func(ws *workspace.Workspace) error {
+			return inEngines(env, func(ws *engines.Workspace) error {
 				r, err := egressOf(cmd, ws, args[0], last)
 				if err != nil {
 					return err
@@ -87,13 +88,13 @@ whether the gate stopped it and why.
 	return cmd
 }
 
-func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int) (egressReport, error) {
+func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) (egressReport, error) {
 	b, ok := ws.Config.Box(name)
 	if !ok {
 		return egressReport{}, fmt.Errorf("box %s is not declared in %s: its rules are what boxes.yaml says", name, ws.Config.Path)
 	}
 	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: reconcile.HostLabel(b.Host), Gate: "missing",
-		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []gate.Refusal{}}
+		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{}}
 	settings := compose.ServiceSettings(b, compose.GateService)
 	r.Egress = "open"
 	switch b.Egress.Mode {
@@ -111,22 +112,23 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 	r.Closed = append(append(r.Closed, closedRanges...), "the engine's machine and every bridge gateway")
 	for _, c := range b.Credentials {
 		r.Credentials = append(r.Credentials, egressCred{Name: c.Name, To: c.To.String(), Header: c.Header, From: c.From,
-			Route: "http://" + compose.GateService + ":" + strconv.Itoa(gate.RoutePort) + "/" + c.Name + "/"})
+			Route: "http://" + compose.GateService + ":" + strconv.Itoa(egress.RoutePort) + "/" + c.Name + "/"})
 	}
-	e, c, err := engines.BoxContainer(cmd.Context(), ws, name, compose.GateService, false, "")
+	_, c, err := ws.BoxContainer(cmd.Context(), name, compose.GateService, false, "")
+	var missing *workspace.NoContainerError
+	if errors.As(err, &missing) {
+		return r, nil
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "no "+compose.GateService+" container") {
-			return r, nil
-		}
 		return r, err
 	}
 	r.Gate = c.State
 	r.Current = compose.SettingsDiff(c.Labels[compose.SettingsLabel], settings) == nil
 	var out bytes.Buffer
-	if err := e.Logs(cmd.Context(), c.ID, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
+	if err := ws.Logs(cmd.Context(), name, compose.GateService, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
-	refusals, err := gate.ParseRefusals(&out)
+	refusals, err := egress.ParseRefusals(&out)
 	if err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
