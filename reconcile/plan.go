@@ -846,6 +846,8 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		}
 	}
 	switch {
+	case len(cs) == 0 && service == compose.GateService && hasKind(reasons, "door"):
+		return reasons // the door's reason says it
 	case len(cs) == 0:
 		return append(reasons, Reason{Kind: "missing", Service: service})
 	case len(cs) > 1:

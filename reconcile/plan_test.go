@@ -80,9 +80,12 @@ func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state st
 			hostPort = autoPort
 		}
 	}
-	for _, svc := range []string{compose.AgentService, compose.ExecutorService} {
+	for _, svc := range compose.Services {
 		labels := compose.Labels(b.Name)
 		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
+		if svc == compose.GateService {
+			labels[compose.CredentialsLabel] = "{}"
+		}
 		c := reconcile.Container{
 			ID:         "id-" + b.Name + "-" + svc,
 			Name:       compose.ContainerName(b.Name, svc),
@@ -93,8 +96,10 @@ func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state st
 			State:      state,
 			ConfigHash: hashes[svc],
 			Labels:     labels,
-			Networks:   []string{compose.NetworkName(b.Name)},
-			Mounts:     []reconcile.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}},
+			Networks:   compose.ServiceNetworks(b.Name, svc),
+		}
+		if svc != compose.GateService {
+			c.Mounts = []reconcile.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}}
 		}
 		if svc == compose.ExecutorService && hostPort != 0 {
 			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
@@ -104,7 +109,8 @@ func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state st
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name), Size: -1})
 	}
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
+	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)},
+		reconcile.Network{ID: "inside-" + b.Name, Name: compose.InsideNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
 }
 
 func volumeOf(service string) string {

@@ -80,6 +80,8 @@ type Result struct {
 
 // Plan is a build about to run: its build arguments, inputs digest and tag.
 type Plan struct {
+	// Warning is what the build should tell its user first ("" none).
+	Warning string
 	Context *docker.BuildContext
 	Args    map[string]string
 	Inputs  string
@@ -92,7 +94,8 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := addGate(bc, o.Gate); err != nil {
+	warning, err := addGate(bc, o.Gate)
+	if err != nil {
 		return Plan{}, err
 	}
 	if _, err := fs.Stat(o.Recipe, image.Dockerfile); err != nil {
@@ -107,7 +110,7 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 			return Plan{}, err
 		}
 	}
-	p := Plan{Context: bc, Args: args, Inputs: docker.InputsDigest(bc, args), Tag: o.Tag}
+	p := Plan{Context: bc, Args: args, Inputs: docker.InputsDigest(bc, args), Tag: o.Tag, Warning: warning}
 	if p.Tag == "" {
 		p.Tag = compose.ManagedLabel + ":" + strings.TrimPrefix(p.Inputs, "sha256:")[:12]
 	}
@@ -115,39 +118,33 @@ func Prepare(lock *spec.Lock, o Options) (Plan, error) {
 }
 
 // addGate puts the gate's program into the context: path, or the running
-// boxes binary. It must be static, for it runs in the box's image.
-func addGate(bc *docker.BuildContext, path string) error {
+// boxes binary. Not a Linux program is an error; a dynamically linked one
+// gives a warning: it runs in the image only if the image's C library suits
+// it.
+func addGate(bc *docker.BuildContext, path string) (warning string, err error) {
 	if path == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return fmt.Errorf("finding this boxes binary, the box's gate: %w", err)
+			return "", fmt.Errorf("finding this boxes binary, the box's gate: %w", err)
 		}
 		path = self
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading the box's gate: %w", err)
+		return "", fmt.Errorf("reading the box's gate: %w", err)
 	}
-	if err := staticProgram(data); err != nil {
-		return hint.Wrap(fmt.Errorf("%s cannot be the box's gate: %w", path, err), "boxes puts itself into the image as the gate: build it static, CGO_ENABLED=0 (make build does)")
-	}
-	bc.Add(image.GateFile, data)
-	return nil
-}
-
-// staticProgram refuses what is not a Linux ELF program without an
-// interpreter (a dynamically linked one needs the build machine's libc).
-func staticProgram(data []byte) error {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
-		return errors.New("not a Linux program")
+		return "", hint.Wrap(fmt.Errorf("%s cannot be the box's gate: it is not a Linux program", path),
+			"boxes puts itself into the image as the box's network gate: run a Linux build of boxes")
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return errors.New("it is dynamically linked")
+			warning = fmt.Sprintf("%s is dynamically linked: the box's gate runs it in the image, which works only with a C library that suits it; build boxes with CGO_ENABLED=0 (make build does)", path)
 		}
 	}
-	return nil
+	bc.Add(image.GateFile, data)
+	return warning, nil
 }
 
 // pinsHint is what to do about ErrPins: an offline build needs no tool

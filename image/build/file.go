@@ -29,6 +29,9 @@ func BuildLock(ctx context.Context, lockPath, display, recipeDir string, o Optio
 	if err != nil {
 		return Result{}, err
 	}
+	if p.Warning != "" && o.Line != nil {
+		o.Line("warning: " + p.Warning)
+	}
 	e, err := docker.Connect(ctx, spec.Host{}, docker.Options{})
 	if err != nil {
 		return Result{}, err
