@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,9 @@ func TestCompletion(t *testing.T) {
 	for args, want := range map[string]string{
 		"stop ":                   "alpha beta",
 		"enter a":                 "alpha beta", // the shell filters by prefix
-		"logs alpha ":             "agent executor",
+		"logs alpha ":             "agent executor gate",
+		"egress ":                 "alpha beta",
+		"egress alpha ":           "",
 		"logs alpha x ":           "",
 		"plan --target ":          "alpha beta",
 		"apply --confirm-delete ": "alpha beta",
@@ -32,6 +35,12 @@ func TestCompletion(t *testing.T) {
 		if strings.Join(got, " ") != want {
 			t.Errorf("completing %q: %q, want %q (%+v)", args, strings.Join(got, " "), want, r)
 		}
+	}
+	// boxes gate runs inside a box's gate container: it is not offered.
+	r := boxes(t, dir, "__completeNoDesc", "")
+	commands := strings.Fields(r.stdout)
+	if !slices.Contains(commands, "egress") || slices.Contains(commands, "gate") {
+		t.Errorf("completing a command: %q, want egress and no gate", commands)
 	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		if r := boxes(t, dir, "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "boxes") {
