@@ -210,6 +210,20 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	}))
 }
 
+// Replace remakes the containers of the project's named services alone,
+// whatever compose sees of them: the others, and what depends on these, are
+// left as they run (a gate-only change leaves the agent's processes alone).
+func (e *Engine) Replace(ctx context.Context, p *types.Project, services []string) error {
+	return e.raced(e.compose.Create(ctx, p, api.CreateOptions{
+		Services:             services,
+		Recreate:             api.RecreateForce,
+		RecreateDependencies: api.RecreateNever,
+		Inherit:              false,
+		RemoveOrphans:        false,
+		AssumeYes:            false,
+	}))
+}
+
 // Start starts the project's created or stopped containers and unpauses paused ones.
 func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {

@@ -135,13 +135,24 @@ func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, 
 }
 
 // WaitInit returns once box's agent container runs and hb init has
-// finished in it (hb health agent passes). An agent that exits, restarts
-// or is restarted meanwhile fails at once with its last log lines: a
-// container whose hb init fails restarts forever, and waiting cannot help.
+// finished in it (hb health agent passes), and its gate answers (boxes gate
+// --health). A container that exits, restarts or is restarted meanwhile
+// fails at once with its last log lines: a container whose hb init fails
+// restarts forever, and waiting cannot help.
 func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	c, err := e.ServiceContainer(ctx, box, compose.AgentService)
+	if err := e.waitService(ctx, box, compose.AgentService, "root", []string{hb.Path, "health", compose.AgentService}, "hb init"); err != nil {
+		return err
+	}
+	return e.waitService(ctx, box, compose.GateService, "", []string{compose.GateBinary, "gate", "--health"}, "the gate")
+}
+
+// waitService returns once box's container of service runs and check,
+// run in it as user ("" the container's own), exits 0; what names what
+// is waited for in a timeout's message.
+func (e *Engine) waitService(ctx context.Context, box, service, user string, check []string, what string) error {
+	c, err := e.ServiceContainer(ctx, box, service)
 	if err != nil {
 		return err
 	}
@@ -150,7 +161,7 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	for {
 		info, err := e.api.ContainerInspect(ctx, c.ID)
 		if err != nil {
-			return fmt.Errorf("agent of %s: %w", box, err)
+			return fmt.Errorf("%s of %s: %w", service, box, err)
 		}
 		s := info.State
 		if restarts < 0 {
@@ -158,12 +169,12 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 		}
 		switch {
 		case s.Restarting || info.RestartCount > restarts:
-			return fmt.Errorf("agent of %s: %w", box, &downError{state: withExit("restarting", s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+			return fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit("restarting", s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
 		case s.Status == "exited" || s.Status == "dead":
-			return fmt.Errorf("agent of %s: %w", box, &downError{state: withExit(s.Status, s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+			return fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit(s.Status, s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
 		case s.Running && !s.Paused:
 			var stderr bytes.Buffer
-			code, err := e.Run(ctx, c.ID, "root", []string{hb.Path, "health", compose.AgentService}, nil, &stderr)
+			code, err := e.Run(ctx, c.ID, user, check, nil, &stderr)
 			switch {
 			case err == nil && code == 0:
 				return nil
@@ -173,7 +184,7 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 			default:
 				last = strings.TrimSpace(stderr.String())
 				if refusesStatx(last) {
-					return hint.Wrap(fmt.Errorf("agent of %s: hb init cannot check the box: %s", box, last), statxHint)
+					return hint.Wrap(fmt.Errorf("%s of %s: %s cannot check the box: %s", service, box, what, last), statxHint)
 				}
 			}
 		default:
@@ -182,7 +193,7 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("agent of %s: hb init not finished after %s: %s; its last log lines: %s", box, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3))
+				return fmt.Errorf("%s of %s: %s not ready after %s: %s; its last log lines: %s", service, box, what, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3))
 			}
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):

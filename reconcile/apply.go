@@ -21,6 +21,9 @@ type Engine interface {
 	// Create makes the project's network, volumes and containers, not started;
 	// force replaces existing containers (volumes are always kept).
 	Create(ctx context.Context, p *types.Project, force bool) error
+	// Replace remakes the containers of the named services alone, leaving
+	// the others (and what depends on these) as they run.
+	Replace(ctx context.Context, p *types.Project, services []string) error
 	Start(ctx context.Context, p *types.Project) error
 	Stop(ctx context.Context, project string) error
 	RemoveContainer(ctx context.Context, id string) error
@@ -33,8 +36,8 @@ type Engine interface {
 	// or for a port only the box's host reaches, how it is reached.
 	WaitReady(ctx context.Context, box, token string) (string, error)
 	// WaitInit returns once the box's agent container runs and its hb init
-	// has finished; a container that exits or restarts fails it at once,
-	// with its last log lines.
+	// has finished, and its gate answers; a container that exits or
+	// restarts fails it at once, with its last log lines.
 	WaitInit(ctx context.Context, box string) error
 	// Previous records the box's containers as they are, before a recreate
 	// replaces them; nil when the box has none.
@@ -410,12 +413,14 @@ func (a *Applier) recreate(ctx context.Context, engine Engine, bp BoxPlan, proje
 	if err != nil {
 		return nil, fmt.Errorf("recording the containers before replacing them: %w", err)
 	}
+	create := func() error { return engine.Create(ctx, project, true) }
 	if bp.GateOnly {
 		a.Progress.Step(bp.Name, "replacing the gate (the agent keeps running)")
+		create = func() error { return engine.Replace(ctx, project, []string{compose.GateService}) }
 	} else {
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
 	}
-	if err := engine.Create(ctx, project, true); err != nil {
+	if err := create(); err != nil {
 		return nil, a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return prev, nil

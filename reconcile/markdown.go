@@ -66,6 +66,9 @@ func (p *Plan) RenderMarkdownView(w io.Writer, v MarkdownView) {
 				why = append(why, cell(r.String()))
 			}
 			name, action := "`"+b.Name+"`", string(b.Action)
+			if b.GateOnly {
+				action = "recreate the gate (the agent keeps running)"
+			}
 			if b.Action == Delete {
 				name, action = "**`"+b.Name+"`**", "**delete, with its data**"
 			}

@@ -33,6 +33,10 @@ func (e hostEngine) Create(_ context.Context, p *types.Project, force bool) erro
 	e.add(boxOf(p.Name), fmt.Sprintf("create force=%v", force))
 	return nil
 }
+func (e hostEngine) Replace(_ context.Context, p *types.Project, services []string) error {
+	e.add(boxOf(p.Name), fmt.Sprintf("replace %v", services))
+	return nil
+}
 func (e hostEngine) Start(_ context.Context, p *types.Project) error {
 	e.add(boxOf(p.Name), "start")
 	return nil

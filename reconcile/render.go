@@ -108,6 +108,9 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		}
 		fmt.Fprintln(w)
 		title := fmt.Sprintf("  # %s %s", b.Name, headline[b.Action])
+		if b.GateOnly {
+			title = fmt.Sprintf("  # %s's gate must be replaced: the agent keeps running", b.Name)
+		}
 		switch {
 		case b.Move != nil:
 			title = fmt.Sprintf("  # %s %s", b.Name, b.moveTitle())
@@ -121,7 +124,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		fmt.Fprintf(w, "%s box %q\n", paint(b.Action, fmt.Sprintf("%3s", symbols[b.Action])), b.Name)
 		for _, r := range b.Reasons {
 			line := "      " + r.String()
-			if b.Action == Recreate && forcesReplacement[r.Kind] {
+			if b.Action == Recreate && forcesReplacement[r.Kind] && !b.GateOnly {
 				line += " # forces replacement"
 			}
 			fmt.Fprintln(w, line)

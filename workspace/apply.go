@@ -7,6 +7,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -74,8 +75,20 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	for _, e := range fixed {
 		w.opts.Warn("%s was readable by others; made it %04o", e.Path, e.Want)
 	}
+	changing := map[string]bool{}
+	for _, b := range p.Boxes {
+		if b.Action != reconcile.Delete && b.Action != reconcile.NoOp {
+			changing[b.Name] = true
+		}
+	}
+	doors := map[string]compose.Door{}
+	if len(changing) > 0 {
+		if doors, err = w.Doors(changing); err != nil {
+			return err
+		}
+	}
 	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: pr, Held: o.Held,
-		Mover: w.mover(o, pr), ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown, Images: imageCarrier{w}}
+		Mover: w.mover(o, pr), ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown, Images: imageCarrier{w}, Doors: doors}
 	if seeder != nil {
 		applier.Seeder = seeder
 	}

@@ -53,6 +53,9 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
+	if in.Doors, err = w.Doors(in.Target); err != nil {
+		return nil, err
+	}
 	engines := map[string]reconcile.VolumeSizer{}
 	for _, host := range w.Hosts() {
 		if w.Observed[host] == nil {

@@ -120,7 +120,9 @@ boxes:
 	if after := dockerOut(t, "inspect", "-f", "{{.Id}} {{.State.StartedAt}}", agent); after != before {
 		t.Errorf("the agent was remade or restarted for a gate-only change: %s, then %s", before, after)
 	}
-	refused("an allowed name under egress: none", curl("http://allowed.test/"))
+	refused("an address the list allowed, under egress: none", curl("http://198.51.100.9:8080/"))
+	// A destination with a credential is allowed by that fact.
+	passes("the credential's destination under egress: none", curl("http://allowed.test/"), testhost.WebA+":80")
 	if p := boxes(t, dir, "plan"); !strings.Contains(p.stdout, "No changes") && !strings.Contains(p.stdout, "no changes") {
 		t.Errorf("plan after apply is not empty:\n%s", p.stdout)
 	}
