@@ -28,7 +28,13 @@ type fakeEngine struct {
 	mu         sync.Mutex
 	containers map[string]createRequest // by container name
 	volumes    map[string]map[string]string
-	networks   map[string]map[string]string
+	networks   map[string]networkRequest
+}
+
+type networkRequest struct {
+	Labels   map[string]string
+	Internal bool
+	Options  map[string]string
 }
 
 type createRequest struct {
@@ -86,11 +92,11 @@ func (e *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply([]any{})
 	case p == "/networks/create":
 		var req struct {
-			Name   string
-			Labels map[string]string
+			Name string
+			networkRequest
 		}
 		body(&req)
-		e.networks[req.Name] = req.Labels
+		e.networks[req.Name] = req.networkRequest
 		reply(map[string]string{"Id": req.Name})
 	case strings.HasPrefix(p, "/networks/"):
 		notFound()
@@ -118,7 +124,7 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			in := c.in()
-			engine := &fakeEngine{containers: map[string]createRequest{}, volumes: map[string]map[string]string{}, networks: map[string]map[string]string{}}
+			engine := &fakeEngine{containers: map[string]createRequest{}, volumes: map[string]map[string]string{}, networks: map[string]networkRequest{}}
 			srv := httptest.NewServer(engine)
 			defer srv.Close()
 
@@ -141,7 +147,10 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 			}
 
 			name := in.Box.Name
-			for _, svc := range []string{AgentService, ExecutorService} {
+			if len(engine.containers) != len(Services) {
+				t.Errorf("compose created %v, want the %d containers of %v", keys(engine.containers), len(Services), Services)
+			}
+			for _, svc := range Services {
 				req, ok := engine.containers[ContainerName(name, svc)]
 				if !ok {
 					t.Fatalf("no container %s created; got %v", ContainerName(name, svc), keys(engine.containers))
@@ -165,34 +174,95 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 						t.Errorf("%s: label %s=%q, want %q", svc, k, l[k], v)
 					}
 				}
-				if !slices.Contains(req.Env, TokenVar+"="+testToken) || !slices.Contains(req.Env, "BOX_NAME="+name) {
-					t.Errorf("%s: env %v lacks the token or the box name", svc, req.Env)
+				if !slices.Contains(req.Env, "BOX_NAME="+name) {
+					t.Errorf("%s: env %v lacks the box name", svc, req.Env)
 				}
 				h := req.HostConfig
-				if h.NanoCPUs != int64(in.Box.CPUs*1e9) || h.Memory != in.Box.Memory {
-					t.Errorf("%s: NanoCPUs %d Memory %d, want %v cpus %d bytes", svc, h.NanoCPUs, h.Memory, in.Box.CPUs, in.Box.Memory)
-				}
 				if h.Init == nil || !*h.Init || h.RestartPolicy.Name != container.RestartPolicyUnlessStopped || h.Privileged {
 					t.Errorf("%s: init %v restart %v privileged %v", svc, h.Init, h.RestartPolicy, h.Privileged)
 				}
-				if h.Runtime != in.Box.Runtime || h.Sysctls["net.ipv6.conf.all.disable_ipv6"] != "1" {
-					t.Errorf("%s: runtime %q sysctls %v", svc, h.Runtime, h.Sysctls)
+				if h.Sysctls["net.ipv6.conf.all.disable_ipv6"] != "1" || len(h.CapAdd) != 0 {
+					t.Errorf("%s: sysctls %v cap_add %v", svc, h.Sysctls, h.CapAdd)
+				}
+				// The container joins exactly its networks at create: the
+				// agent the inside one alone.
+				nets := keys(req.NetworkingConfig.EndpointsConfig)
+				slices.Sort(nets)
+				if wantNets := ServiceNetworks(name, svc); !slices.Equal(nets, wantNets) || !slices.Contains(wantNets, string(h.NetworkMode)) {
+					t.Errorf("%s: network mode %q endpoints %v, want %v", svc, h.NetworkMode, nets, wantNets)
+				}
+				for n, ep := range req.NetworkingConfig.EndpointsConfig {
+					if ep == nil || !slices.Contains(ep.Aliases, svc) {
+						t.Errorf("%s: not reachable as %s on %s", svc, svc, n)
+					}
+				}
+				if svc != ExecutorService && len(h.PortBindings) != 0 {
+					t.Errorf("%s publishes %v", svc, h.PortBindings)
+				}
+				switch svc {
+				case GateService:
+					if slices.ContainsFunc(req.Env, func(e string) bool { return strings.HasPrefix(e, TokenVar+"=") }) {
+						t.Errorf("gate: env has the token")
+					}
+					if !slices.ContainsFunc(req.Env, func(e string) bool { return strings.HasPrefix(e, "BOXES_GATE={") }) {
+						t.Errorf("gate: env %v lacks BOXES_GATE", req.Env)
+					}
+					if req.User != "65534:65534" || !h.ReadonlyRootfs || !slices.Equal(h.CapDrop, []string{"ALL"}) || !slices.Equal(h.SecurityOpt, []string{"no-new-privileges:true"}) {
+						t.Errorf("gate: user %q read-only %v cap_drop %v security_opt %v", req.User, h.ReadonlyRootfs, h.CapDrop, h.SecurityOpt)
+					}
+					if h.NanoCPUs != 0 || h.Memory != 0 || h.Runtime != "" {
+						t.Errorf("gate: NanoCPUs %d Memory %d runtime %q, want no limits and the engine's runtime", h.NanoCPUs, h.Memory, h.Runtime)
+					}
+					if len(h.Mounts) != 0 || len(h.Binds) != 0 {
+						t.Errorf("gate: binds %v mounts %+v, want none", h.Binds, h.Mounts)
+					}
+					if strings.Join(req.Entrypoint, " ") != GateBinary+" gate" || req.Healthcheck == nil || strings.Join(req.Healthcheck.Test, " ") != "CMD "+GateBinary+" gate --health" {
+						t.Errorf("gate: entrypoint %v healthcheck %+v", req.Entrypoint, req.Healthcheck)
+					}
+					var dns []string
+					for _, a := range in.Box.DNS {
+						dns = append(dns, a.String())
+					}
+					if !slices.Equal(h.DNS, dns) {
+						t.Errorf("gate: dns %v, want %v", h.DNS, dns)
+					}
+					continue
+				}
+				if len(h.DNS) != 0 {
+					t.Errorf("%s: dns %v: the box's name servers are the gate's", svc, h.DNS)
+				}
+				if !slices.Contains(req.Env, TokenVar+"="+testToken) {
+					t.Errorf("%s: env %v lacks the token", svc, req.Env)
+				}
+				if h.NanoCPUs != int64(in.Box.CPUs*1e9) || h.Memory != in.Box.Memory {
+					t.Errorf("%s: NanoCPUs %d Memory %d, want %v cpus %d bytes", svc, h.NanoCPUs, h.Memory, in.Box.CPUs, in.Box.Memory)
+				}
+				if h.Runtime != in.Box.Runtime {
+					t.Errorf("%s: runtime %q", svc, h.Runtime)
 				}
 				// Compose passes a plain named volume as a bind of its name, not of a path.
 				volume := VolumeName(name, map[string]string{AgentService: AgentVolume, ExecutorService: ExecutorVolume}[svc])
 				if len(h.Mounts) != 0 || len(h.Binds) != 1 || h.Binds[0] != volume+":/data:rw" {
 					t.Errorf("%s: binds %v mounts %+v, want only %s at /data", svc, h.Binds, h.Mounts, volume)
 				}
-				if string(h.NetworkMode) != NetworkName(name) {
-					t.Errorf("%s: network mode %q", svc, h.NetworkMode)
-				}
-				if svc == AgentService && len(h.PortBindings) != 0 {
-					t.Errorf("agent publishes %v", h.PortBindings)
+				if svc == AgentService {
+					// Docker spells a dropped capability CAP_NET_RAW or NET_RAW alike.
+					if len(h.CapDrop) != 1 || strings.TrimPrefix(h.CapDrop[0], "CAP_") != "NET_RAW" {
+						t.Errorf("agent: cap_drop %v, want NET_RAW", h.CapDrop)
+					}
+					for _, v := range []string{"HTTP_PROXY=" + GateURL, "HTTPS_PROXY=" + GateURL, "NO_PROXY=" + noProxy, "NODE_USE_ENV_PROXY=1"} {
+						if !slices.Contains(req.Env, v) {
+							t.Errorf("agent: env lacks %s", v)
+						}
+					}
 				}
 				if svc == ExecutorService {
 					b := h.PortBindings["4788/tcp"]
 					if len(h.PortBindings) != 1 || len(b) != 1 || b[0].HostIP != in.Box.Executor.Bind || b[0].HostPort != published(in) {
 						t.Errorf("executor publishes %v, want %s:%s", h.PortBindings, in.Box.Executor.Bind, published(in))
+					}
+					if len(h.CapDrop) != 0 {
+						t.Errorf("executor: cap_drop %v", h.CapDrop)
 					}
 				}
 			}
@@ -201,8 +271,22 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 					t.Errorf("volume %s: created %v labels %v", VolumeName(name, v), ok, l)
 				}
 			}
-			if l, ok := engine.networks[NetworkName(name)]; !ok || l[ManagedLabel] != "1" || l[BoxLabel] != name {
-				t.Errorf("network %s: created %v labels %v", NetworkName(name), ok, l)
+			if len(engine.volumes) != 2 {
+				t.Errorf("volumes %v, want 2", keys(engine.volumes))
+			}
+			for _, n := range []string{NetworkName(name), InsideNetworkName(name)} {
+				if req, ok := engine.networks[n]; !ok || req.Labels[ManagedLabel] != "1" || req.Labels[BoxLabel] != name {
+					t.Errorf("network %s: created %v labels %v", n, ok, req.Labels)
+				}
+			}
+			if len(engine.networks) != 2 {
+				t.Errorf("networks %v, want 2", keys(engine.networks))
+			}
+			if n := engine.networks[NetworkName(name)]; n.Internal {
+				t.Errorf("network %s is internal: the executor and the gate lose their way out", NetworkName(name))
+			}
+			if n := engine.networks[InsideNetworkName(name)]; !n.Internal || n.Options["com.docker.network.bridge.inhibit_ipv4"] != "true" {
+				t.Errorf("network %s: internal %v options %v, want internal with inhibit_ipv4", InsideNetworkName(name), n.Internal, n.Options)
 			}
 		})
 	}

@@ -3,9 +3,14 @@ package compose
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +20,7 @@ import (
 	"github.com/docker/compose/v2/pkg/api"
 	dcompose "github.com/docker/compose/v2/pkg/compose"
 
+	"github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -133,6 +139,35 @@ var cases = []struct {
 		in.HostPort = 49153
 		return in
 	}},
+	{"door", func() Input { return doorInput(box("epsilon")) }},
+}
+
+// testSecret is a credential's value: it must reach the gate's environment
+// and nothing a person is shown.
+const testSecret = "sk-live-0123456789abcdef"
+
+// doorInput gives b a door of every kind: a list, a private exception, a
+// credential with its value, a name server, and a closed machine address.
+func doorInput(b spec.Box) Input {
+	b.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{
+		mustDestination("registry.npmjs.org"), mustDestination("*.github.com"), mustDestination("198.51.100.7:8080"),
+	}}
+	b.Private = []spec.Destination{mustDestination("192.168.1.10:5432")}
+	b.Credentials = []spec.Credential{{
+		Name: "anthropic", To: mustDestination("api.anthropic.com"), Header: "x-api-key", From: "env:ANTHROPIC_API_KEY",
+	}}
+	b.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53")}
+	in := input(b)
+	in.Door = Door{Secrets: map[string]string{"anthropic": testSecret}, Closed: []string{"203.0.113.9/32"}}
+	return in
+}
+
+func mustDestination(s string) spec.Destination {
+	d, err := spec.ParseDestination(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 func TestGolden(t *testing.T) {
@@ -159,7 +194,9 @@ func TestStateDoesNotChangeTheProject(t *testing.T) {
 	}
 }
 
-// TestContract checks design section 1 on every golden project.
+// TestContract checks design sections 1 and 8 on every golden project:
+// three services, two networks, the agent alone on the inside network with
+// the gate as its one way out.
 func TestContract(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,11 +208,14 @@ func TestContract(t *testing.T) {
 			if p.Name != ProjectName(name) {
 				t.Errorf("project name %q, want %q", p.Name, ProjectName(name))
 			}
-			if got := p.ServiceNames(); strings.Join(got, ",") != AgentService+","+ExecutorService {
-				t.Errorf("services %v", got)
+			if got := p.ServiceNames(); strings.Join(got, ",") != strings.Join(Services, ",") {
+				t.Errorf("services %v, want %v", got, Services)
 			}
 			for sname, s := range p.Services {
 				hasLabels(t, "service "+sname, s.Labels, want)
+				if s.Labels[SettingsLabel] != SettingsJSON(in.Box, sname) {
+					t.Errorf("%s: settings label %s, want %s", sname, s.Labels[SettingsLabel], SettingsJSON(in.Box, sname))
+				}
 				if s.Hostname != sname {
 					t.Errorf("%s: hostname %q", sname, s.Hostname)
 				}
@@ -198,6 +238,41 @@ func TestContract(t *testing.T) {
 					t.Errorf("%s: shares or escalates: privileged=%v api_socket=%v network_mode=%q pid=%q ipc=%q",
 						sname, s.Privileged, s.UseAPISocket, s.NetworkMode, s.Pid, s.Ipc)
 				}
+				if len(s.Devices) != 0 || len(s.CapAdd) != 0 {
+					t.Errorf("%s: devices %v cap_add %v", sname, s.Devices, s.CapAdd)
+				}
+				var nets []string
+				for n := range s.Networks {
+					nets = append(nets, n)
+				}
+				slices.Sort(nets)
+				wantNets := []string{Network, InsideNetwork}
+				if sname == AgentService {
+					wantNets = []string{InsideNetwork}
+				}
+				if !slices.Equal(nets, wantNets) {
+					t.Errorf("%s: networks %v, want %v", sname, nets, wantNets)
+				}
+				if got := s.Environment["BOX_NAME"]; got == nil || *got != name {
+					t.Errorf("%s: BOX_NAME %v", sname, got)
+				}
+				if s.Deploy != nil {
+					t.Errorf("%s: deploy set; limits belong in cpus/mem_limit", sname)
+				}
+				for k, v := range map[string]string{
+					api.ProjectLabel:     p.Name,
+					api.ServiceLabel:     sname,
+					api.OneoffLabel:      "False",
+					api.WorkingDirLabel:  in.WorkDir,
+					api.ConfigFilesLabel: in.ConfigFile,
+				} {
+					if got, ok := s.CustomLabels[k]; !ok || got != v {
+						t.Errorf("%s: compose label %s=%q, want %q", sname, k, got, v)
+					}
+				}
+				if sname == GateService {
+					continue // its own contract is below
+				}
 				if len(s.Volumes) != 1 {
 					t.Errorf("%s: %d volumes", sname, len(s.Volumes))
 				}
@@ -212,17 +287,11 @@ func TestContract(t *testing.T) {
 						t.Errorf("%s: volume at %q", sname, v.Target)
 					}
 				}
-				if len(s.Devices) != 0 || len(s.CapAdd) != 0 || len(s.SecurityOpt) != 0 {
-					t.Errorf("%s: devices/cap_add/security_opt set", sname)
-				}
-				if _, ok := s.Networks[Network]; !ok || len(s.Networks) != 1 {
-					t.Errorf("%s: networks %v, want only %s", sname, s.Networks, Network)
+				if len(s.SecurityOpt) != 0 || s.ReadOnly || s.User != "" {
+					t.Errorf("%s: security_opt %v read_only %v user %q", sname, s.SecurityOpt, s.ReadOnly, s.User)
 				}
 				if got := s.Environment[TokenVar]; got == nil || *got != testToken {
 					t.Errorf("%s: %s not the token", sname, TokenVar)
-				}
-				if got := s.Environment["BOX_NAME"]; got == nil || *got != name {
-					t.Errorf("%s: BOX_NAME %v", sname, got)
 				}
 				if s.Runtime != in.Box.Runtime {
 					t.Errorf("%s: runtime %q, want %q", sname, s.Runtime, in.Box.Runtime)
@@ -230,25 +299,11 @@ func TestContract(t *testing.T) {
 				if float64(s.CPUS) != in.Box.CPUs || int64(s.MemLimit) != in.Box.Memory {
 					t.Errorf("%s: cpus %v mem_limit %v, want %v %v", sname, s.CPUS, s.MemLimit, in.Box.CPUs, in.Box.Memory)
 				}
-				if s.Deploy != nil {
-					t.Errorf("%s: deploy set; limits belong in cpus/mem_limit", sname)
-				}
 				if s.HealthCheck == nil || strings.Join(s.HealthCheck.Test, " ") != "CMD /usr/local/bin/hb health "+sname {
 					t.Errorf("%s: healthcheck %+v", sname, s.HealthCheck)
 				}
 				if strings.Join(s.Entrypoint, " ") != "/usr/local/bin/hb "+sname {
 					t.Errorf("%s: entrypoint %v", sname, s.Entrypoint)
-				}
-				for k, v := range map[string]string{
-					api.ProjectLabel:     p.Name,
-					api.ServiceLabel:     sname,
-					api.OneoffLabel:      "False",
-					api.WorkingDirLabel:  in.WorkDir,
-					api.ConfigFilesLabel: in.ConfigFile,
-				} {
-					if got, ok := s.CustomLabels[k]; !ok || got != v {
-						t.Errorf("%s: compose label %s=%q, want %q", sname, k, got, v)
-					}
 				}
 			}
 			for vname, v := range p.Volumes {
@@ -260,14 +315,22 @@ func TestContract(t *testing.T) {
 			if len(p.Volumes) != 2 {
 				t.Errorf("volumes %v", p.VolumeNames())
 			}
-			if len(p.Networks) != 1 {
-				t.Errorf("networks %v", p.NetworkNames())
+			if got := p.NetworkNames(); strings.Join(got, ",") != Network+","+InsideNetwork {
+				t.Errorf("networks %v, want %s and %s", got, Network, InsideNetwork)
 			}
 			for nname, n := range p.Networks {
 				hasLabels(t, "network "+nname, n.Labels, want)
-				if n.External || n.Name != NetworkName(name) {
-					t.Errorf("network %s: external=%v name %q", nname, n.External, n.Name)
+				if n.External {
+					t.Errorf("network %s is external", nname)
 				}
+			}
+			if n := p.Networks[Network]; n.Name != NetworkName(name) || n.Internal || len(n.DriverOpts) != 0 {
+				t.Errorf("network %s: name %q internal %v driver_opts %v, want %q with a route out", Network, n.Name, n.Internal, n.DriverOpts, NetworkName(name))
+			}
+			// No route out, and no address of the engine's machine on its
+			// bridge: internal alone still answers at the gateway.
+			if n := p.Networks[InsideNetwork]; n.Name != InsideNetworkName(name) || !n.Internal || n.DriverOpts["com.docker.network.bridge.inhibit_ipv4"] != "true" {
+				t.Errorf("network %s: name %q internal %v driver_opts %v, want %q internal with inhibit_ipv4", InsideNetwork, n.Name, n.Internal, n.DriverOpts, InsideNetworkName(name))
 			}
 
 			agent := p.Services[AgentService]
@@ -287,6 +350,30 @@ func TestContract(t *testing.T) {
 					t.Errorf("agent env %s=%v, want %q", k, got, v)
 				}
 			}
+			// The agent's tools go through the gate; executor and gate
+			// themselves are reached directly.
+			for k, v := range map[string]string{
+				"HTTP_PROXY": "http://gate:3128", "HTTPS_PROXY": "http://gate:3128",
+				"http_proxy": "http://gate:3128", "https_proxy": "http://gate:3128",
+				"NO_PROXY": "executor,gate,localhost,127.0.0.1", "no_proxy": "executor,gate,localhost,127.0.0.1",
+				"NODE_USE_ENV_PROXY": "1",
+			} {
+				if got := agent.Environment[k]; got == nil || *got != v {
+					t.Errorf("agent env %s=%v, want %q", k, got, v)
+				}
+			}
+			if !slices.Equal(agent.CapDrop, []string{"NET_RAW"}) {
+				t.Errorf("agent cap_drop %v, want NET_RAW", agent.CapDrop)
+			}
+			for _, dep := range []string{ExecutorService, GateService} {
+				d, ok := agent.DependsOn[dep]
+				if !ok || d.Condition != types.ServiceConditionStarted || d.Restart || !d.Required {
+					t.Errorf("agent depends_on %s: %+v (present %v), want started, required, no restart", dep, d, ok)
+				}
+			}
+			if len(agent.DependsOn) != 2 {
+				t.Errorf("agent depends_on %v", agent.DependsOn)
+			}
 
 			executor := p.Services[ExecutorService]
 			if executor.Volumes[0].Source != ExecutorVolume {
@@ -297,6 +384,14 @@ func TestContract(t *testing.T) {
 					t.Errorf("executor gets the box's env %s", k)
 				}
 			}
+			for k := range proxyEnv {
+				if _, ok := executor.Environment[k]; ok {
+					t.Errorf("executor gets the agent's proxy env %s", k)
+				}
+			}
+			if len(executor.CapDrop) != 0 || len(executor.DependsOn) != 0 {
+				t.Errorf("executor cap_drop %v depends_on %v", executor.CapDrop, executor.DependsOn)
+			}
 			if len(executor.Ports) != 1 {
 				t.Fatalf("executor ports %v", executor.Ports)
 			}
@@ -306,6 +401,8 @@ func TestContract(t *testing.T) {
 				t.Errorf("executor port %+v, want %s:%s->%d/tcp", port, in.Box.Executor.Bind, wantPublished, ExecutorPort)
 			}
 
+			checkGate(t, in, p.Services[GateService])
+
 			out := mustYAML(t, p)
 			if bytes.Contains(out, []byte(testToken)) {
 				t.Error("the token is in the rendered YAML")
@@ -313,14 +410,101 @@ func TestContract(t *testing.T) {
 			if !bytes.Contains(out, []byte(TokenVar+": "+Redacted)) {
 				t.Error("the rendered YAML does not show the token as redacted")
 			}
+			for _, v := range in.Door.Secrets {
+				if bytes.Contains(out, []byte(v)) {
+					t.Errorf("a credential's value is in the rendered YAML")
+				}
+			}
 			if bytes.Contains(out, []byte("docker.sock")) {
 				t.Error("the Docker socket is in the project")
 			}
 			if got := p.Services[AgentService].Environment[TokenVar]; got == nil || *got != testToken {
 				t.Error("YAML changed the project")
 			}
+			if got := gateConfig(t, p.Services[GateService]); !reflect.DeepEqual(got, GateConfig(in.Box, in.Door, false)) {
+				t.Errorf("YAML changed the gate's configuration in the project: %+v", got)
+			}
 		})
 	}
+}
+
+// checkGate is the gate's own contract: boxes' binary as nobody, with no
+// capability, no new privileges, a read-only root, no volume, no port, no
+// token and no limits, on both networks, configured by BOXES_GATE.
+func checkGate(t *testing.T, in Input, g types.ServiceConfig) {
+	t.Helper()
+	if strings.Join(g.Entrypoint, " ") != GateBinary+" gate" {
+		t.Errorf("gate: entrypoint %v", g.Entrypoint)
+	}
+	if g.User != "65534:65534" {
+		t.Errorf("gate: user %q, want 65534:65534", g.User)
+	}
+	if !slices.Equal(g.CapDrop, []string{"ALL"}) || len(g.CapAdd) != 0 {
+		t.Errorf("gate: cap_drop %v cap_add %v, want ALL and none", g.CapDrop, g.CapAdd)
+	}
+	if !g.ReadOnly {
+		t.Error("gate: root not read-only")
+	}
+	if !slices.Equal(g.SecurityOpt, []string{"no-new-privileges:true"}) {
+		t.Errorf("gate: security_opt %v", g.SecurityOpt)
+	}
+	if len(g.Volumes) != 0 || len(g.Tmpfs) != 0 || len(g.VolumesFrom) != 0 {
+		t.Errorf("gate: volumes %v tmpfs %v volumes_from %v, want none", g.Volumes, g.Tmpfs, g.VolumesFrom)
+	}
+	if len(g.Ports) != 0 || len(g.Expose) != 0 {
+		t.Errorf("gate: publishes %v / exposes %v", g.Ports, g.Expose)
+	}
+	if _, ok := g.Environment[TokenVar]; ok {
+		t.Error("gate: has the box's token")
+	}
+	if len(g.Environment) != 2 || g.Environment[gate.ConfigVar] == nil {
+		t.Errorf("gate: environment %v, want only %s and BOX_NAME", keys(g.Environment), gate.ConfigVar)
+	}
+	// The gate runs boxes' own code, not the agent's: the box's limits and
+	// runtime are the agent's and the executor's.
+	if g.CPUS != 0 || g.MemLimit != 0 || g.Runtime != "" {
+		t.Errorf("gate: cpus %v mem_limit %v runtime %q, want none", g.CPUS, g.MemLimit, g.Runtime)
+	}
+	if len(g.DependsOn) != 0 {
+		t.Errorf("gate: depends_on %v", g.DependsOn)
+	}
+	if g.HealthCheck == nil || strings.Join(g.HealthCheck.Test, " ") != "CMD "+GateBinary+" gate --health" {
+		t.Errorf("gate: healthcheck %+v", g.HealthCheck)
+	}
+	if got, want := gateConfig(t, g), GateConfig(in.Box, in.Door, false); !reflect.DeepEqual(got, want) {
+		t.Errorf("gate: %s is %+v, want %+v", gate.ConfigVar, got, want)
+	}
+	if got, want := g.Labels[CredentialsLabel], credentialDigests(in.Box, in.Door); got != want {
+		t.Errorf("gate: %s=%q, want %q", CredentialsLabel, got, want)
+	}
+	var dns []string
+	for _, a := range in.Box.DNS {
+		dns = append(dns, a.String())
+	}
+	if !slices.Equal(g.DNS, dns) {
+		t.Errorf("gate: dns %v, want %v", g.DNS, dns)
+	}
+	for _, l := range []string{SettingsLabel, CredentialsLabel} {
+		for _, v := range in.Door.Secrets {
+			if strings.Contains(g.Labels[l], v) {
+				t.Errorf("gate: label %s holds a credential's value", l)
+			}
+		}
+	}
+}
+
+// gateConfig is the gate's configuration as its environment carries it.
+func gateConfig(t *testing.T, g types.ServiceConfig) gate.Config {
+	t.Helper()
+	v := g.Environment[gate.ConfigVar]
+	if v == nil {
+		t.Fatalf("gate: no %s", gate.ConfigVar)
+	}
+	var c gate.Config
+	if err := json.Unmarshal([]byte(*v), &c); err != nil {
+		t.Fatalf("gate: %s is not JSON: %v", gate.ConfigVar, err)
+	}
+	return c
 }
 
 func hasLabels(t *testing.T, what string, got map[string]string, want map[string]string) {
@@ -336,14 +520,55 @@ func TestPrintingWithoutToken(t *testing.T) {
 	in := input(box("alpha"))
 	in.Token = ""
 	p := mustProject(t, in)
-	for name, s := range p.Services {
-		if got := s.Environment[TokenVar]; got == nil || *got != Redacted {
+	for _, name := range []string{AgentService, ExecutorService} {
+		if got := p.Services[name].Environment[TokenVar]; got == nil || *got != Redacted {
 			t.Errorf("%s: %s=%v, want the placeholder", name, TokenVar, got)
 		}
+	}
+	if _, ok := p.Services[GateService].Environment[TokenVar]; ok {
+		t.Errorf("gate: has %s; the gate holds no token, not even the placeholder", TokenVar)
 	}
 	withToken := mustYAML(t, mustProject(t, input(box("alpha"))))
 	if !bytes.Equal(mustYAML(t, p), withToken) {
 		t.Error("a project built without the token renders differently from one with it")
+	}
+}
+
+// TestPrintingRedactsCredentials: a credential's value reaches the gate's
+// environment in the project that is run, and never the YAML a person sees,
+// whether the project was built to be run or to be printed.
+func TestPrintingRedactsCredentials(t *testing.T) {
+	run := doorInput(box("alpha"))
+	p := mustProject(t, run)
+	creds := gateConfig(t, p.Services[GateService]).Credentials
+	if len(creds) != 1 || creds[0].Value != testSecret || creds[0].Host != "api.anthropic.com" || creds[0].Header != "x-api-key" {
+		t.Fatalf("the gate to run has credentials %+v, want the value of anthropic", creds)
+	}
+	shown := mustYAML(t, p)
+	if bytes.Contains(shown, []byte(testSecret)) || bytes.Contains(shown, []byte(strings.TrimPrefix(testSecret, "sk-"))) {
+		t.Errorf("the credential's value is in the printed YAML:\n%s", shown)
+	}
+	redacted, _ := json.Marshal(Redacted) // as BOXES_GATE's JSON spells it
+	if !bytes.Contains(shown, append([]byte(`"value":`), redacted...)) {
+		t.Errorf("the printed YAML does not show the credential as redacted:\n%s", shown)
+	}
+	if got := gateConfig(t, p.Services[GateService]).Credentials[0].Value; got != testSecret {
+		t.Errorf("YAML changed the project's credential to %q", got)
+	}
+
+	printed := doorInput(box("alpha"))
+	printed.Token = ""
+	pp := mustProject(t, printed)
+	if v := gateConfig(t, pp.Services[GateService]).Credentials[0].Value; v != Redacted {
+		t.Errorf("a project built to be printed gives its gate the value %q, want %q", v, Redacted)
+	}
+	if !bytes.Equal(mustYAML(t, pp), shown) {
+		t.Error("a project built without the token renders differently from one with it")
+	}
+	// The digest names the value without holding it; it is the same
+	// whether the project is built to run or to print.
+	if pp.Services[GateService].Labels[CredentialsLabel] != p.Services[GateService].Labels[CredentialsLabel] {
+		t.Error("the credentials label differs between the printed and the run project")
 	}
 }
 
@@ -358,6 +583,11 @@ func TestRejects(t *testing.T) {
 		"env token":         func(in *Input) { in.Box.Env = map[string]string{TokenVar: "mine"} },
 		"env BOX_NAME":      func(in *Input) { in.Box.Env = map[string]string{"BOX_NAME": "other"} },
 		"env EXECUTOR_HOST": func(in *Input) { in.Box.Env = map[string]string{"EXECUTOR_HOST": "http://x"} },
+		// The agent's way out is the gate's to say.
+		"env HTTPS_PROXY":        func(in *Input) { in.Box.Env = map[string]string{"HTTPS_PROXY": "http://elsewhere:3128"} },
+		"env https_proxy":        func(in *Input) { in.Box.Env = map[string]string{"https_proxy": "http://elsewhere:3128"} },
+		"env NO_PROXY":           func(in *Input) { in.Box.Env = map[string]string{"NO_PROXY": "*"} },
+		"env NODE_USE_ENV_PROXY": func(in *Input) { in.Box.Env = map[string]string{"NODE_USE_ENV_PROXY": "0"} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := input(box("alpha"))
@@ -420,8 +650,9 @@ func TestNothingLeaks(t *testing.T) {
 func TestServiceHashes(t *testing.T) {
 	base := func() Input { return input(box("alpha")) }
 	ref := mustHashes(t, mustProject(t, base()))
-	if len(ref) != 2 || ref[AgentService] == "" || ref[ExecutorService] == "" || ref[AgentService] == ref[ExecutorService] {
-		t.Fatalf("hashes %v", ref)
+	if len(ref) != 3 || ref[AgentService] == "" || ref[ExecutorService] == "" || ref[GateService] == "" ||
+		ref[AgentService] == ref[ExecutorService] || ref[GateService] == ref[AgentService] || ref[GateService] == ref[ExecutorService] {
+		t.Fatalf("hashes %v, want three distinct", ref)
 	}
 
 	t.Run("stable", func(t *testing.T) {
@@ -449,35 +680,76 @@ func TestServiceHashes(t *testing.T) {
 		}
 	})
 
-	// which says which services' hashes must change; the others must not.
-	const agent, executor, both = "agent", "executor", "both"
+	// which are the services whose hashes must change; the others' must
+	// not. The gate carries no token and no limits; the agent and the
+	// executor carry none of the door's rules, so a rule change remakes the
+	// gate alone.
+	const agent, executor, gateSvc = AgentService, ExecutorService, GateService
+	withCredential := func(in *Input, value string) {
+		in.Box.Credentials = []spec.Credential{{Name: "api", To: mustDestination("api.example.com"), Header: "X-Key", From: "env:API_KEY"}}
+		in.Door.Secrets = map[string]string{"api": value}
+	}
 	for _, c := range []struct {
 		name   string
-		which  string
+		which  []string
 		mutate func(*Input)
 	}{
-		{"env", agent, func(in *Input) { in.Box.Env = map[string]string{"TZ": "UTC"} }},
-		{"cpus", both, func(in *Input) { in.Box.CPUs = 3 }},
-		{"memory", both, func(in *Input) { in.Box.Memory = 6 * gib }},
-		{"runtime", both, func(in *Input) { in.Box.Runtime = "runsc" }},
-		{"image", both, func(in *Input) { in.Image = "sha256:2222222222222222222222222222222222222222222222222222222222222222" }},
-		{"token", both, func(in *Input) { in.Token = "another-token" }},
-		{"fixed port", executor, func(in *Input) { in.Box.Executor.Port = 8788 }},
-		{"kept port", executor, func(in *Input) { in.HostPort = 49153 }},
-		{"bind", executor, func(in *Input) { in.Box.Executor.Bind = "0.0.0.0" }},
+		{"env", []string{agent}, func(in *Input) { in.Box.Env = map[string]string{"TZ": "UTC"} }},
+		{"cpus", []string{agent, executor}, func(in *Input) { in.Box.CPUs = 3 }},
+		{"memory", []string{agent, executor}, func(in *Input) { in.Box.Memory = 6 * gib }},
+		{"runtime", []string{agent, executor}, func(in *Input) { in.Box.Runtime = "runsc" }},
+		{"image", []string{agent, executor, gateSvc}, func(in *Input) {
+			in.Image = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+		}},
+		{"token", []string{agent, executor}, func(in *Input) { in.Token = "another-token" }},
+		{"fixed port", []string{executor}, func(in *Input) { in.Box.Executor.Port = 8788 }},
+		{"kept port", []string{executor}, func(in *Input) { in.HostPort = 49153 }},
+		{"bind", []string{executor}, func(in *Input) { in.Box.Executor.Bind = "0.0.0.0" }},
+		{"egress none", []string{gateSvc}, func(in *Input) { in.Box.Egress = spec.Egress{Mode: spec.EgressNone} }},
+		{"egress list", []string{gateSvc}, func(in *Input) {
+			in.Box.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{mustDestination("a.example")}}
+		}},
+		{"private", []string{gateSvc}, func(in *Input) { in.Box.Private = []spec.Destination{mustDestination("10.1.2.3:5432")} }},
+		{"dns", []string{gateSvc}, func(in *Input) { in.Box.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53")} }},
+		{"credential", []string{gateSvc}, func(in *Input) { withCredential(in, "one") }},
+		{"closed address", []string{gateSvc}, func(in *Input) { in.Door.Closed = []string{"203.0.113.9/32"} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := base()
 			c.mutate(&in)
 			got := mustHashes(t, mustProject(t, in))
 			for s := range ref {
-				mustChange := c.which == both || c.which == s
+				mustChange := slices.Contains(c.which, s)
 				if changed := got[s] != ref[s]; changed != mustChange {
 					t.Errorf("%s: changed=%v, want %v", s, changed, mustChange)
 				}
 			}
 		})
 	}
+
+	// A credential's value on this machine is in the gate's hash (and only
+	// there): a new value remakes the gate.
+	t.Run("credential value", func(t *testing.T) {
+		one, two := base(), base()
+		withCredential(&one, "one")
+		withCredential(&two, "two")
+		h1, h2 := mustHashes(t, mustProject(t, one)), mustHashes(t, mustProject(t, two))
+		for s := range h1 {
+			if changed := h1[s] != h2[s]; changed != (s == GateService) {
+				t.Errorf("%s: changed=%v with the credential's value", s, changed)
+			}
+		}
+	})
+
+	// Reordering boxes.yaml's lists changes nothing.
+	t.Run("rule order", func(t *testing.T) {
+		ab, ba := base(), base()
+		ab.Box.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{mustDestination("a.example"), mustDestination("b.example:443")}}
+		ba.Box.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{mustDestination("b.example:443"), mustDestination("a.example")}}
+		if h1, h2 := mustHashes(t, mustProject(t, ab)), mustHashes(t, mustProject(t, ba)); h1[GateService] != h2[GateService] {
+			t.Error("the gate's hash depends on the order of egress:")
+		}
+	})
 
 	t.Run("what compose computes", func(t *testing.T) {
 		p := mustProject(t, base())
@@ -545,7 +817,7 @@ func TestFleetLabelOutsideHashes(t *testing.T) {
 	for name, n := range fleet.Networks {
 		hasLabels(t, "network "+name, n.CustomLabels, want)
 	}
-	if a, b := mustHashes(t, plain), mustHashes(t, fleet); a[AgentService] != b[AgentService] || a[ExecutorService] != b[ExecutorService] {
+	if a, b := mustHashes(t, plain), mustHashes(t, fleet); len(a) != len(Services) || !maps.Equal(a, b) {
 		t.Errorf("service hashes changed with the fleet: %v → %v", a, b)
 	}
 	for name := range fleet.Networks {
