@@ -383,3 +383,52 @@ func TestHostMove(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorChange: a change of the rules between REF and the working tree is
+// a recreate of the gate alone, named by what was added and removed; the
+// diff needs no credential's value to say so.
+func TestDoorChange(t *testing.T) {
+	r := newRepo(t)
+	r.commit("base", map[string]string{"boxes.yaml": `version: 1
+boxes:
+  open: {}
+  listed: {egress: [a.example, c.example]}
+  lan: {}
+  same: {egress: none}
+`, "boxes.lock": lockText(oldImage)})
+	r.write(map[string]string{"boxes.yaml": `version: 1
+boxes:
+  open: {egress: [a.example, b.example]}
+  listed: {egress: [c.example, b.example]}
+  lan: {private: ["192.168.1.10:5432"]}
+  same: {egress: none}
+`})
+	res, err := r.against("", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"open":   "egress: open → 2 destinations (+ a.example, + b.example)",
+		"listed": "egress: 2 destinations → 2 destinations (+ b.example, − a.example)",
+		"lan":    "private: none → 1 exception (+ 192.168.1.10:5432)",
+	}
+	for _, b := range res.Plan.Boxes {
+		if b.Name == "same" {
+			if b.Action != reconcile.NoOp {
+				t.Errorf("same: %s %v, want no change", b.Action, reasons(res.Plan, b.Name))
+			}
+			continue
+		}
+		if b.Action != reconcile.Recreate || !b.GateOnly {
+			t.Errorf("%s: %s, gate only %v, want a recreate of the gate alone", b.Name, b.Action, b.GateOnly)
+		}
+		if got := strings.Join(reasons(res.Plan, b.Name), "; "); got != want[b.Name] {
+			t.Errorf("%s: reasons %q, want %q", b.Name, got, want[b.Name])
+		}
+	}
+	var text bytes.Buffer
+	res.RenderText(&text, false)
+	if !strings.Contains(text.String(), "# open's gate must be replaced: the agent keeps running") {
+		t.Errorf("the text does not say the agent keeps running:\n%s", text.String())
+	}
+}
