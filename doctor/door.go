@@ -33,7 +33,12 @@ func doorProbes(d Door) string {
 		return fmt.Sprintf("echo \"%s $(curl -s -m 8 %s-o /dev/null -w '%%{http_code} %%{http_connect}' '%s'; echo \" $?\")\"\n", name, extra, url)
 	}
 	var s strings.Builder
-	s.WriteString("echo \"route $(awk 'NR>1 && $2==\"00000000\"{print \"default\"}' /proc/net/route | head -n 1)\"\n")
+	// The default route's gateway, if the agent has one: on the inside
+	// network it is an address no machine holds, so a direct connection
+	// finds no one; one that is refused or answered reached a machine.
+	s.WriteString("gw=$(awk 'NR>1 && $2==\"00000000\"{print $3; exit}' /proc/net/route)\n")
+	s.WriteString("if [ -n \"$gw\" ]; then gw=$(printf '%d.%d.%d.%d' 0x$(echo $gw | cut -c7-8) 0x$(echo $gw | cut -c5-6) 0x$(echo $gw | cut -c3-4) 0x$(echo $gw | cut -c1-2)); " +
+		"out=$(curl -sS -m 4 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); echo \"direct $gw $? $out\"; else echo 'direct none'; fi\n")
 	s.WriteString(probe("health", "http://gate:3129/_health", "--noproxy '*' "))
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))
 	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
@@ -69,9 +74,8 @@ func checkDoor(ctx context.Context, r hb.Runner, id string, d Door) []hb.Check {
 		}
 		checks = append(checks, c)
 	}
-	route := seen["route"]
-	add("no route out", len(route) == 0, "the agent has no default route: a direct connection (curl --noproxy, raw TCP, UDP) cannot leave",
-		"the agent has a default route: traffic can bypass the gate (boxes apply remakes the box on its inside network)")
+	add("no way around the gate", directClosed(seen["direct"]), "a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by",
+		fmt.Sprintf("a direct connection from the agent reached a machine (%s): traffic can bypass the gate (boxes apply remakes the box on its inside network)", strings.Join(seen["direct"], " ")))
 	health := seen["health"]
 	add("gate answers", len(health) > 0 && health[0] == "200", "the gate answers on gate:3129",
 		fmt.Sprintf("the gate does not answer from the agent (%s): boxes logs %s", strings.Join(health, " "), "NAME gate"))
@@ -95,6 +99,20 @@ func checkDoor(ctx context.Context, r hb.Runner, id string, d Door) []hb.Check {
 		}
 	}
 	return checks
+}
+
+// directClosed reads the direct probe, "none" (no default route) or
+// "GATEWAY EXIT CURL-SAYS…": closed when nothing answered at the
+// gateway: curl could not connect (exit 7) or timed out (28), and no
+// machine refused the connection.
+func directClosed(f []string) bool {
+	if len(f) == 1 && f[0] == "none" {
+		return true
+	}
+	if len(f) < 2 || (f[1] != "7" && f[1] != "28") {
+		return false
+	}
+	return !strings.Contains(strings.ToLower(strings.Join(f, " ")), "refused")
 }
 
 // refusedByGate reads a probe's "HTTP CONNECT EXIT": the gate's own refusal,

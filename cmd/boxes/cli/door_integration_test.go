@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -103,6 +104,41 @@ boxes:
 		if strings.Contains(where, secret) {
 			t.Errorf("the credential's value is in %s", what)
 		}
+	}
+
+	// boxes egress shows the rules and the refusals; doctor checks the door from inside.
+	eg := boxes(t, dir, "egress", box, "--json")
+	var report struct {
+		Egress   string   `json:"egress"`
+		Allow    []string `json:"allow"`
+		Refusals []struct {
+			Destination, Rule string
+		} `json:"refusals"`
+	}
+	if err := json.Unmarshal([]byte(eg.stdout), &report); err != nil || eg.code != 0 {
+		t.Fatalf("egress --json: %v %+v", err, eg)
+	}
+	rules := map[string]string{}
+	for _, r := range report.Refusals {
+		rules[r.Destination] = r.Rule
+	}
+	if report.Egress != "list" || len(report.Allow) != 2 || rules["other.test:80"] != "not-allowed" || rules[testhost.Metadata+":80"] == "" {
+		t.Errorf("egress --json: %+v", report)
+	}
+	if strings.Contains(eg.stdout, secret) {
+		t.Error("egress --json shows the credential's value")
+	}
+	if text := boxes(t, dir, "egress", box); !strings.Contains(text.stdout, "other.test:80") || !strings.Contains(text.stdout, "not-allowed") {
+		t.Errorf("egress: %+v", text)
+	}
+	doc := boxes(t, dir, "doctor", box)
+	for _, want := range []string{"no way around the gate", "gate answers", "gate refuses private", "gate refuses linklocal", "gate refuses the rest", "gate allows"} {
+		if !strings.Contains(doc.stdout, want) {
+			t.Errorf("doctor lacks %q: %+v", want, doc)
+		}
+	}
+	if doc.code != 0 {
+		t.Errorf("doctor of a box whose door holds: exit %d\n%s%s", doc.code, doc.stdout, doc.stderr)
 	}
 
 	// A rule change remakes the gate alone.
