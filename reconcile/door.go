@@ -65,6 +65,19 @@ func ruleChange(field, old, new string) string {
 	return line
 }
 
+// credentialChange renders a credential added, removed or changed (its
+// header, destination or source: never its value).
+func credentialChange(name, old, new string) string {
+	switch {
+	case old == "":
+		return fmt.Sprintf("credential %s added: %s", name, new)
+	case new == "":
+		return fmt.Sprintf("credential %s removed (was %s)", name, old)
+	}
+	return fmt.Sprintf("credential %s: %s → %s", name, old, new)
+}
+
+// ruleSummary sums up one side of an egress or private change.
 func ruleSummary(field, v string) string {
 	switch v {
 	case "open", "none":

@@ -68,6 +68,9 @@ func (r Reason) String() string {
 		if r.Field == "egress" || r.Field == "private" {
 			return ruleChange(r.Field, r.Old, r.New)
 		}
+		if name, ok := strings.CutPrefix(r.Field, "credentials."); ok {
+			return credentialChange(name, r.Old, r.New)
+		}
 		if r.Field == "" {
 			return fmt.Sprintf("%s: compose configuration changed (config hash %s → %s)", r.Service, short(r.Old), short(r.New))
 		}

@@ -91,7 +91,7 @@ whether the gate stopped it and why.
 func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) (egressReport, error) {
 	b, ok := ws.Config.Box(name)
 	if !ok {
-		return egressReport{}, fmt.Errorf("box %s is not declared in %s: its rules are what boxes.yaml says", name, ws.Config.Path)
+		return egressReport{}, ws.Undeclared(name)
 	}
 	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: reconcile.HostLabel(b.Host), Gate: "missing",
 		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{}}
