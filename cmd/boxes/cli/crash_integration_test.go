@@ -99,11 +99,32 @@ func TestIntegrationCrashSafety(t *testing.T) {
 			if got := dockerOut(t, "exec", "hbl-"+b+"-agent-1", "cat", "/data/marker"); got != "kept" {
 				t.Errorf("%s lost its data: %q", b, got)
 			}
-			if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 2 {
-				t.Errorf("%s has %d containers, want 2", b, n)
+			if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 3 {
+				t.Errorf("%s has %d containers, want 3 (agent, executor, gate)", b, n)
 			}
 			if n := len(strings.Fields(dockerOut(t, "volume", "ls", "-q", "--filter", "label=boxes.box="+b))); n != 2 {
 				t.Errorf("%s has %d volumes, want 2", b, n)
+			}
+		}
+	})
+
+	// An egress change remakes the gates alone: killed between two of them,
+	// the next apply finishes the rest, and no agent was remade.
+	t.Run("egress change killed while replacing the gates", func(t *testing.T) {
+		agents := map[string]string{}
+		for _, b := range []string{"it-alpha", "it-beta", "it-gamma"} {
+			agents[b] = dockerOut(t, "inspect", "-f", "{{.Id}}", "hbl-"+b+"-agent-1")
+		}
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\ndefaults:\n  egress: [registry.npmjs.org]\nboxes:\n  it-alpha: {}\n  it-beta: {}\n  it-gamma: {}\n")
+		killAt(t, bin, dir, "replacing the gate", 2)
+		time.Sleep(200 * time.Millisecond)
+		converge(t)
+		for b, id := range agents {
+			if got := dockerOut(t, "inspect", "-f", "{{.Id}}", "hbl-"+b+"-agent-1"); got != id {
+				t.Errorf("%s's agent was remade for an egress change", b)
+			}
+			if got := dockerOut(t, "exec", "hbl-"+b+"-agent-1", "cat", "/data/marker"); got != "kept" {
+				t.Errorf("%s lost its data: %q", b, got)
 			}
 		}
 	})
