@@ -191,13 +191,13 @@ func TestIntegrationRandomKills(t *testing.T) {
 				}
 			}
 			for _, b := range sc.declared {
-				if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 2 {
+				if n := len(strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.box="+b))); n != 3 {
 					orphans++
-					t.Errorf("%s has %d containers, want 2", b, n)
+					t.Errorf("%s has %d containers, want 3 (agent, executor, gate)", b, n)
 				}
-				if n := len(strings.Fields(dockerOut(t, "network", "ls", "-q", "--filter", "label=boxes.box="+b))); n != 1 {
+				if n := len(strings.Fields(dockerOut(t, "network", "ls", "-q", "--filter", "label=boxes.box="+b))); n != 2 {
 					orphans++
-					t.Errorf("%s has %d networks, want 1", b, n)
+					t.Errorf("%s has %d networks, want 2 (its own and the inside one)", b, n)
 				}
 			}
 			for _, b := range sc.deleted {

@@ -242,9 +242,9 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 				lost++
 				t.Errorf("%s's big file: %s, want %s", box, got, bigSum)
 			}
-			if c, v, n := labelled(t, box); c != 2 || v != 2 || n != 1 {
+			if c, v, n := labelled(t, box); c != 3 || v != 2 || n != 2 {
 				orphans++
-				t.Errorf("%s has %d containers, %d volumes, %d networks; want 2, 2, 1", box, c, v, n)
+				t.Errorf("%s has %d containers, %d volumes, %d networks; want 3, 2, 2", box, c, v, n)
 			}
 			if ids := oneOffs(t, box); len(ids) > 0 {
 				orphans++

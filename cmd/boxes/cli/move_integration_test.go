@@ -128,7 +128,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("marker on the remote: %q", got)
 	}
 	local, onRemote := copies(t, remote, moveBox)
-	if local[0] != 2 || onRemote[0] != 2 {
+	if local[0] != 3 || onRemote[0] != 3 {
 		t.Fatalf("after an unconfirmed move: local %v, remote %v", local, onRemote)
 	}
 	if out := dockerOut(t, "ps", "-q", "--filter", "label="+compose.BoxLabel+"="+moveBox); out != "" {
@@ -150,7 +150,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("apply confirming the delete: %+v", r)
 	}
 	local, onRemote = copies(t, remote, moveBox)
-	if local != [2]int{} || onRemote != [2]int{2, 2} {
+	if local != [2]int{} || onRemote != [2]int{3, 2} {
 		t.Fatalf("after the confirmed delete: local %v, remote %v", local, onRemote)
 	}
 	if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
@@ -170,7 +170,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("marker back on the local engine: %q", got)
 	}
 	local, onRemote = copies(t, remote, moveBox)
-	if local != [2]int{2, 2} || onRemote != [2]int{} {
+	if local != [2]int{3, 2} || onRemote != [2]int{} {
 		t.Fatalf("after the move back: local %v, remote %v", local, onRemote)
 	}
 	if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {
@@ -274,7 +274,7 @@ func TestIntegrationMoveKilled(t *testing.T) {
 			if host == "" {
 				want, gone = local, onRemote
 			}
-			if want != [2]int{2, 2} || gone != [2]int{} {
+			if want != [2]int{3, 2} || gone != [2]int{} {
 				t.Fatalf("copies after a kill %s (moved from %q to %q): local %v, remote %v", c.name, from, host, local, onRemote)
 			}
 		})
@@ -325,7 +325,7 @@ func TestIntegrationMoveKilledStreamingImage(t *testing.T) {
 	if got := marker(t, dir, box); got != "survives-a-cut-stream" {
 		t.Fatalf("marker: %q", got)
 	}
-	if local, onRemote := copies(t, remote, box); local != [2]int{} || onRemote != [2]int{2, 2} {
+	if local, onRemote := copies(t, remote, box); local != [2]int{} || onRemote != [2]int{3, 2} {
 		t.Fatalf("copies after the move: local %v, remote %v", local, onRemote)
 	}
 	if _, err := remote.Client().ImageInspect(context.Background(), id); err != nil {
@@ -354,7 +354,7 @@ func TestIntegrationMovePutBack(t *testing.T) {
 	}
 	onlyLocal := func(what string) {
 		t.Helper()
-		if local, onRemote := copies(t, remote, moveBox); local != [2]int{2, 2} || onRemote != [2]int{} {
+		if local, onRemote := copies(t, remote, moveBox); local != [2]int{3, 2} || onRemote != [2]int{} {
 			t.Fatalf("%s: local %v, remote %v", what, local, onRemote)
 		}
 		if r := boxes(t, dir, "plan", "--detailed-exitcode"); r.code != 0 {

@@ -121,7 +121,7 @@ func TestIntegrationRestoreRefused(t *testing.T) {
 		t.Fatalf("load through an engine that refuses the restore (%d refused): %+v", refused.Load(), r)
 	}
 	t.Logf("load through the refusing engine:\n%s", r.stderr)
-	for _, want := range []string{"no space left on device", "what the restore created was removed (2 containers, 1 network, 2 volumes)", "boxes verify"} {
+	for _, want := range []string{"no space left on device", "what the restore created was removed (3 containers, 2 networks, 2 volumes)", "boxes verify"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("load's error lacks %q:\n%s", want, r.stderr)
 		}
@@ -140,7 +140,7 @@ func TestIntegrationRestoreRefused(t *testing.T) {
 	if _, ok, _ := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
 		t.Error("the token is left")
 	}
-	if c, v, n := labelled(t, src); c != 2 || v != 2 || n != 1 {
+	if c, v, n := labelled(t, src); c != 3 || v != 2 || n != 2 {
 		t.Errorf("%s, which the load did not make, has %d containers, %d volumes, %d networks", src, c, v, n)
 	}
 	if p := boxes(t, dir, "plan"); p.code != 0 || !strings.Contains(p.stdout, "1 to create") || strings.Contains(p.stdout, "incomplete") {
