@@ -123,6 +123,9 @@ func (f *fakeEngine) Create(_ context.Context, p *types.Project, force bool) err
 	f.run(box, p.Services["agent"].Image)
 	return nil
 }
+func (f *fakeEngine) Replace(_ context.Context, p *types.Project, services []string) error {
+	return f.step(boxOf(p.Name), "replace "+strings.Join(services, " "))
+}
 func (f *fakeEngine) Start(_ context.Context, p *types.Project) error {
 	return f.step(boxOf(p.Name), "start "+p.Services["agent"].Image)
 }
@@ -441,8 +444,12 @@ func TestApplierSettlesARacedRequest(t *testing.T) {
 			removed = append(removed, step)
 		}
 	}
-	if len(removed) != 3 || removed[2] != "rm network net-alpha-late" {
-		t.Errorf("removed %q, want alpha's 2 containers and the later network (the one no container is on)", removed)
+	// The box's three containers (made by the raced request, none running)
+	// and the later default network; the inside network is not duplicated
+	// and stays.
+	wantRemoved := []string{"rm container id-alpha-agent", "rm container id-alpha-executor", "rm container id-alpha-gate", "rm network net-alpha-late"}
+	if !reflect.DeepEqual(removed, wantRemoved) {
+		t.Errorf("removed %q, want alpha's 3 containers and the later network (the one no container is on): %q", removed, wantRemoved)
 	}
 	got := j.of("alpha")
 	if tail := got[len(got)-5:]; !reflect.DeepEqual(tail, []string{"create", "start " + testImage, "ready", "init", "done"}) {

@@ -78,8 +78,19 @@ func TestPlanMoveStages(t *testing.T) {
 			if streamed := len(p.Images) == 1 && *p.Images[0].From == "" && p.Images[0].To == "far"; streamed != c.imageFrom || len(p.Images) > 1 {
 				t.Errorf("image transfers: %+v", p.Images)
 			}
-			if m.Old == nil || len(m.Old.Containers) != 2 || len(m.Old.Volumes) != 2 {
+			// The old copy to delete is the whole box: its three containers,
+			// its two networks and its two volumes.
+			if m.Old == nil || len(m.Old.Containers) != len(compose.Services) || len(m.Old.Networks) != 2 || len(m.Old.Volumes) != 2 {
 				t.Errorf("old copy: %+v", m.Old)
+			} else {
+				for i, svc := range compose.Services {
+					if m.Old.Containers[i].Name != compose.ContainerName("alpha", svc) {
+						t.Errorf("old copy's container %d: %s, want %s", i, m.Old.Containers[i].Name, compose.ContainerName("alpha", svc))
+					}
+				}
+				if m.Old.Networks[0].Name != compose.NetworkName("alpha") || m.Old.Networks[1].Name != compose.InsideNetworkName("alpha") {
+					t.Errorf("old copy's networks: %+v", m.Old.Networks)
+				}
 			}
 			if s := p.Summary(); s.Move != 1 || !p.Changes() {
 				t.Errorf("summary: %+v", s)

@@ -241,8 +241,9 @@ func TestNewPlan(t *testing.T) {
 					Containers: []reconcile.NamedID{
 						{Name: "hbl-old-agent-1", ID: "id-old-agent"},
 						{Name: "hbl-old-executor-1", ID: "id-old-executor"},
+						{Name: "hbl-old-gate-1", ID: "id-old-gate"},
 					},
-					Networks: []reconcile.NamedID{{Name: "hbl-old_default", ID: "net-old"}},
+					Networks: []reconcile.NamedID{{Name: "hbl-old_default", ID: "net-old"}, {Name: "hbl-old_inside", ID: "inside-old"}},
 					Volumes: []reconcile.DeletedVolume{
 						{Name: "hbl-old_agent-data", Size: -1, Unread: "not measured"},
 						{Name: "hbl-old_exec-data", Size: -1, Unread: "not measured"},

@@ -172,7 +172,9 @@ func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
 	if !errors.As(err, &re) {
 		t.Fatalf("a refused restore: %v", err)
 	}
-	for _, want := range []string{"file name too long", "what the restore created was removed (2 containers, 1 network, 2 volumes)"} {
+	// A box is three containers (agent, executor, gate) on two networks
+	// (default and inside) with two volumes: the restore made all of them.
+	for _, want := range []string{"file name too long", "what the restore created was removed (3 containers, 2 networks, 2 volumes)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -183,8 +185,13 @@ func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
 			removed = append(removed, step)
 		}
 	}
-	if len(removed) != 5 {
-		t.Errorf("removed %q, want the 2 containers, the network and the 2 volumes of alpha's fleet", removed)
+	wantRemoved := []string{
+		"rm container id-alpha-agent", "rm container id-alpha-executor", "rm container id-alpha-gate",
+		"rm network net-alpha", "rm network inside-alpha",
+		"rm volume hbl-alpha_agent-data", "rm volume hbl-alpha_exec-data",
+	}
+	if !reflect.DeepEqual(removed, wantRemoved) {
+		t.Errorf("removed %q, want the 3 containers, the 2 networks and the 2 volumes of alpha's fleet: %q", removed, wantRemoved)
 	}
 	for _, s := range removed {
 		if strings.Contains(s, "other") || strings.Contains(s, "beta") {
