@@ -30,6 +30,7 @@ func box(agentState string, agentPorts ...reconcile.Port) Box {
 			{ID: "a", Name: "hbl-alpha-agent-1", Service: "agent", State: agentState, Image: "sha256:1111111111111111", Ports: agentPorts},
 			{ID: "x", Name: "hbl-alpha-executor-1", Service: "executor", State: "running", Image: "sha256:2222222222222222",
 				Ports: []reconcile.Port{{HostIP: "127.0.0.1", HostPort: 40000, ContainerPort: 4788}}},
+			{ID: "g", Name: "hbl-alpha-gate-1", Service: "gate", State: "running", Image: "sha256:1111111111111111"},
 		}},
 	}
 }
@@ -55,6 +56,8 @@ func TestCheckHealthyBoxButStaleExecutor(t *testing.T) {
 ok host agent image: the lock's 111111111111
 ok host executor container: running, hbl-alpha-executor-1
 error host executor image: runs 222222222222, boxes.lock has 111111111111 (boxes apply recreates it)
+ok host gate container: running, hbl-alpha-gate-1
+ok host gate image: the lock's 111111111111
 ok host agent publishes nothing: no port
 ok host executor port: published on 127.0.0.1:40000
 ok host mcp with token: initialize at http://127.0.0.1:40000/mcp answered with a protocol version
@@ -117,12 +120,15 @@ func TestCheckStoppedAsDeclared(t *testing.T) {
 	b.Image = "sha256:2222222222222222"
 	b.Resources.Containers[0].Image = b.Image
 	b.Resources.Containers[1].State = "exited"
+	b.Resources.Containers[2].Image, b.Resources.Containers[2].State = b.Image, "exited"
 	b.Stopped = true
 	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":false}`}, Initialize: gate})
 	want := `ok host agent container: stopped, as boxes.yaml declares, hbl-alpha-agent-1
 ok host agent image: the lock's 222222222222
 ok host executor container: stopped, as boxes.yaml declares, hbl-alpha-executor-1
 ok host executor image: the lock's 222222222222
+ok host gate container: stopped, as boxes.yaml declares, hbl-alpha-gate-1
+ok host gate image: the lock's 222222222222
 ok host agent publishes nothing: no port
 warn box checks inside the box: not run: the box is stopped, as declared (boxes start alpha, then boxes doctor alpha, runs them)
 `
@@ -155,6 +161,7 @@ func TestCheckReportsTheRuntime(t *testing.T) {
 	b := box("running")
 	b.Image = "sha256:2222222222222222"
 	b.Resources.Containers[0].Image = b.Image
+	b.Resources.Containers[2].Image = b.Image
 	ok := hbDoctor{`{"ok":true,"checks":[{"name":"layout","ok":true,"severity":"ok","detail":"fine"}]}`}
 	for _, c := range []struct {
 		name     string

@@ -1,0 +1,202 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/hb"
+)
+
+// doorRunner answers the door's probe script with out (and code, err), and
+// hb doctor with a healthy report; it records how the probes were run.
+type doorRunner struct {
+	out  string
+	code int
+	err  error
+
+	script, container, user string
+}
+
+func (r *doorRunner) Run(_ context.Context, container, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
+	if len(cmd) == 3 && cmd[0] == "sh" && cmd[1] == "-c" {
+		r.script, r.container, r.user = cmd[2], container, user
+		fmt.Fprint(stdout, r.out)
+		if r.code != 0 {
+			fmt.Fprint(stderr, "sh: curl: not found\n")
+		}
+		return r.code, r.err
+	}
+	fmt.Fprint(stdout, `{"ok":true,"checks":[]}`)
+	return 0, nil
+}
+
+func doorLines(checks []hb.Check) string {
+	var b strings.Builder
+	for _, c := range checks {
+		fmt.Fprintf(&b, "%s %s %s: %s\n", c.Severity, c.Where, c.Name, c.Detail)
+	}
+	return b.String()
+}
+
+// What curl prints, per probe, on a box whose door holds: the agent's
+// default route leads to no machine, the gate answers its health route and
+// refuses (407) what the rules close.
+const (
+	directNone    = "direct none\n"
+	directNoHost  = "direct 172.30.0.1 28 curl: (28) Failed to connect to 172.30.0.1 port 9 after 4002 ms: Timeout was reached\n"
+	healthy       = "health 200 000 0\n"
+	refusedPriv   = "private 407 000 0\n"
+	refusedLink   = "linklocal 407 000 0\n"
+	refusedOther  = "other 407 000 0\n"
+	allowedAnswer = "allowed 200 000 0\n"
+)
+
+func TestCheckDoorReadsTheProbes(t *testing.T) {
+	list := Door{Egress: "list", Allowed: "http://api.example.com/"}
+	for _, c := range []struct {
+		name string
+		door Door
+		out  string
+		want string
+	}{
+		{"open, all well", Door{Egress: "open"}, directNone + healthy + refusedPriv + refusedLink, `ok box no way around the gate: a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by
+ok box gate answers: the gate answers on gate:3129
+ok box gate refuses private: the gate refuses a private address (10.255.255.1)
+ok box gate refuses linklocal: the gate refuses a link-local address, where cloud metadata lives (169.254.0.1)
+`},
+		{"a list, all well, a route to no machine", list, directNoHost + healthy + refusedPriv + refusedLink + refusedOther + allowedAnswer, `ok box no way around the gate: a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by
+ok box gate answers: the gate answers on gate:3129
+ok box gate refuses private: the gate refuses a private address (10.255.255.1)
+ok box gate refuses linklocal: the gate refuses a link-local address, where cloud metadata lives (169.254.0.1)
+ok box gate refuses the rest: the gate refuses a destination egress: does not list
+ok box gate allows: http://api.example.com/ answers through the gate
+`},
+		{"a direct connection answered", Door{Egress: "open"}, "direct 172.17.0.1 0\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (172.17.0.1 0): traffic can bypass the gate (boxes apply remakes the box on its inside network)\n"},
+		{"a direct connection refused by a machine", Door{Egress: "open"}, "direct 172.17.0.1 7 curl: (7) Failed to connect to 172.17.0.1 port 9 after 0 ms: Connection refused\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (172.17.0.1 7 curl: (7) Failed to connect to 172.17.0.1 port 9 after 0 ms: Connection refused): traffic can bypass the gate (boxes apply remakes the box on its inside network)\n"},
+		{"no direct probe output", Door{Egress: "open"}, healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (): traffic can bypass the gate (boxes apply remakes the box on its inside network)\n"},
+		{"the gate does not answer", Door{Egress: "open"}, directNone + "health 000 000 7\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 7): boxes logs NAME gate\n"},
+		{"a private address answered", Door{Egress: "open"}, directNone + healthy + "private 200 000 0\n" + refusedLink,
+			"error box gate refuses private: a private address (10.255.255.1) was not refused by the gate (200 000 0)\n"},
+		{"a link-local address answered", Door{Egress: "open"}, directNone + healthy + refusedPriv + "linklocal 200 000 0\n",
+			"error box gate refuses linklocal: a link-local address, where cloud metadata lives (169.254.0.1) was not refused by the gate (200 000 0)\n"},
+		{"a private address refused on its CONNECT", Door{Egress: "open"}, directNone + healthy + "private 000 407 56\n" + refusedLink,
+			"ok box gate refuses private: the gate refuses a private address (10.255.255.1)\n"},
+		{"a private address timed out, not refused", Door{Egress: "open"}, directNone + healthy + "private 000 000 28\n" + refusedLink,
+			"error box gate refuses private: a private address (10.255.255.1) was not refused by the gate (000 000 28)\n"},
+		{"the rest let through", list, directNone + healthy + refusedPriv + refusedLink + "other 502 000 0\n" + allowedAnswer,
+			"error box gate refuses the rest: a destination egress: does not list was not refused (502 000 0)\n"},
+		{"the allowed destination refused", list, directNone + healthy + refusedPriv + refusedLink + refusedOther + "allowed 407 000 0\n",
+			"error box gate allows: the gate refuses http://api.example.com/, which egress: allows (boxes egress NAME shows why)\n"},
+		{"the allowed destination silent", list, directNone + healthy + refusedPriv + refusedLink + refusedOther + "allowed 000 000 28\n",
+			"warn box gate allows: the gate let http://api.example.com/ through, but it did not answer (000 000 28)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &doorRunner{out: c.out}
+			checks := checkDoor(context.Background(), r, "agent-id", c.door)
+			got := doorLines(checks)
+			for _, line := range strings.SplitAfter(c.want, "\n") {
+				if line != "" && !strings.Contains(got, line) {
+					t.Errorf("lacks %q in\n%s", line, got)
+				}
+			}
+			// Every check the case does not name as a problem passes.
+			for _, ch := range checks {
+				if ch.Severity != "ok" && !strings.Contains(c.want, ch.Name+":") {
+					t.Errorf("unexpected %s %s: %s", ch.Severity, ch.Name, ch.Detail)
+				}
+				if (ch.Severity == "error") == ch.OK {
+					t.Errorf("%s: severity %s with OK %v", ch.Name, ch.Severity, ch.OK)
+				}
+			}
+			if r.container != "agent-id" || r.user != hb.AgentUser {
+				t.Errorf("probes ran in %q as %q, want the agent's container as %s", r.container, r.user, hb.AgentUser)
+			}
+		})
+	}
+}
+
+// The script asks what the door's mode needs: the rest only for a closed
+// egress, the allowed destination only when there is one; the health route
+// bypasses the proxy, the refusal probes go through it.
+func TestDoorProbesFollowTheMode(t *testing.T) {
+	open := doorProbes(Door{Egress: "open"})
+	list := doorProbes(Door{Egress: "list", Allowed: "http://api.example.com/"})
+	none := doorProbes(Door{Egress: "none"})
+	for _, s := range []string{open, list, none} {
+		for _, want := range []string{"/proc/net/route", "echo \"health ", "--noproxy '*' -o /dev/null -w '%{http_code} %{http_connect}' 'http://gate:3129/_health'",
+			"echo \"private ", "'http://10.255.255.1/'", "echo \"linklocal ", "'http://169.254.0.1/'"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("script lacks %q:\n%s", want, s)
+			}
+		}
+		for _, probe := range []string{"10.255.255.1", "169.254.0.1"} {
+			for _, line := range strings.Split(s, "\n") {
+				if strings.Contains(line, probe) && strings.Contains(line, "--noproxy") {
+					t.Errorf("the probe of %s bypasses the gate: %s", probe, line)
+				}
+			}
+		}
+	}
+	if strings.Contains(open, "echo \"other ") || strings.Contains(open, "echo \"allowed ") {
+		t.Errorf("an open egress probes the rest or an allowed destination:\n%s", open)
+	}
+	if !strings.Contains(none, "echo \"other ") || strings.Contains(none, "echo \"allowed ") {
+		t.Errorf("egress: none probes:\n%s", none)
+	}
+	if !strings.Contains(list, "echo \"other ") || !strings.Contains(list, "'http://api.example.com/'") {
+		t.Errorf("a list probes:\n%s", list)
+	}
+}
+
+// Probes that cannot run are one failed check, saying why.
+func TestCheckDoorProbesFail(t *testing.T) {
+	for _, r := range []*doorRunner{{code: 127}, {err: errors.New("container not running")}} {
+		checks := checkDoor(context.Background(), r, "agent-id", Door{Egress: "open"})
+		if len(checks) != 1 || checks[0].OK || checks[0].Severity != "error" || checks[0].Name != "network door" ||
+			!strings.Contains(checks[0].Detail, "the probes could not run") {
+			t.Errorf("runner %+v: %+v", r, checks)
+		}
+	}
+}
+
+// Check runs the door's probes in the agent after hb doctor when the box
+// has a door and a gate; a box without its gate says so and skips them.
+func TestCheckRunsTheDoorWithAGate(t *testing.T) {
+	b := box("running")
+	b.Door = &Door{Egress: "open"}
+	r := &doorRunner{out: directNone + healthy + refusedPriv + refusedLink}
+	rep := Check(context.Background(), b, Probes{Runner: r, Initialize: gate})
+	got := lines(rep)
+	if r.container != "a" || !strings.Contains(got, "ok box gate refuses linklocal:") {
+		t.Errorf("the door was not checked in the agent (%q):\n%s", r.container, got)
+	}
+
+	b.Resources.Containers = b.Resources.Containers[:2] // no gate
+	r = &doorRunner{out: directNone + healthy + refusedPriv + refusedLink}
+	rep = Check(context.Background(), b, Probes{Runner: r, Initialize: gate})
+	got = lines(rep)
+	if !strings.Contains(got, "error host gate container: missing (boxes apply recreates it)\n") || rep.OK {
+		t.Errorf("a box without its gate:\n%s", got)
+	}
+	if r.script != "" || strings.Contains(got, "gate answers") {
+		t.Errorf("the door was probed without a gate:\n%s", got)
+	}
+}
+
+// A gate that stopped while the box runs is an error of its own.
+func TestCheckFindsAStoppedGate(t *testing.T) {
+	b := box("running")
+	b.Resources.Containers[2].State = "exited"
+	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
+	if !strings.Contains(lines(rep), "error host gate container: exited (boxes start alpha)\n") || rep.OK {
+		t.Errorf("a stopped gate:\n%s", lines(rep))
+	}
+}
