@@ -353,7 +353,7 @@ boxes:
 		if r.code != 0 {
 			t.Fatalf("rm: %+v", r)
 		}
-		if res := decodeResult(t, r); res.Box != "it-beta" || res.State != "removed" || res.Containers == nil || *res.Containers != 2 ||
+		if res := decodeResult(t, r); res.Box != "it-beta" || res.State != "removed" || res.Containers == nil || *res.Containers != 3 ||
 			res.Volumes == nil || *res.Volumes == 0 || res.Backup == nil || *res.Backup != "" || res.Declared == nil {
 			t.Errorf("rm --json: %+v", res)
 		}
