@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -118,7 +119,7 @@ func destinationHost(d spec.Destination) string {
 // nothing worth keeping and the agent cannot reach into it.
 func gateService(in Input) map[string]any {
 	b := in.Box
-	cfg, _ := json.Marshal(GateConfig(b, in.Door, in.Token == "")) // plain data always marshals
+	cfg := gateJSON(GateConfig(b, in.Door, in.Token == ""))
 	labels := serviceLabels(b, GateService, 0)
 	labels[CredentialsLabel] = credentialDigests(b, in.Door)
 	s := map[string]any{
@@ -134,7 +135,7 @@ func gateService(in Input) map[string]any {
 		"restart":      types.RestartPolicyUnlessStopped,
 		"sysctls":      map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
 		"labels":       labels,
-		"environment":  map[string]any{gate.ConfigVar: string(cfg), boxNameVar: b.Name},
+		"environment":  map[string]any{gate.ConfigVar: cfg, boxNameVar: b.Name},
 		"healthcheck": map[string]any{
 			"test":         []any{"CMD", GateBinary, "gate", "--health"},
 			"interval":     "10s",
@@ -198,10 +199,19 @@ func redactGate(env types.MappingWithEquals) types.MappingWithEquals {
 	for i := range c.Credentials {
 		c.Credentials[i].Value = Redacted
 	}
-	out, _ := json.Marshal(c)
 	env = maps.Clone(env)
-	env[gate.ConfigVar] = new(string(out))
+	env[gate.ConfigVar] = new(gateJSON(c))
 	return env
+}
+
+// gateJSON is the gate's configuration as its environment carries it:
+// compact, and with < and > as they are (Redacted reads as written).
+func gateJSON(c gate.Config) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(c) // plain data always encodes
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // MachineAddresses are the CIDRs of addrs (a machine's addresses) that the

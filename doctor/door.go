@@ -38,7 +38,8 @@ func doorProbes(d Door) string {
 	// finds no one; one that is refused or answered reached a machine.
 	s.WriteString("gw=$(awk 'NR>1 && $2==\"00000000\"{print $3; exit}' /proc/net/route)\n")
 	s.WriteString("if [ -n \"$gw\" ]; then gw=$(printf '%d.%d.%d.%d' 0x$(echo $gw | cut -c7-8) 0x$(echo $gw | cut -c5-6) 0x$(echo $gw | cut -c3-4) 0x$(echo $gw | cut -c1-2)); " +
-		"out=$(curl -sS -m 4 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); echo \"direct $gw $? $out\"; else echo 'direct none'; fi\n")
+		"out=$(curl -sv -m 4 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); code=$?; " +
+		"echo \"direct $gw $code $(echo \"$out\" | grep -oi 'connection refused\\|no route to host\\|timed out' | head -n 1)\"; else echo 'direct none'; fi\n")
 	s.WriteString(probe("health", "http://gate:3129/_health", "--noproxy '*' "))
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))
 	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
@@ -102,9 +103,10 @@ func checkDoor(ctx context.Context, r hb.Runner, id string, d Door) []hb.Check {
 }
 
 // directClosed reads the direct probe, "none" (no default route) or
-// "GATEWAY EXIT CURL-SAYS…": closed when nothing answered at the
-// gateway: curl could not connect (exit 7) or timed out (28), and no
-// machine refused the connection.
+// "GATEWAY EXIT WHY", WHY being what curl's verbose output says of the
+// connection (connection refused, no route to host, timed out): closed
+// when nothing answered at the gateway: curl could not connect (exit 7) or
+// timed out (28), and no machine refused the connection.
 func directClosed(f []string) bool {
 	if len(f) == 1 && f[0] == "none" {
 		return true

@@ -791,6 +791,13 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 	if !haveNetwork && len(r.Containers) > 0 {
 		reasons = append(reasons, Reason{Kind: "network", Old: network})
 	}
+	// The inside network, once the box has its gate (before, the door's
+	// reason makes it).
+	if inside := compose.InsideNetworkName(b.Name); len(r.Containers) > 0 && !hasNetwork(r, inside) {
+		if _, gated := r.Container(compose.GateService); gated {
+			reasons = append(reasons, Reason{Kind: "network", Old: inside})
+		}
+	}
 	named := map[string]bool{}
 	if door, ok := doorReason(b, r); ok {
 		reasons = append(reasons, door)
@@ -1112,8 +1119,10 @@ func conflicts(in Input, declared map[string]spec.Box) error {
 				found = append(found, fmt.Sprintf("volume %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
 			}
 		}
-		if n := compose.NetworkName(name); o.Unmanaged.Networks[n] {
-			found = append(found, fmt.Sprintf("network %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
+		for _, n := range []string{compose.NetworkName(name), compose.InsideNetworkName(name)} {
+			if o.Unmanaged.Networks[n] {
+				found = append(found, fmt.Sprintf("network %s on %s (needed by box %s)", n, HostLabel(b.Host), name))
+			}
 		}
 	}
 	if len(found) == 0 {

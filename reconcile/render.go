@@ -30,7 +30,7 @@ var legendText = map[Action]string{
 	Recreate: "recreate (containers replaced, volumes kept)",
 	Start:    "start or stop",
 	Stop:     "start or stop",
-	Delete:   "delete (containers, network and volumes)",
+	Delete:   "delete (containers, networks and volumes)",
 	Move:     "move to another host (data carried over; the old copy deleted once confirmed)",
 }
 
@@ -227,6 +227,8 @@ type JSONBox struct {
 	Delete  *Deletion `json:"delete,omitempty"`
 	// Move is where a move goes from and to, and how far it has come.
 	Move *Moving `json:"move,omitempty"`
+	// GateOnly is a recreate of the gate alone: the agent keeps running.
+	GateOnly bool `json:"gate_only,omitempty"`
 }
 
 // JSON is the plan in its machine form.
@@ -237,7 +239,7 @@ func (p *Plan) JSON() JSONPlan {
 	}
 	out.Images = append([]ImageTransfer{}, p.Images...)
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}
@@ -247,6 +249,9 @@ func (p *Plan) JSON() JSONPlan {
 		switch b.Action {
 		case Recreate:
 			jb.Actions = []string{"delete", "create"}
+			if b.GateOnly {
+				jb.Actions = []string{"update"}
+			}
 		case Start, Stop:
 			jb.Actions = []string{"update"}
 		case NoOp:

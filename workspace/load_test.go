@@ -44,7 +44,7 @@ func (e *loadEngine) Create(_ context.Context, p *types.Project, _ bool) error {
 	return nil
 }
 func (e *loadEngine) Replace(context.Context, *types.Project, []string) error { return nil }
-func (e *loadEngine) Start(context.Context, *types.Project) error { return nil }
+func (e *loadEngine) Start(context.Context, *types.Project) error             { return nil }
 func (e *loadEngine) Stop(_ context.Context, project string) error {
 	*e.steps = append(*e.steps, "stop "+strings.TrimPrefix(project, "hbl-"))
 	return nil

@@ -30,16 +30,16 @@ var closedRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "10
 // egressReport is egress --json: the box's effective rules and its gate's
 // recent refusals.
 type egressReport struct {
-	FormatVersion int            `json:"format_version"`
-	Box           string         `json:"box"`
-	Host          string         `json:"host"`
-	Gate          string         `json:"gate"` // the gate container's state, "missing" without one
-	Current       bool           `json:"current"`
-	Egress        string         `json:"egress"` // open, none or list
-	Allow         []string       `json:"allow"`
-	Private       []string       `json:"private"`
-	Closed        []string       `json:"closed"`
-	Credentials   []egressCred   `json:"credentials"`
+	FormatVersion int              `json:"format_version"`
+	Box           string           `json:"box"`
+	Host          string           `json:"host"`
+	Gate          string           `json:"gate"` // the gate container's state, "missing" without one
+	Current       bool             `json:"current"`
+	Egress        string           `json:"egress"` // open, none or list
+	Allow         []string         `json:"allow"`
+	Private       []string         `json:"private"`
+	Closed        []string         `json:"closed"`
+	Credentials   []egressCred     `json:"credentials"`
 	Refusals      []egress.Refusal `json:"refusals"`
 }
 
