@@ -635,7 +635,11 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	}
 	strayNets, onStray := strayNetworks(b.Name, r)
 	if len(strayNets) > 0 {
-		reasons = append(reasons, Reason{Kind: "networks", Old: compose.NetworkName(b.Name), New: strconv.Itoa(len(strayNets) + 1)})
+		for _, name := range []string{compose.NetworkName(b.Name), compose.InsideNetworkName(b.Name)} {
+			if n := countNamed(strayNets, name); n > 0 {
+				reasons = append(reasons, Reason{Kind: "networks", Old: name, New: strconv.Itoa(n + 1)})
+			}
+		}
 	}
 	if len(reasons) > 0 {
 		bp.Action = Recreate
@@ -1013,7 +1017,21 @@ func hostPort(ip, port string) string {
 // and then nothing can use the name. onStray are the containers on a stray
 // network: they are removed with the strays, and made again on the kept one.
 func strayNetworks(box string, r Resources) (strays []NamedID, onStray map[string]bool) {
-	name := compose.NetworkName(box)
+	for _, name := range []string{compose.NetworkName(box), compose.InsideNetworkName(box)} {
+		s, on := strayNetworksNamed(name, r)
+		strays = append(strays, s...)
+		for id := range on {
+			if onStray == nil {
+				onStray = map[string]bool{}
+			}
+			onStray[id] = true
+		}
+	}
+	return strays, onStray
+}
+
+// strayNetworksNamed are the networks of r named name beyond the one kept.
+func strayNetworksNamed(name string, r Resources) (strays []NamedID, onStray map[string]bool) {
 	var same []Network
 	for _, n := range r.Networks {
 		if n.Name == name {
@@ -1045,6 +1063,16 @@ func strayNetworks(box string, r Resources) (strays []NamedID, onStray map[strin
 		}
 	}
 	return strays, onStray
+}
+
+func countNamed(ids []NamedID, name string) int {
+	n := 0
+	for _, id := range ids {
+		if id.Name == name {
+			n++
+		}
+	}
+	return n
 }
 
 func hasNetwork(r Resources, name string) bool {

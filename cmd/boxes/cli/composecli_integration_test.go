@@ -59,8 +59,8 @@ func TestIntegrationComposeCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(compose("ls", "--format", "json", "--filter", "name="+project)), &projects); err != nil {
 			t.Fatal(err)
 		}
-		if len(projects) != 1 || projects[0].Name != project || projects[0].Status != "running(2)" {
-			t.Errorf("docker compose ls: %+v, want %s running(2)", projects, project)
+		if len(projects) != 1 || projects[0].Name != project || projects[0].Status != "running(3)" {
+			t.Errorf("docker compose ls: %+v, want %s running(3): agent, executor, gate", projects, project)
 		}
 	})
 	t.Run("ps", func(t *testing.T) {

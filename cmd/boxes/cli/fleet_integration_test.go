@@ -48,7 +48,7 @@ func TestIntegrationFleets(t *testing.T) {
 		if kind == "container" {
 			args = append(args, "-a")
 		}
-		want := map[string]int{"container": 2, "volume": 2, "network": 1}[kind]
+		want := map[string]int{"container": 3, "volume": 2, "network": 2}[kind]
 		if got := len(strings.Fields(dockerOut(t, args...))); got != want {
 			t.Errorf("%ss of fl-b labelled %s=team-b: %d, want %d", kind, compose.FleetLabel, got, want)
 		}

@@ -64,10 +64,17 @@ func networkLabels(t *testing.T, name string) map[string]string {
 	return labels
 }
 
-// boxNetworks are the IDs of the networks labelled as box's.
+// boxNetworks are the IDs of the networks labelled as box's that bear its
+// network's name (its inside network is another name).
 func boxNetworks(t *testing.T, box string) []string {
 	t.Helper()
-	return strings.Fields(dockerOut(t, "network", "ls", "-q", "--no-trunc", "--filter", "label="+compose.BoxLabel+"="+box))
+	var ids []string
+	for _, line := range strings.Split(dockerOut(t, "network", "ls", "--no-trunc", "--format", "{{.ID}} {{.Name}}", "--filter", "label="+compose.BoxLabel+"="+box), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok && name == compose.NetworkName(box) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // TestIntegrationDuplicateNetwork: two networks with a box's network name

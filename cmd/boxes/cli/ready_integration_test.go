@@ -93,7 +93,7 @@ func TestIntegrationBadImageRollsBack(t *testing.T) {
 			t.Errorf("%s after the rollback: %s, want %s running", c, got, oldID)
 		}
 	}
-	if got := containers(canary); strings.Count(got, "\n") != 1 {
+	if got := containers(canary); strings.Count(got, "\n") != 2 { // agent, executor, gate
 		t.Errorf("containers of %s: %s", canary, got)
 	}
 	if got := dockerOut(t, "port", compose.ProjectName(canary)+"-executor-1"); got != port {
