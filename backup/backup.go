@@ -164,78 +164,21 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 	startThaw, thawed := func() {}, func() {}
 	defer func() { thawed() }()
 	if s.Agent.State == "running" {
-		// hb init must not find the marker half-way through.
-		if err := hb.WaitInit(ctx, e, s.Box, id, s.Init); err != nil {
+		// The data is measured while the box quiesces: the bound's margin
+		// covers what its processes write before they stop, and what
+		// root's, which go on, add before the pause.
+		var size int64
+		var sizeErr error
+		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Step: s.Step, Warn: s.Warn,
+			Alongside: func(ctx context.Context) { size, sizeErr = DataSize(ctx, e, id) }}.Hold(ctx, e)
+		if err != nil {
 			return archive.Summary{}, err
 		}
-		var held *reconcile.HeldFreeze
-		if s.Config != "" {
-			var err error
-			if held, err = reconcile.HoldFreeze(s.Config, reconcile.Freeze{Box: s.Box, Host: s.Host, Container: id}); err != nil {
-				return archive.Summary{}, fmt.Errorf("recording the freeze of %s: %w", s.Box, err)
-			}
-		}
-		// The thaw is registered first: a quiesce that fails half-way may
-		// have written its marker already. It runs on a context that a
-		// cancel (Ctrl-C) does not end, and is waited for before capture
-		// returns, whatever happens.
-		var once sync.Once
-		done := make(chan struct{})
-		startThaw = func() {
-			once.Do(func() {
-				go func() {
-					defer close(done)
-					if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
-						held.Keep()
-						s.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", s.Box, err)
-						return
-					}
-					if err := held.Release(); err != nil {
-						s.Warn("%v", err)
-					}
-				}()
-			})
-		}
-		thawed = func() { startThaw(); <-done }
-		s.Step("quiescing")
-		// The data is measured while the box quiesces (one exec less to
-		// wait for): the bound's margin covers what its processes write
-		// before they stop, and what root's, which go on, add before the
-		// pause.
-		type size struct {
-			n   int64
-			err error
-		}
-		measured := make(chan size, 1)
-		go func() {
-			n, err := dataSize(ctx, e, id)
-			measured <- size{n, err}
-		}()
-		// Quiesce and pause run to their end, a cancel notwithstanding: an
-		// exec or a pause the engine still carries out after the thaw would
-		// leave the box frozen.
-		whole := context.WithoutCancel(ctx)
-		qerr := hb.Quiesce(whole, e, id)
-		sz := <-measured
-		if qerr != nil {
-			return archive.Summary{}, fmt.Errorf("quiescing %s: %w", s.Box, qerr)
-		}
-		if err := ctx.Err(); err != nil {
-			return archive.Summary{}, err
-		}
-		if sz.err == nil {
-			m.Size = sz.n + sz.n/8 + 64<<20
+		startThaw, thawed = frozen.StartThaw, frozen.Thaw
+		if sizeErr == nil {
+			m.Size = size + size/8 + 64<<20
 		} else {
-			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, sz.err)
-		}
-		// The engine's pause freezes every process of the box at one
-		// instant, root's included: databases and half-written files are
-		// read as of that instant. The engine's copy reads a paused container.
-		if err := e.Pause(whole, id); err != nil {
-			return archive.Summary{}, fmt.Errorf("pausing %s: %w", s.Box, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return archive.Summary{}, err
+			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, sizeErr)
 		}
 	}
 	s.Step("streaming /data")
@@ -270,9 +213,9 @@ func thaw(ctx context.Context, e Engine, id string) error {
 	return errors.Join(uerr, rerr)
 }
 
-// dataSize is the apparent size in bytes of /data in running container id,
+// DataSize is the apparent size in bytes of /data in running container id,
 // each file counted once: at least the total of its regular files.
-func dataSize(ctx context.Context, e Engine, id string) (int64, error) {
+func DataSize(ctx context.Context, e Engine, id string) (int64, error) {
 	var out, errb strings.Builder
 	code, err := e.Run(ctx, id, "root", []string{"du", "-sbx", hb.Data}, &out, &errb)
 	if err != nil {

@@ -11,6 +11,16 @@ const (
 	// not part of any compose config hash, so boxes made before it existed
 	// are not recreated for it; such resources have no fleet label.
 	FleetLabel = "boxes.fleet"
+	// OneOffLabel marks the short-lived containers boxes runs on a box's
+	// volumes and removes after: they are no part of the box.
+	OneOffLabel = "boxes.oneoff"
+	// SnapshotLabel marks a snapshot volume with its label, and the one-off
+	// container that is writing it; SnapshotCreatedLabel is when it was
+	// made (RFC 3339, UTC), SnapshotSizeLabel the size in bytes of the
+	// /data it copies.
+	SnapshotLabel        = "boxes.snapshot"
+	SnapshotCreatedLabel = "boxes.snapshot.created"
+	SnapshotSizeLabel    = "boxes.snapshot.size"
 
 	ProjectPrefix = "hbl-"
 
@@ -50,6 +60,10 @@ func ProjectName(name string) string { return ProjectPrefix + name }
 
 // VolumeName is the Docker name of one of the box's volumes (AgentVolume or ExecutorVolume).
 func VolumeName(box, volume string) string { return ProjectName(box) + "_" + volume }
+
+// SnapshotVolumeName is the Docker name of the volume holding snapshot
+// label of the box.
+func SnapshotVolumeName(box, label string) string { return ProjectName(box) + "_snap-" + label }
 
 // NetworkName is the Docker name of the box's private network.
 func NetworkName(box string) string { return ProjectName(box) + "_" + Network }

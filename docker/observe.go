@@ -91,10 +91,16 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		}
 	}
 
+	writing := map[string]bool{} // snapshot volumes a one-off container is writing
 	for _, c := range containers {
 		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
 		box, ok := managedBox(c.Labels)
-		if !ok {
+		if label := c.Labels[compose.SnapshotLabel]; ok && label != "" && c.Labels[compose.OneOffLabel] != "" {
+			writing[compose.SnapshotVolumeName(box, label)] = true
+		}
+		// A one-off container is no part of its box: it runs under the
+		// box's lock and is removed after.
+		if !ok || c.Labels[compose.OneOffLabel] != "" {
 			o.Unmanaged.Containers[name] = true
 			continue
 		}
@@ -139,6 +145,10 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		box, ok := managedBox(v.Labels)
 		if !ok {
 			o.Unmanaged.Volumes[v.Name] = true
+			continue
+		}
+		if label := v.Labels[compose.SnapshotLabel]; label != "" {
+			o.Snapshots = append(o.Snapshots, snapshotOf(v.Name, box, label, v.Labels, writing[v.Name]))
 			continue
 		}
 		// Unreadable, the time stays zero: every backup of the box is shown.
@@ -262,6 +272,16 @@ func (e *Engine) describe() string {
 		return "the local engine"
 	}
 	return fmt.Sprintf("host %q", e.Host)
+}
+
+// snapshotOf is snapshot volume name of box as its labels describe it.
+func snapshotOf(name, box, label string, labels map[string]string, writing bool) reconcile.Snapshot {
+	created, _ := time.Parse(time.RFC3339, labels[compose.SnapshotCreatedLabel])
+	size, err := strconv.ParseInt(labels[compose.SnapshotSizeLabel], 10, 64)
+	if err != nil || size < 0 {
+		size = -1
+	}
+	return reconcile.Snapshot{Volume: name, Box: box, Label: label, Fleet: labels[compose.FleetLabel], Created: created, Size: size, Writing: writing}
 }
 
 func managedBox(labels map[string]string) (string, bool) {

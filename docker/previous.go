@@ -51,11 +51,23 @@ func (e *Engine) Previous(ctx context.Context, box string) (reconcile.Previous, 
 	return p, nil
 }
 
+// boxContainers are box's containers, not the one-off containers boxes
+// runs on its volumes.
 func (e *Engine) boxContainers(ctx context.Context, box string) ([]container.Summary, error) {
-	return e.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", compose.ManagedLabel+"=1"),
 		filters.Arg("label", compose.BoxLabel+"="+box),
 	)})
+	if err != nil {
+		return nil, err
+	}
+	var out []container.Summary
+	for _, c := range list {
+		if c.Labels[compose.OneOffLabel] == "" {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // Restore removes the box's current containers and makes the recorded

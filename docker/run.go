@@ -48,31 +48,36 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 // runCreated starts the created throwaway container id, waits for it to end
 // and returns its stdout; cmd names it in errors.
 func (e *Engine) runCreated(ctx context.Context, id string, cmd []string) ([]byte, error) {
-	created := struct{ ID string }{id}
-	if err := e.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return nil, err
+	stdout, stderr, code, err := e.runToEnd(ctx, id)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%v exited %d: %s", cmd, code, stderr)
 	}
-	waitC, errC := e.api.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
-	var code int64
+	return stdout, err
+}
+
+// runToEnd starts the created throwaway container id and waits for it to
+// end: what it printed on stdout and stderr (trimmed), and its exit code.
+func (e *Engine) runToEnd(ctx context.Context, id string) (stdout []byte, stderr string, code int, err error) {
+	if err := e.api.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, "", 0, err
+	}
+	waitC, errC := e.api.ContainerWait(ctx, id, container.WaitConditionNotRunning)
 	select {
 	case w := <-waitC:
-		code = w.StatusCode
+		code = int(w.StatusCode)
 	case err := <-errC:
-		return nil, err
+		return nil, "", 0, err
 	}
-	logs, err := e.api.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	logs, err := e.api.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
-		return nil, err
+		return nil, "", 0, err
 	}
 	defer logs.Close()
-	var stdout, stderr bytes.Buffer
-	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
-		return nil, err
+	var out, errb bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errb, logs); err != nil {
+		return nil, "", 0, err
 	}
-	if code != 0 {
-		return nil, fmt.Errorf("%v exited %d: %s", cmd, code, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return stdout.Bytes(), nil
+	return out.Bytes(), string(bytes.TrimSpace(errb.Bytes())), code, nil
 }
 
 // FreeSpace is the room left, in bytes, on the file system holding path in
@@ -110,7 +115,7 @@ func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) 
 }
 
 // oneOffLabel marks the throwaway containers boxes runs and removes after.
-const oneOffLabel = "boxes.oneoff"
+const oneOffLabel = compose.OneOffLabel
 
 // removeOneOffs removes the throwaway containers that mount volume. Those
 // on a box's volumes run under the box's lock, so any found by a command

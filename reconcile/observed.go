@@ -18,6 +18,10 @@ type Observed struct {
 	Containers []Container
 	Volumes    []Volume
 	Networks   []Network
+	// Snapshots are the snapshot volumes of boxes (boxes snapshot): no
+	// part of a box's resources, so that no plan, rm or apply deletes or
+	// recreates them, and no part of a saved plan's fingerprint.
+	Snapshots []Snapshot `json:"-"`
 	// Unmanaged holds names of containers, volumes and networks without our label.
 	Unmanaged Unmanaged
 	// Images holds the IDs of images present on the engine that a plan asked about.
@@ -123,6 +127,33 @@ type Volume struct {
 	// Created is when the engine made the volume; zero when it did not
 	// say. Not part of a saved plan's fingerprint: it never changes.
 	Created time.Time `json:"-"`
+}
+
+// Snapshot is one snapshot volume: an engine-side copy of a box's /data,
+// made by boxes snapshot.
+type Snapshot struct {
+	Volume string
+	Box    string
+	Label  string
+	Fleet  string
+	// Created is when it was made, as its label says; zero when unreadable.
+	Created time.Time
+	// Size is the size in bytes of the /data it copies; -1 when unknown.
+	Size int64
+	// Writing is set while a one-off container writing it is left: a
+	// snapshot being made, or one a killed boxes left incomplete.
+	Writing bool
+}
+
+// SnapshotsOf are box name's snapshots, in label order.
+func (o *Observed) SnapshotsOf(name string) []Snapshot {
+	var out []Snapshot
+	for _, s := range o.Snapshots {
+		if s.Box == name {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Network is one labelled network.
@@ -288,6 +319,10 @@ func (o *Observed) Sort() {
 	sort.Slice(o.Containers, func(i, j int) bool { return o.Containers[i].Name < o.Containers[j].Name })
 	sort.Slice(o.Volumes, func(i, j int) bool { return o.Volumes[i].Name < o.Volumes[j].Name })
 	sort.Slice(o.Networks, func(i, j int) bool { return o.Networks[i].Name < o.Networks[j].Name })
+	sort.Slice(o.Snapshots, func(i, j int) bool {
+		a, b := o.Snapshots[i], o.Snapshots[j]
+		return a.Box < b.Box || (a.Box == b.Box && a.Label < b.Label)
+	})
 	for i := range o.Containers {
 		c := &o.Containers[i]
 		sort.Slice(c.Ports, func(a, b int) bool {

@@ -66,13 +66,21 @@ func (w *Workspace) StopPlan(host, name string, _ reconcile.Resources) (*reconci
 }
 
 // Removal is what deleting box name, r on host, does: its result, with the
-// newest backup left of it and whether boxes.yaml still declares it, and
-// the one-box plan that deletes it.
+// newest backup left of it, the snapshots it keeps and whether boxes.yaml
+// still declares it, and the one-box plan that deletes it.
 func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult, *reconcile.Plan) {
 	backup := w.backupOf(name, r)
 	_, declared := w.Config.Box(name)
 	res := Removed(name, host, r, backup, declared)
 	res.NoFleet = w.NoFleet(name, r)
+	// rm never deletes a box's snapshots: it names those it leaves.
+	if o := w.Observed[host]; o != nil {
+		for _, s := range o.SnapshotsOf(name) {
+			if s.Fleet == w.Config.Fleet {
+				res.SnapshotsKept = append(res.SnapshotsKept, s.Label)
+			}
+		}
+	}
 	return res, reconcile.DeletePlan(host, name, r, backup)
 }
 

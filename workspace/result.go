@@ -3,8 +3,10 @@ package workspace
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -35,6 +37,9 @@ type BoxResult struct {
 	Networks   *int    `json:"networks,omitempty"`
 	Volumes    *int    `json:"volumes,omitempty"`
 	Backup     *string `json:"backup,omitempty"`
+	// SnapshotsKept are the labels of the removed box's snapshots, which
+	// rm leaves (boxes snapshot rm deletes them).
+	SnapshotsKept []string `json:"snapshots_kept,omitempty"`
 	// Still declared: the next apply creates the removed box again.
 	Declared *bool `json:"declared,omitempty"`
 	// NoFleet: the removed box was made before fleets existed and no
@@ -70,5 +75,9 @@ func (r BoxResult) WriteDeleting(w io.Writer) {
 	fmt.Fprintf(w, "box %s: %s; backup: %s\n", r.Box, reconcile.Counted(*r.Containers, *r.Networks, *r.Volumes), reconcile.BackupText(*r.Backup))
 	if r.NoFleet {
 		fmt.Fprintf(w, "box %s belongs to no fleet: it was made before fleets existed and no boxes.yaml here declares it\n", r.Box)
+	}
+	if n := len(r.SnapshotsKept); n > 0 {
+		fmt.Fprintf(w, "box %s's %s kept: %s (boxes snapshot rm %s LABEL deletes one)\n", r.Box,
+			text.Plural(n, "snapshot is", "snapshots are"), strings.Join(r.SnapshotsKept, ", "), r.Box)
 	}
 }

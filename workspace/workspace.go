@@ -20,17 +20,19 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
 )
 
 // Engine is one host's engine as a workspace uses it: what the applier
-// needs, what saves, restores and moves need inside a box, and what the
-// workspace itself asks of a host. Package docker's Engine is one; tests
-// have fakes.
+// needs, what saves, restores and moves need inside a box, what snapshots
+// need of its volumes, and what the workspace itself asks of a host.
+// Package docker's Engine is one; tests have fakes.
 type Engine interface {
 	reconcile.Engine
 	reconcile.VolumeSizer
 	backup.Engine
+	snapshot.Engine
 	// ContainerEnv is the environment of container id, from which a lost
 	// token is recovered.
 	ContainerEnv(ctx context.Context, id string) ([]string, error)

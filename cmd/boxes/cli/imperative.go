@@ -104,13 +104,9 @@ restore: archive).
 					talk = env.Err
 				}
 				res.WriteDeleting(talk)
-				if confirmed != name {
-					if !env.IsTTY {
-						return hint.Wrap(fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name), "pass --confirm %s", name)
-					}
-					if ask(talk, bufio.NewReader(env.In), "Type the box's name to delete it with its volumes: ") != name {
-						return errors.New("not confirmed; nothing was changed")
-					}
+				if err := confirmNameOn(env, talk, name, confirmed, "Type the box's name to delete it with its volumes: ",
+					fmt.Errorf("rm deletes %s's data and there is no terminal to confirm it; nothing was changed", name)); err != nil {
+					return err
 				}
 				if err := runOne(cmd.Context(), env, ws, p); err != nil {
 					return err
@@ -129,6 +125,36 @@ restore: archive).
 	cmd.Flags().StringVar(&confirmDelete, "confirm-delete", "", "the same as --confirm, as apply spells it")
 	jsonFlag(cmd, &asJSON, resultJSON)
 	return cmd
+}
+
+// checkConfirm refuses a --confirm that does not name box name, before
+// anything is done.
+func checkConfirm(name, confirm string) error {
+	if confirm != "" && confirm != name {
+		return hint.Wrap(fmt.Errorf("--confirm %s does not name the box, %s; nothing was changed", confirm, name), "pass --confirm %s", name)
+	}
+	return nil
+}
+
+// confirmName is confirmNameOn on stdout.
+func confirmName(env *Env, name, confirmed, prompt string, noTerminal error) error {
+	return confirmNameOn(env, env.Out, name, confirmed, prompt, noTerminal)
+}
+
+// confirmNameOn has box name typed after prompt, on talk, unless confirmed
+// (a --confirm already checked) names it; without a terminal it fails with
+// noTerminal, and the hint to pass --confirm.
+func confirmNameOn(env *Env, talk io.Writer, name, confirmed, prompt string, noTerminal error) error {
+	if confirmed == name {
+		return nil
+	}
+	if !env.IsTTY {
+		return hint.Wrap(noTerminal, "pass --confirm %s", name)
+	}
+	if ask(talk, bufio.NewReader(env.In), prompt) != name {
+		return errors.New("not confirmed; nothing was changed")
+	}
+	return nil
 }
 
 // rmConfirmation is the box name rm's --confirm gives, or --confirm-delete

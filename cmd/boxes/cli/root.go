@@ -257,6 +257,9 @@ var commands = []func(*Env) *cobra.Command{
 	newOpenCommand,
 	newSaveCommand,
 	newLoadCommand,
+	newSnapshotCommand,
+	newSnapshotsCommand,
+	newRevertCommand,
 	newExtractCommand,
 	newGateCommand,
 }

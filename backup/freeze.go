@@ -1,0 +1,122 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// Freeze is one quiesce of a running box so that its /data can be read as
+// of one instant: save's, and a snapshot's.
+type Freeze struct {
+	Box string
+	// Agent is the box's running agent container.
+	Agent string
+	// Config is boxes.yaml's path, beside which the freeze is recorded
+	// (reconcile.HoldFreeze) so that the next command thaws a box that a
+	// killed boxes left frozen, and Host the box's host. With no Config
+	// nothing is recorded.
+	Config, Host string
+	// Init bounds the wait for a new box's hb init before quiescing.
+	Init hb.Wait
+	// Alongside, when set, runs while the box quiesces (one exec less to
+	// wait for), and is waited for before the box is paused.
+	Alongside func(ctx context.Context)
+	// Step reports progress; Warn a thaw that failed.
+	Step func(msg string)
+	Warn func(format string, args ...any)
+}
+
+// Frozen is a box Freeze froze. Thaw must be called whatever happens; it
+// may be started early with StartThaw.
+type Frozen struct {
+	once  sync.Once
+	done  chan struct{}
+	start func()
+}
+
+// StartThaw starts thawing the box, once, without waiting for it.
+func (f *Frozen) StartThaw() { f.once.Do(f.start) }
+
+// Thaw thaws the box, if StartThaw has not already, and returns once it is
+// thawed (or the thaw failed, which was reported to Warn).
+func (f *Frozen) Thaw() {
+	f.StartThaw()
+	<-f.done
+}
+
+// Hold waits for hb init, records the freeze, quiesces the box (hb
+// quiesce) and pauses it with the engine's pause, which freezes every
+// process of the box at one instant, root's included. The thaw (unpause,
+// hb resume) runs on a context that a cancel (Ctrl-C) does not end; it is
+// registered before the quiesce, since one that fails half-way may have
+// written its marker already. On error the box is thawed before Hold
+// returns; on success the caller calls Thaw.
+func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
+	if z.Step == nil {
+		z.Step = func(string) {}
+	}
+	if z.Warn == nil {
+		z.Warn = func(string, ...any) {}
+	}
+	id := z.Agent
+	// hb init must not find the marker half-way through.
+	if err := hb.WaitInit(ctx, e, z.Box, id, z.Init); err != nil {
+		return nil, err
+	}
+	var held *reconcile.HeldFreeze
+	if z.Config != "" {
+		var err error
+		if held, err = reconcile.HoldFreeze(z.Config, reconcile.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
+			return nil, fmt.Errorf("recording the freeze of %s: %w", z.Box, err)
+		}
+	}
+	f := &Frozen{done: make(chan struct{})}
+	f.start = func() {
+		go func() {
+			defer close(f.done)
+			if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
+				held.Keep()
+				z.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", z.Box, err)
+				return
+			}
+			if err := held.Release(); err != nil {
+				z.Warn("%v", err)
+			}
+		}()
+	}
+	fail := func(err error) (*Frozen, error) {
+		f.Thaw()
+		return nil, err
+	}
+	z.Step("quiescing")
+	alongside := make(chan struct{})
+	go func() {
+		defer close(alongside)
+		if z.Alongside != nil {
+			z.Alongside(ctx)
+		}
+	}()
+	// Quiesce and pause run to their end, a cancel notwithstanding: an
+	// exec or a pause the engine still carries out after the thaw would
+	// leave the box frozen.
+	whole := context.WithoutCancel(ctx)
+	qerr := hb.Quiesce(whole, e, id)
+	<-alongside
+	if qerr != nil {
+		return fail(fmt.Errorf("quiescing %s: %w", z.Box, qerr))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if err := e.Pause(whole, id); err != nil {
+		return fail(fmt.Errorf("pausing %s: %w", z.Box, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}

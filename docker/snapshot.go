@@ -1,0 +1,104 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/snapshot"
+)
+
+// ErrVolumeExists is a volume name that is taken.
+var ErrVolumeExists = errors.New("a volume of that name exists")
+
+// CreateVolume makes volume name with labels. The engine answers a create
+// of a name that is taken with the volume already there: a name taken
+// before or during the call is refused.
+func (e *Engine) CreateVolume(ctx context.Context, name string, labels map[string]string) error {
+	_, err := e.api.VolumeInspect(ctx, name)
+	switch {
+	case err == nil:
+		return ErrVolumeExists
+	case !IsNotFound(err):
+		return e.lost(err)
+	}
+	v, err := e.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
+	if err != nil {
+		return e.lost(err)
+	}
+	if !maps.Equal(v.Labels, labels) {
+		return ErrVolumeExists
+	}
+	return nil
+}
+
+// RunHelper runs h in a new container of h.Image (as root, no network, the
+// image's healthcheck off) and removes it by ID once it ends, fails or ctx
+// is cancelled: a helper cut short is killed. The throwaway containers a
+// killed command left writing to the volumes h writes are removed first:
+// they would write beside it. Those left reading them stay: a snapshot's
+// helper left is what marks that snapshot incomplete.
+func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, error) {
+	labels := compose.Labels(h.Box)
+	labels[oneOffLabel] = "1"
+	if h.Snapshot != "" {
+		labels[compose.SnapshotLabel] = h.Snapshot
+	}
+	var mounts []mount.Mount
+	for _, m := range h.Mounts {
+		if !m.ReadOnly {
+			if err := e.removeWriters(ctx, m.Volume); err != nil {
+				return nil, e.lost(err)
+			}
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
+	created, err := e.api.ContainerCreate(ctx,
+		&container.Config{Image: h.Image, Entrypoint: h.Cmd, User: "0", WorkingDir: "/", Labels: labels,
+			Healthcheck: &container.HealthConfig{Test: []string{"NONE"}}},
+		&container.HostConfig{NetworkMode: "none", Mounts: mounts}, nil, nil, "")
+	if err != nil {
+		return nil, e.lost(err)
+	}
+	stdout, stderr, code, err := e.runToEnd(ctx, created.ID)
+	rerr := e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	if err != nil {
+		return nil, e.lost(err)
+	}
+	if code != 0 {
+		return nil, &snapshot.ExitError{Code: code, Stderr: stderr}
+	}
+	if rerr = ignoreNotFound(rerr); rerr != nil {
+		return nil, fmt.Errorf("removing the helper container %.12s: %w", created.ID, e.lost(rerr))
+	}
+	return stdout, nil
+}
+
+// removeWriters removes the throwaway containers that mount volume
+// read-write.
+func (e *Engine) removeWriters(ctx context.Context, vol string) error {
+	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("volume", vol))})
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		for _, m := range c.Mounts {
+			if m.Name == vol && m.RW {
+				if err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+// Package snapshot makes engine-side copies of a box's /data volume (boxes
+// snapshot) and puts one back (boxes revert), each with a short-lived
+// helper container on the box's own engine running the box's own image.
+// A snapshot never leaves its engine and is not encrypted: archives
+// (package backup) are for leaving it.
+//
+// A snapshot volume holds the copy of /data under data/: the copy is made
+// beside it and renamed into place once whole, so that a snapshot whose
+// making was cut short, whatever killed it, has no data/ and is refused by
+// revert.
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// Engine is what snapshots need of a box's engine.
+type Engine interface {
+	backup.Engine
+	// CreateVolume makes volume name with labels; a name already taken is
+	// refused.
+	CreateVolume(ctx context.Context, name string, labels map[string]string) error
+	// RunHelper runs h in a new container, waits for it to end and removes
+	// it by ID, whatever happens (a cancelled ctx included). It returns
+	// what the container printed on stdout; a non-zero exit is an
+	// *ExitError.
+	RunHelper(ctx context.Context, h Helper) ([]byte, error)
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+// Helper is a short-lived container that works on a box's volumes: it runs
+// Cmd as root, with no network, in image Image, labelled as box Box's
+// one-off (compose.OneOffLabel), and, when it writes snapshot Snapshot of
+// the box, with that label too.
+type Helper struct {
+	Box, Image, Snapshot string
+	Mounts               []Mount
+	Cmd                  []string
+}
+
+// Mount is a volume mounted into a helper at Target.
+type Mount struct {
+	Volume, Target string
+	ReadOnly       bool
+}
+
+// ExitError is a helper that exited with Code, having printed Stderr.
+type ExitError struct {
+	Code   int
+	Stderr string
+}
+
+func (e *ExitError) Error() string {
+	if e.Stderr == "" {
+		return fmt.Sprintf("the helper container exited %d", e.Code)
+	}
+	return fmt.Sprintf("the helper container exited %d: %s", e.Code, e.Stderr)
+}
+
+var labelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// CheckLabel refuses a label a snapshot cannot have.
+func CheckLabel(label string) error {
+	if labelPattern.MatchString(label) {
+		return nil
+	}
+	return hint.Wrap(fmt.Errorf("%q is not a snapshot label; nothing was changed", label),
+		"a label is 1 to 63 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or a digit (before-upgrade, 20260102-150405)")
+}
+
+// DefaultLabel is the label of a snapshot made at t when none is given:
+// the UTC time, YYYYMMDD-HHMMSS.
+func DefaultLabel(t time.Time) string { return t.UTC().Format("20060102-150405") }
+
+// ErrIncomplete is a snapshot whose making was cut short: it holds no
+// whole copy of /data.
+var ErrIncomplete = errors.New("the snapshot is incomplete: the boxes snapshot that made it was cut short")
+
+// dataDir is where a snapshot volume holds its copy of /data; partialDir
+// where the copy is made.
+const (
+	dataDir    = "data"
+	partialDir = ".partial"
+)
+
+// Take is one snapshot of a box.
+type Take struct {
+	Box, Label, Fleet string
+	// Agent is the box's agent container as observed; a zero one when the
+	// box has none. A running box is quiesced while its /data is copied.
+	Agent reconcile.Container
+	// Image is the image the helpers run: the box's own.
+	Image string
+	// Config is boxes.yaml's path, beside which the freeze is recorded
+	// (see backup.Freeze), and Host the box's host.
+	Config, Host string
+	Init         hb.Wait
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Step reports progress; Warn a problem that does not fail the snapshot.
+	Step func(msg string)
+	Warn func(format string, args ...any)
+}
+
+// Run makes the snapshot: it quiesces a running box as save does, measures
+// its /data, creates the snapshot volume with its labels, copies /data into
+// it with a helper container (cp -a: owners, modes, times, links and
+// extended attributes kept), and resumes the box whatever happens, a
+// cancelled ctx included. A copy that fails or is cut short removes the
+// new volume.
+func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
+	if t.Step == nil {
+		t.Step = func(string) {}
+	}
+	if t.Warn == nil {
+		t.Warn = func(string, ...any) {}
+	}
+	if t.Now == nil {
+		t.Now = time.Now
+	}
+	source := compose.VolumeName(t.Box, compose.AgentVolume)
+	s := reconcile.Snapshot{Volume: compose.SnapshotVolumeName(t.Box, t.Label), Box: t.Box, Label: t.Label, Fleet: t.Fleet, Size: -1}
+	quiesced := t.Agent.State == "running"
+	if quiesced {
+		var sizeErr error
+		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Step: t.Step, Warn: t.Warn,
+			Alongside: func(ctx context.Context) { s.Size, sizeErr = backup.DataSize(ctx, e, t.Agent.ID) }}.Hold(ctx, e)
+		if err != nil {
+			return reconcile.Snapshot{}, err
+		}
+		defer frozen.Thaw()
+		if sizeErr != nil {
+			s.Size = -1
+			t.Warn("measuring %s's /data: %v; the snapshot records no size", t.Box, sizeErr)
+		}
+	} else {
+		t.Step("measuring /data")
+		out, err := e.RunHelper(ctx, Helper{Box: t.Box, Image: t.Image, Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}},
+			Cmd: []string{"du", "-sbx", "/from"}})
+		if err == nil {
+			s.Size, err = parseDu(out)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return reconcile.Snapshot{}, ctx.Err()
+			}
+			t.Warn("measuring %s's /data: %v; the snapshot records no size", t.Box, err)
+		}
+	}
+	s.Created = t.Now().UTC().Truncate(time.Second)
+	if err := e.CreateVolume(ctx, s.Volume, Labels(s)); err != nil {
+		return reconcile.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
+	}
+	t.Step("copying /data")
+	_, err := e.RunHelper(ctx, Helper{Box: t.Box, Image: t.Image, Snapshot: t.Label,
+		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to"}},
+		Cmd:    []string{"sh", "-c", copyScript, "sh", strconv.FormatBool(quiesced)}})
+	if err != nil {
+		if rerr := e.RemoveVolume(context.WithoutCancel(ctx), s.Volume); rerr != nil {
+			t.Warn("removing the incomplete snapshot volume %s: %v; boxes snapshot rm %s %s removes it", s.Volume, rerr, t.Box, t.Label)
+		}
+		if ctx.Err() != nil {
+			return reconcile.Snapshot{}, ctx.Err()
+		}
+		return reconcile.Snapshot{}, fmt.Errorf("copying %s's /data: %w", t.Box, err)
+	}
+	return s, nil
+}
+
+// copyScript copies /from, the box's /data, to /to/data by way of
+// /to/.partial; "$1" is true when the box was quiesced for it, whose
+// quiesce marker is then no part of its data (and hb's directory keeps
+// the time it has in /data).
+var copyScript = scriptNames + `set -eu
+cp -a /from/. "/to/$partial"
+if [ "$1" = true ] && [ -e "/to/$partial/$hbdir/$marker" ]; then
+	rm "/to/$partial/$hbdir/$marker"
+	touch -r "/from/$hbdir" "/to/$partial/$hbdir"
+fi
+mv "/to/$partial" "/to/$data"
+`
+
+// scriptNames set the names the scripts use: hb's directory in /data and
+// its quiesce marker there, and where a snapshot volume holds its copy and
+// makes it.
+var scriptNames = fmt.Sprintf("hbdir=%s marker=%s data=%s partial=%s\n",
+	path.Dir(strings.TrimPrefix(hb.QuiescedMarker, "data/")), path.Base(hb.QuiescedMarker), dataDir, partialDir)
+
+// Labels are the labels of snapshot volume s.
+func Labels(s reconcile.Snapshot) map[string]string {
+	l := compose.Labels(s.Box)
+	for k, v := range compose.FleetLabels(s.Fleet) {
+		l[k] = v
+	}
+	l[compose.SnapshotLabel] = s.Label
+	l[compose.SnapshotCreatedLabel] = s.Created.UTC().Format(time.RFC3339)
+	if s.Size >= 0 {
+		l[compose.SnapshotSizeLabel] = strconv.FormatInt(s.Size, 10)
+	}
+	return l
+}
+
+// parseDu reads the byte count du -sb printed.
+func parseDu(out []byte) (int64, error) {
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return -1, errors.New("du printed nothing")
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("du: %q: %w", f[0], err)
+	}
+	return n, nil
+}
+
+// Revert is one revert of a box to one of its snapshots.
+type Revert struct {
+	Box      string
+	Snapshot reconcile.Snapshot
+	// Image is the image the helper runs: the box's own.
+	Image string
+}
+
+// Run replaces the content of the box's /data volume with the snapshot's,
+// with a helper container; the box must be stopped. The quiesce marker is
+// written first and removed last, so that a box started on a revert cut
+// short waits in hb init instead of running on part of its data. The
+// snapshot is only read.
+func (r Revert) Run(ctx context.Context, e Engine) error {
+	_, err := e.RunHelper(ctx, Helper{Box: r.Box, Image: r.Image,
+		Mounts: []Mount{{Volume: r.Snapshot.Volume, Target: "/from", ReadOnly: true}, {Volume: compose.VolumeName(r.Box, compose.AgentVolume), Target: "/to"}},
+		Cmd:    []string{"sh", "-c", revertScript}})
+	var exit *ExitError
+	if errors.As(err, &exit) && exit.Code == incompleteExit {
+		return ErrIncomplete
+	}
+	return err
+}
+
+// incompleteExit is revertScript's exit code for a snapshot without data/.
+const incompleteExit = 3
+
+// revertScript empties /to, the box's /data, but for hb's quiesce marker,
+// which it writes first, copies the snapshot's data/ in, then removes the
+// marker unless the snapshot has one of its own, giving hb's directory
+// back the snapshot's time.
+var revertScript = scriptNames + `set -eu
+[ -d "/from/$data" ] || exit ` + strconv.Itoa(incompleteExit) + `
+mkdir -p "/to/$hbdir"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) boxes revert" > "/to/$hbdir/$marker"
+find /to -mindepth 1 -maxdepth 1 ! -name "$hbdir" -exec rm -rf {} +
+find "/to/$hbdir" -mindepth 1 -maxdepth 1 ! -name "$marker" -exec rm -rf {} +
+cp -a "/from/$data/." /to/
+if [ -e "/from/$data/$hbdir/$marker" ]; then :
+elif [ -d "/from/$data/$hbdir" ]; then
+	rm -f "/to/$hbdir/$marker"
+	touch -r "/from/$data/$hbdir" "/to/$hbdir"
+else rm -rf "/to/$hbdir"
+fi
+`
