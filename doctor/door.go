@@ -29,17 +29,21 @@ const refusedCode = "407"
 // None sends a packet anywhere the rules close: the gate refuses before it
 // connects, and a direct connection has no route to leave by.
 func doorProbes(d Door) string {
+	// Every probe runs at once, each printing one whole line (a short
+	// write, so lines never interleave); the script waits for them all.
 	probe := func(name, url string, extra string) string {
-		return fmt.Sprintf("echo \"%s $(curl -s -m 8 %s-o /dev/null -w '%%{http_code} %%{http_connect}' '%s'; echo \" $?\")\"\n", name, extra, url)
+		return fmt.Sprintf("( echo \"%s $(curl -s -m 8 %s-o /dev/null -w '%%{http_code} %%{http_connect}' '%s'; echo \" $?\")\" ) &\n", name, extra, url)
 	}
 	var s strings.Builder
 	// The default route's gateway, if the agent has one: on the inside
 	// network it is an address no machine holds, so a direct connection
 	// finds no one; one that is refused or answered reached a machine.
+	// A machine on the box's bridge answers within a second: one second
+	// without an answer is nobody there (no wait for the ARP to give up).
 	s.WriteString("gw=$(awk 'NR>1 && $2==\"00000000\"{print $3; exit}' /proc/net/route)\n")
-	s.WriteString("if [ -n \"$gw\" ]; then gw=$(printf '%d.%d.%d.%d' 0x$(echo $gw | cut -c7-8) 0x$(echo $gw | cut -c5-6) 0x$(echo $gw | cut -c3-4) 0x$(echo $gw | cut -c1-2)); " +
-		"out=$(curl -sv -m 4 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); code=$?; " +
-		"echo \"direct $gw $code $(echo \"$out\" | grep -oi 'connection refused\\|no route to host\\|timed out' | head -n 1)\"; else echo 'direct none'; fi\n")
+	s.WriteString("( if [ -n \"$gw\" ]; then gw=$(printf '%d.%d.%d.%d' 0x$(echo $gw | cut -c7-8) 0x$(echo $gw | cut -c5-6) 0x$(echo $gw | cut -c3-4) 0x$(echo $gw | cut -c1-2)); " +
+		"out=$(curl -sv -m 1 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); code=$?; " +
+		"echo \"direct $gw $code $(echo \"$out\" | grep -oi 'connection refused\\|no route to host\\|timed out' | head -n 1)\"; else echo 'direct none'; fi ) &\n")
 	s.WriteString(probe("health", "http://gate:3129/_health", "--noproxy '*' "))
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))
 	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
@@ -49,6 +53,7 @@ func doorProbes(d Door) string {
 	if d.Allowed != "" {
 		s.WriteString(probe("allowed", d.Allowed, ""))
 	}
+	s.WriteString("wait\n")
 	return s.String()
 }
 
