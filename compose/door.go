@@ -65,12 +65,8 @@ const noProxy = ExecutorService + "," + GateService + ",localhost,127.0.0.1"
 // GateConfig is the gate's configuration for box b. With redact the
 // credentials' values are Redacted, for showing to a person.
 func GateConfig(b spec.Box, d Door, redact bool) gate.Config {
-	c := gate.Config{Egress: "open", Closed: append([]string(nil), d.Closed...)}
-	switch b.Egress.Mode {
-	case spec.EgressNone:
-		c.Egress = "none"
-	case spec.EgressList:
-		c.Egress = "list"
+	c := gate.Config{Egress: b.Egress.Mode.String(), Closed: append([]string(nil), d.Closed...)}
+	if b.Egress.Mode == spec.EgressList {
 		c.Allow = rules(b.Egress.Allow)
 	}
 	c.Private = rules(b.Private)

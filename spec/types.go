@@ -172,6 +172,17 @@ const (
 	EgressList
 )
 
+// String is the mode as a word: open, none or list.
+func (m EgressMode) String() string {
+	switch m {
+	case EgressNone:
+		return "none"
+	case EgressList:
+		return "list"
+	}
+	return "open"
+}
+
 // Egress is where a box's agent may connect, through its gate. Private
 // ranges stay closed in every mode but for the box's Private exceptions.
 type Egress struct {

@@ -145,12 +145,8 @@ func machineAddresses(endpoint string) []netip.Addr {
 // doorChecks is what doctor tries of b's network door: its egress mode and,
 // for a list, the first named destination it allows.
 func doorChecks(b spec.Box) *doctor.Door {
-	d := &doctor.Door{}
-	switch b.Egress.Mode {
-	case spec.EgressNone:
-		d.Egress = "none"
-	case spec.EgressList:
-		d.Egress = "list"
+	d := &doctor.Door{Egress: b.Egress.Mode.String()}
+	if b.Egress.Mode == spec.EgressList {
 		for _, a := range b.Egress.Allow {
 			if a.Prefix.IsValid() || a.Wildcard() {
 				continue
@@ -163,8 +159,6 @@ func doorChecks(b spec.Box) *doctor.Door {
 			}
 			break
 		}
-	default:
-		d.Egress = "open"
 	}
 	return d
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/hermes-box/boxes/engines"
 	egress "github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -96,13 +95,7 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: reconcile.HostLabel(b.Host), Gate: "missing",
 		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{}}
 	settings := compose.ServiceSettings(b, compose.GateService)
-	r.Egress = "open"
-	switch b.Egress.Mode {
-	case spec.EgressNone:
-		r.Egress = "none"
-	case spec.EgressList:
-		r.Egress = "list"
-	}
+	r.Egress = b.Egress.Mode.String()
 	for _, d := range b.Egress.Allow {
 		r.Allow = append(r.Allow, d.String())
 	}
