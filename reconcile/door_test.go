@@ -349,3 +349,30 @@ func TestPlanCredentialDeclarationChanged(t *testing.T) {
 		})
 	}
 }
+
+// A credential whose value cannot be read here (its variable unset in this
+// shell) cannot tell whether the gate's value changed: that is no reason,
+// so stopping or starting the box needs no credential; a change to the
+// gate's rules is still planned (and workspace refuses to make that gate).
+func TestPlanCredentialUnread(t *testing.T) {
+	b := testBox("alpha")
+	b.Credentials = []spec.Credential{{Name: "anthropic", To: destinations(t, "api.anthropic.com")[0], Header: "x-api-key", From: "env:ANTHROPIC_API_KEY"}}
+	o := emptyObserved()
+	observeWithDoor(t, o, b, compose.Door{Secrets: map[string]string{"anthropic": "sk-made-with-this"}})
+	plan := func(b spec.Box) reconcile.BoxPlan {
+		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(b), Image: testImage, Observed: obsMap(o),
+			Tokens: map[string]string{b.Name: testToken}, Doors: map[string]compose.Door{"alpha": {Secrets: map[string]string{}}},
+			Unread: map[string]bool{"alpha": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Boxes[0]
+	}
+	if bp := plan(b); bp.Action != reconcile.NoOp {
+		t.Errorf("unread, unchanged: %s %q, want no change", bp.Action, reasonTexts(bp))
+	}
+	b.Egress = spec.Egress{Mode: spec.EgressNone}
+	if bp := plan(b); bp.Action != reconcile.Recreate || !bp.GateOnly {
+		t.Errorf("unread, egress changed: %s gate only %v, want the gate remade", bp.Action, bp.GateOnly)
+	}
+}

@@ -445,6 +445,10 @@ type Input struct {
 	// Doors are what each box's gate is made with besides boxes.yaml (its
 	// credentials' values, its host's closed addresses), by box.
 	Doors map[string]compose.Door
+	// Unread names the boxes some of whose credentials' values could not
+	// be read here: whether their gates' values changed cannot be told, so
+	// it is not a reason (a plan that makes such a gate fails instead).
+	Unread map[string]bool
 }
 
 func (in *Input) targeted(name string) bool { return len(in.Target) == 0 || in.Target[name] }
@@ -914,6 +918,9 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 func configReasons(reasons []Reason, in Input, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
 	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
 	if len(changes) == 0 && service == compose.GateService {
+		if in.Unread[b.Name] {
+			return reasons
+		}
 		if changed := credentialReasons(in, b, c); len(changed) > 0 {
 			return append(reasons, changed...)
 		}

@@ -83,7 +83,9 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	}
 	doors := map[string]compose.Door{}
 	if len(changing) > 0 {
-		if doors, err = w.Doors(changing); err != nil {
+		var unread map[string]error
+		doors, unread = w.Doors(changing)
+		if err := gateErrors(p, unread); err != nil {
 			return err
 		}
 	}

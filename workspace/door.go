@@ -15,18 +15,20 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
 // Doors are what the gates of the named boxes (every box for none) are made
 // with besides boxes.yaml: their credentials' values, read here and now,
 // and the public addresses of their hosts' machines, closed to the agent
-// whatever the rules say. A value that cannot be read fails the plan
-// naming the box, the credential and where it was looked for.
-func (w *Workspace) Doors(names map[string]bool) (map[string]compose.Door, error) {
+// whatever the rules say. unread holds, by box, why a value could not be
+// read, naming the credential and where it was looked for: only a box whose
+// gate is to be made needs it.
+func (w *Workspace) Doors(names map[string]bool) (doors map[string]compose.Door, unread map[string]error) {
 	out := map[string]compose.Door{}
+	unread = map[string]error{}
 	closed := map[string][]string{}
-	var errs []error
 	for _, b := range w.Config.Boxes {
 		if len(names) > 0 && !names[b.Name] {
 			continue
@@ -35,6 +37,7 @@ func (w *Workspace) Doors(names map[string]bool) (map[string]compose.Door, error
 			closed[b.Host] = compose.MachineAddresses(machineAddresses(w.endpoint(b.Host)))
 		}
 		d := compose.Door{Secrets: map[string]string{}, Closed: closed[b.Host]}
+		var errs []error
 		for _, c := range b.Credentials {
 			v, err := credentialValue(c, filepath.Dir(w.Path))
 			if err != nil {
@@ -45,8 +48,26 @@ func (w *Workspace) Doors(names map[string]bool) (map[string]compose.Door, error
 			d.Secrets[c.Name] = c.Prefix + v
 		}
 		out[b.Name] = d
+		if len(errs) > 0 {
+			unread[b.Name] = errors.Join(errs...)
+		}
 	}
-	return out, errors.Join(errs...)
+	return out, unread
+}
+
+// gateErrors are the unread credentials of the boxes p makes a gate for
+// (create, recreate, move), joined; nil when every one could be read.
+func gateErrors(p *reconcile.Plan, unread map[string]error) error {
+	var errs []error
+	for _, b := range p.Boxes {
+		switch b.Action {
+		case reconcile.Create, reconcile.Recreate, reconcile.Move:
+			if err := unread[b.Name]; err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // credentialValue reads a credential's value from where from: says: env:NAME

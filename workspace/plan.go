@@ -53,8 +53,10 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
-	if in.Doors, err = w.Doors(in.Target); err != nil {
-		return nil, err
+	doors, unread := w.Doors(in.Target)
+	in.Doors, in.Unread = doors, map[string]bool{}
+	for name := range unread {
+		in.Unread[name] = true
 	}
 	engines := map[string]reconcile.VolumeSizer{}
 	for _, host := range w.Hosts() {
@@ -92,6 +94,9 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		}
 	}
 	p, err := reconcile.NewPlan(in)
+	if err == nil {
+		err = gateErrors(p, unread)
+	}
 	if err != nil {
 		sizes()
 		return nil, err
