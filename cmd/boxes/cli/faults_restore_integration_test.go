@@ -406,7 +406,7 @@ func TestIntegrationRandomKillsMove(t *testing.T) {
 			if to == "" {
 				here, gone, nHere, nGone = local, onRemote, nLocal, nRemote
 			}
-			if here != [2]int{2, 2} || gone != [2]int{} || nHere != 1 || nGone != 0 {
+			if here != [2]int{3, 2} || gone != [2]int{} || nHere != 2 || nGone != 0 {
 				orphans++
 				t.Errorf("moved to %s: containers and volumes %v there and %v on the other engine, networks %d and %d", reconcile.HostLabel(to), here, gone, nHere, nGone)
 			}
