@@ -225,7 +225,7 @@ func MachineAddresses(addrs []netip.Addr) []string {
 	return slices.Compact(out)
 }
 
-// isGateKey reports whether settings field k shapes only the gate.
-func isGateKey(k string) bool {
+// IsGateKey reports whether settings field k shapes only the gate.
+func IsGateKey(k string) bool {
 	return k == "egress" || k == "private" || k == "dns" || strings.HasPrefix(k, "credentials.")
 }

@@ -86,12 +86,12 @@ func ServiceSettings(b spec.Box, service string) map[string]string {
 	s := Settings(b)
 	for k := range s {
 		if service == GateService {
-			if !isGateKey(k) {
+			if !IsGateKey(k) {
 				delete(s, k)
 			}
 			continue
 		}
-		if isGateKey(k) || (service == AgentService && strings.HasPrefix(k, "executor.")) || (service == ExecutorService && strings.HasPrefix(k, "env.")) {
+		if IsGateKey(k) || (service == AgentService && strings.HasPrefix(k, "executor.")) || (service == ExecutorService && strings.HasPrefix(k, "env.")) {
 			delete(s, k)
 		}
 	}

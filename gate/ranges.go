@@ -40,6 +40,16 @@ var (
 	)
 )
 
+// PrivateRanges are the ranges every gate closes whatever its rules say
+// (Config.Private opens exceptions), as CIDR text.
+func PrivateRanges() []string {
+	out := make([]string, len(privateRanges))
+	for i, p := range privateRanges {
+		out[i] = p.String()
+	}
+	return out
+}
+
 func prefixes(s ...string) []netip.Prefix {
 	out := make([]netip.Prefix, len(s))
 	for i, p := range s {

@@ -111,15 +111,11 @@ func GateOnly(reasons []Reason) bool {
 	for _, r := range reasons {
 		switch {
 		case r.Kind == "credential":
-		case r.Kind == "config" && (r.Service == compose.GateService || gateField(r.Field)):
+		case r.Kind == "config" && (r.Service == compose.GateService || compose.IsGateKey(r.Field)):
 		case (r.Kind == "missing" || r.Kind == "dead" || r.Kind == "exited" || r.Kind == "restarting") && r.Service == compose.GateService:
 		default:
 			return false
 		}
 	}
 	return true
-}
-
-func gateField(f string) bool {
-	return f == "egress" || f == "private" || f == "dns" || strings.HasPrefix(f, "credentials.")
 }

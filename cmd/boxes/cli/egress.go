@@ -23,9 +23,6 @@ import (
 // EgressFormat is the format_version of egress --json.
 const EgressFormat = 1
 
-// closedRanges are the ranges every gate closes, as egress names them.
-var closedRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8", "fc00::/7", "fe80::/10"}
-
 // egressReport is egress --json: the box's effective rules and its gate's
 // recent refusals.
 type egressReport struct {
@@ -102,12 +99,12 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 	for _, d := range b.Private {
 		r.Private = append(r.Private, d.String())
 	}
-	r.Closed = append(append(r.Closed, closedRanges...), "the engine's machine and every bridge gateway")
+	r.Closed = append(egress.PrivateRanges(), "the engine's machine and every bridge gateway")
 	for _, c := range b.Credentials {
 		r.Credentials = append(r.Credentials, egressCred{Name: c.Name, To: c.To.String(), Header: c.Header, From: c.From,
 			Route: "http://" + compose.GateService + ":" + strconv.Itoa(egress.RoutePort) + "/" + c.Name + "/"})
 	}
-	_, c, err := ws.BoxContainer(cmd.Context(), name, compose.GateService, false, "")
+	host, c, err := ws.BoxContainer(cmd.Context(), name, compose.GateService, false, "")
 	var missing *workspace.NoContainerError
 	if errors.As(err, &missing) {
 		return r, nil
@@ -117,8 +114,13 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 	}
 	r.Gate = c.State
 	r.Current = compose.SettingsDiff(c.Labels[compose.SettingsLabel], settings) == nil
+	// The gate as just observed: its logs without observing the box again.
+	e, err := ws.Docker(cmd.Context(), host)
+	if err != nil {
+		return r, err
+	}
 	var out bytes.Buffer
-	if err := ws.Logs(cmd.Context(), name, compose.GateService, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
+	if err := e.Logs(cmd.Context(), c.ID, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
 	refusals, err := egress.ParseRefusals(&out)
