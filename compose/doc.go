@@ -19,9 +19,8 @@
 //     than run it with a surprise.
 //   - The hostnames are "agent" and "executor"; BOX_NAME, in both
 //     containers, says which box it is (box names need not be hostnames).
-//   - The agent depends on the executor (started, not restarted with it), so
-//     a first start finds Executor up and an executor recreate leaves the
-//     agent's sessions alone.
+//   - No service depends on another: the containers start at once, and a
+//     recreated executor or gate leaves the agent's sessions alone.
 //   - No tty or stdin_open on the agent: `boxes enter` gets its terminal from
 //     `docker exec -it`.
 //   - Both services stop with a 10 s grace period and are health-checked by

@@ -136,16 +136,24 @@ func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, 
 
 // WaitInit returns once box's agent container runs and hb init has
 // finished in it (hb health agent passes), and its gate answers (boxes gate
-// --health). A container that exits, restarts or is restarted meanwhile
-// fails at once with its last log lines: a container whose hb init fails
-// restarts forever, and waiting cannot help.
+// --health); the two are checked side by side. A container that exits,
+// restarts or is restarted meanwhile fails at once with its last log lines:
+// a container whose hb init fails restarts forever, and waiting cannot help.
+// Of two failures, the agent's is the one returned.
 func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	if err := e.waitService(ctx, box, compose.AgentService, "root", []string{hb.Path, "health", compose.AgentService}, "hb init"); err != nil {
-		return err
+	gate := make(chan error, 1)
+	go func() {
+		gate <- e.waitService(ctx, box, compose.GateService, "", []string{compose.GateBinary, "gate", "--health"}, "the gate")
+	}()
+	agent := e.waitService(ctx, box, compose.AgentService, "root", []string{hb.Path, "health", compose.AgentService}, "hb init")
+	if agent != nil {
+		cancel()
+		<-gate
+		return agent
 	}
-	return e.waitService(ctx, box, compose.GateService, "", []string{compose.GateBinary, "gate", "--health"}, "the gate")
+	return <-gate
 }
 
 // waitService returns once box's container of service runs and check,
