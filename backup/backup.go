@@ -169,7 +169,7 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 		// root's, which go on, add before the pause.
 		var size int64
 		var sizeErr error
-		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Step: s.Step, Warn: s.Warn,
+		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Healthy: s.Agent.Healthy, Step: s.Step, Warn: s.Warn,
 			Alongside: func(ctx context.Context) { size, sizeErr = DataSize(ctx, e, id) }}.Hold(ctx, e)
 		if err != nil {
 			return archive.Summary{}, err

@@ -181,6 +181,20 @@ func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
 	}
 }
 
+// A box observed healthy has finished hb init: the save does not ask again.
+func TestSaveOfAHealthyBoxSkipsTheInitCheck(t *testing.T) {
+	e := &fakeBox{}
+	r, id := keys(t)
+	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+		Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if got := saveCalls(e.hbCalls); got != "quiesce|du -sbx /data|pause|unpause|resume" {
+		t.Errorf("hb calls %q", got)
+	}
+}
+
 // Ctrl-C while /data streams: the save fails and the box is resumed all the same.
 func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

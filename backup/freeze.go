@@ -22,6 +22,12 @@ type Freeze struct {
 	Config, Host string
 	// Init bounds the wait for a new box's hb init before quiescing.
 	Init hb.Wait
+	// Healthy says the agent's healthcheck, which is hb health agent, had
+	// passed when the box was observed just before: hb init is done, and
+	// asking again would cost an exec. A container restarted since is no
+	// longer healthy, so only the moment between that look and the quiesce
+	// is taken on trust.
+	Healthy bool
 	// Alongside, when set, runs while the box quiesces (one exec less to
 	// wait for), and is waited for before the box is paused.
 	Alongside func(ctx context.Context)
@@ -64,8 +70,10 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	}
 	id := z.Agent
 	// hb init must not find the marker half-way through.
-	if err := hb.WaitInit(ctx, e, z.Box, id, z.Init); err != nil {
-		return nil, err
+	if !z.Healthy {
+		if err := hb.WaitInit(ctx, e, z.Box, id, z.Init); err != nil {
+			return nil, err
+		}
 	}
 	var held *reconcile.HeldFreeze
 	if z.Config != "" {

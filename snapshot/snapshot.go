@@ -136,7 +136,7 @@ func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 	quiesced := t.Agent.State == "running"
 	if quiesced {
 		var sizeErr error
-		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Step: t.Step, Warn: t.Warn,
+		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Healthy: t.Agent.Healthy, Step: t.Step, Warn: t.Warn,
 			Alongside: func(ctx context.Context) { s.Size, sizeErr = backup.DataSize(ctx, e, t.Agent.ID) }}.Hold(ctx, e)
 		if err != nil {
 			return reconcile.Snapshot{}, err
