@@ -36,31 +36,43 @@ func (e *Engine) parallelCalls() int {
 // and memory and the engine's runtimes come from the docker info read when
 // the engine was connected.
 func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Observed, error) {
-	o := &reconcile.Observed{
-		Host: e.Host,
-		Unmanaged: reconcile.Unmanaged{
-			Containers: map[string]bool{},
-			Volumes:    map[string]bool{},
-			Networks:   map[string]bool{},
-		},
-		Images:     map[string]bool{},
-		ImageSizes: map[string]int64{},
-		// Read when the engine was connected, with its ID.
-		CPUs:     e.cpus,
-		Memory:   e.memory,
-		Runtimes: e.runtimes,
+	l, err := e.list(ctx, images)
+	if err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
+	o := l.observed(e.Host)
+	// Read when the engine was connected, with its ID.
+	o.CPUs, o.Memory, o.Runtimes = e.cpus, e.memory, e.runtimes
+	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+	}
+	o.Sort()
+	return o, nil
+}
+
+// listing is what Observe's calls return, before it is read.
+type listing struct {
+	containers []container.Summary
+	volumes    []*volume.Volume
+	networks   []network.Summary
+	// images are the images asked about; sizes[id] is the size of each
+	// the engine has.
+	images []string
+	sizes  map[string]int64
+}
+
+// list makes Observe's calls, at once where the endpoint allows.
+func (e *Engine) list(ctx context.Context, images []string) (listing, error) {
 	var (
-		containers []container.Summary
-		volumes    volume.ListResponse
-		networks   []network.Summary
-		present    = make([]bool, len(images))
-		sizes      = make([]int64, len(images))
+		l       = listing{images: images, sizes: map[string]int64{}}
+		volumes volume.ListResponse
+		present = make([]bool, len(images))
+		sizes   = make([]int64, len(images))
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.parallelCalls())
 	g.Go(func() (err error) {
-		containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
+		l.containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
 		return err
 	})
 	g.Go(func() (err error) {
@@ -68,7 +80,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		return err
 	})
 	g.Go(func() (err error) {
-		networks, err = e.api.NetworkList(gctx, network.ListOptions{})
+		l.networks, err = e.api.NetworkList(gctx, network.ListOptions{})
 		return err
 	})
 	for i, id := range images {
@@ -82,17 +94,40 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+		return listing{}, err
 	}
+	l.volumes = volumes.Volumes
 	for i, id := range images {
-		o.Images[id] = present[i]
 		if present[i] {
-			o.ImageSizes[id] = sizes[i]
+			l.sizes[id] = sizes[i]
 		}
 	}
+	return l, nil
+}
 
+// observed reads the listing of host's engine as boxes sees it: each
+// managed container, volume and network with its box, snapshots apart, and
+// the names of everything else.
+func (l listing) observed(host string) *reconcile.Observed {
+	o := &reconcile.Observed{
+		Host: host,
+		Unmanaged: reconcile.Unmanaged{
+			Containers: map[string]bool{},
+			Volumes:    map[string]bool{},
+			Networks:   map[string]bool{},
+		},
+		Images:     map[string]bool{},
+		ImageSizes: map[string]int64{},
+	}
+	for _, id := range l.images {
+		size, ok := l.sizes[id]
+		o.Images[id] = ok
+		if ok {
+			o.ImageSizes[id] = size
+		}
+	}
 	writing := map[string]bool{} // snapshot volumes a one-off container is writing
-	for _, c := range containers {
+	for _, c := range l.containers {
 		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
 		box, ok := managedBox(c.Labels)
 		if label := c.Labels[compose.SnapshotLabel]; ok && label != "" && c.Labels[compose.OneOffLabel] != "" {
@@ -104,44 +139,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 			o.Unmanaged.Containers[name] = true
 			continue
 		}
-		oc := reconcile.Container{
-			ID:         c.ID,
-			Name:       name,
-			Box:        box,
-			Service:    c.Labels["com.docker.compose.service"],
-			Image:      c.ImageID,
-			Fleet:      c.Labels[compose.FleetLabel],
-			State:      c.State,
-			ExitCode:   exitCode(c.Status),
-			Status:     c.Status,
-			Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
-			ConfigHash: c.Labels["com.docker.compose.config-hash"],
-			Labels:     c.Labels,
-		}
-		if c.NetworkSettings != nil {
-			for n, ep := range c.NetworkSettings.Networks {
-				oc.Networks = append(oc.Networks, n)
-				if ep != nil && ep.NetworkID != "" {
-					oc.NetworkIDs = append(oc.NetworkIDs, ep.NetworkID)
-				}
-			}
-			sort.Strings(oc.Networks)
-			sort.Strings(oc.NetworkIDs)
-		}
-		for _, m := range c.Mounts {
-			if m.Type == mount.TypeVolume && m.Name != "" {
-				oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Name, Destination: m.Destination})
-			}
-		}
-		for _, p := range c.Ports {
-			if p.PublicPort == 0 {
-				continue
-			}
-			oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.IP, HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort)})
-		}
-		o.Containers = append(o.Containers, oc)
+		o.Containers = append(o.Containers, observedContainer(c, name, box))
 	}
-	for _, v := range volumes.Volumes {
+	for _, v := range l.volumes {
 		box, ok := managedBox(v.Labels)
 		if !ok {
 			o.Unmanaged.Volumes[v.Name] = true
@@ -155,7 +155,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
 		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1, Created: created})
 	}
-	for _, n := range networks {
+	for _, n := range l.networks {
 		box, ok := managedBox(n.Labels)
 		if !ok {
 			o.Unmanaged.Networks[n.Name] = true
@@ -163,11 +163,49 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 		}
 		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Fleet: n.Labels[compose.FleetLabel], Labels: n.Labels})
 	}
-	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
-		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+	return o
+}
+
+// observedContainer is box's container c, named name, as the planner sees
+// it: its state, its config hash, networks, volume mounts and published
+// ports.
+func observedContainer(c container.Summary, name, box string) reconcile.Container {
+	oc := reconcile.Container{
+		ID:         c.ID,
+		Name:       name,
+		Box:        box,
+		Service:    c.Labels["com.docker.compose.service"],
+		Image:      c.ImageID,
+		Fleet:      c.Labels[compose.FleetLabel],
+		State:      c.State,
+		ExitCode:   exitCode(c.Status),
+		Status:     c.Status,
+		Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
+		ConfigHash: c.Labels["com.docker.compose.config-hash"],
+		Labels:     c.Labels,
 	}
-	o.Sort()
-	return o, nil
+	if c.NetworkSettings != nil {
+		for n, ep := range c.NetworkSettings.Networks {
+			oc.Networks = append(oc.Networks, n)
+			if ep != nil && ep.NetworkID != "" {
+				oc.NetworkIDs = append(oc.NetworkIDs, ep.NetworkID)
+			}
+		}
+		sort.Strings(oc.Networks)
+		sort.Strings(oc.NetworkIDs)
+	}
+	for _, m := range c.Mounts {
+		if m.Type == mount.TypeVolume && m.Name != "" {
+			oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Name, Destination: m.Destination})
+		}
+	}
+	for _, p := range c.Ports {
+		if p.PublicPort == 0 {
+			continue
+		}
+		oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.IP, HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort)})
+	}
+	return oc
 }
 
 // inspectTroubled reads the restart count, OOM flag and start error of the

@@ -1,8 +1,17 @@
 package docker
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
 )
 
 func TestExitCode(t *testing.T) {
@@ -60,5 +69,66 @@ func TestSnapshotOf(t *testing.T) {
 	s = snapshotOf("v", "alpha", "x", map[string]string{"boxes.snapshot.size": "lots"}, false)
 	if s.Size != -1 || !s.Created.IsZero() {
 		t.Errorf("unreadable labels: %+v", s)
+	}
+}
+
+// The engine's lists as the planner sees them, no daemon needed: managed
+// containers, volumes and networks by box, one-off helpers and everything
+// else apart, a snapshot being written marked so, images present or not.
+func TestListingObserved(t *testing.T) {
+	managed := func(box string, extra ...string) map[string]string {
+		l := map[string]string{compose.ManagedLabel: "1", compose.BoxLabel: box, compose.FleetLabel: "team"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		return l
+	}
+	l := listing{
+		containers: []container.Summary{
+			{ID: "c1", Names: []string{"/hbl-alpha-agent-1"}, ImageID: "sha256:img", State: "running", Status: "Up 3 minutes (healthy)",
+				Labels: managed("alpha", "com.docker.compose.service", "agent", "com.docker.compose.config-hash", "h1"),
+				NetworkSettings: &container.NetworkSettingsSummary{Networks: map[string]*network.EndpointSettings{
+					"hbl-alpha_inside": {NetworkID: "n2"}, "hbl-alpha_default": {NetworkID: "n1"}}},
+				Mounts: []container.MountPoint{{Type: mount.TypeVolume, Name: "hbl-alpha_data", Destination: "/data"}, {Type: mount.TypeBind, Source: "/x", Destination: "/x"}},
+				Ports:  []container.Port{{IP: "127.0.0.1", PublicPort: 32768, PrivatePort: 4788}, {PrivatePort: 9}}},
+			{ID: "c2", Names: []string{"/hbl-alpha-executor-1"}, State: "exited", Status: "Exited (137) 2 seconds ago",
+				Labels: managed("alpha", "com.docker.compose.service", "executor")},
+			{ID: "c3", Names: []string{"/snapper"}, Labels: managed("alpha", compose.OneOffLabel, "1", compose.SnapshotLabel, "before")},
+			{ID: "c4", Names: []string{"/someone-elses"}},
+		},
+		volumes: []*volume.Volume{
+			{Name: "hbl-alpha_data", CreatedAt: "2026-01-02T15:04:05Z", Labels: managed("alpha")},
+			{Name: "hbl-alpha_snap-before", Labels: managed("alpha", compose.SnapshotLabel, "before")},
+			{Name: "cache"},
+		},
+		networks: []network.Summary{{ID: "n1", Name: "hbl-alpha_default", Labels: managed("alpha")}, {ID: "b", Name: "bridge"}},
+		images:   []string{"sha256:img", "sha256:gone"},
+		sizes:    map[string]int64{"sha256:img": 42},
+	}
+	o := l.observed("h")
+	if o.Host != "h" || len(o.Containers) != 2 || len(o.Volumes) != 1 || len(o.Networks) != 1 || len(o.Snapshots) != 1 {
+		t.Fatalf("%+v", o)
+	}
+	a := o.Containers[0]
+	if a.Box != "alpha" || a.Service != "agent" || a.Name != "hbl-alpha-agent-1" || a.Fleet != "team" || !a.Healthy || a.ConfigHash != "h1" ||
+		!slices.Equal(a.Networks, []string{"hbl-alpha_default", "hbl-alpha_inside"}) || !slices.Equal(a.NetworkIDs, []string{"n1", "n2"}) ||
+		len(a.Mounts) != 1 || a.Mounts[0].Volume != "hbl-alpha_data" ||
+		len(a.Ports) != 1 || a.Ports[0] != (reconcile.Port{HostIP: "127.0.0.1", HostPort: 32768, ContainerPort: 4788}) {
+		t.Errorf("agent %+v", a)
+	}
+	if e := o.Containers[1]; e.State != "exited" || e.ExitCode != 137 || e.Healthy {
+		t.Errorf("executor %+v", e)
+	}
+	if !o.Unmanaged.Containers["snapper"] || !o.Unmanaged.Containers["someone-elses"] || !o.Unmanaged.Volumes["cache"] || !o.Unmanaged.Networks["bridge"] {
+		t.Errorf("unmanaged %+v", o.Unmanaged)
+	}
+	if s := o.Snapshots[0]; s.Label != "before" || !s.Writing {
+		t.Errorf("snapshot %+v: its one-off container writes it", s)
+	}
+	if v := o.Volumes[0]; v.Size != -1 || !v.Created.Equal(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)) {
+		t.Errorf("volume %+v", v)
+	}
+	if !o.Images["sha256:img"] || o.Images["sha256:gone"] || o.ImageSizes["sha256:img"] != 42 || len(o.ImageSizes) != 1 {
+		t.Errorf("images %v sizes %v", o.Images, o.ImageSizes)
 	}
 }
