@@ -211,29 +211,7 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i, bp := range gated {
-				err := run(bp)
-				var nr *NotReadyError
-				switch {
-				case err == nil && bp.State == spec.Stopped:
-					// Created, never started: that proves nothing, and
-					// the next box is the canary.
-				case err == nil:
-					// The image proved itself: the rest in parallel.
-					for _, rest := range gated[i+1:] {
-						spawn(rest)
-					}
-					return
-				case errors.As(err, &nr):
-					for _, rest := range gated[i+1:] {
-						fail(rest, &CanaryError{Canary: bp.Name, Image: p.Image, Err: nr.Err})
-					}
-					return
-				}
-				// It failed before its containers were touched (a held
-				// lock, an engine away): that says nothing of the image,
-				// and the next box is the canary.
-			}
+			canaryFirst(gated, p.Image, run, spawn, fail)
 		}()
 	}
 	wg.Wait()
@@ -246,6 +224,37 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		all[i] = e
 	}
 	return errors.Join(all...)
+}
+
+// canaryFirst applies gated, the recreates for a new image, one at a time
+// until one proves the image (run it, then spawn the rest at once), or fails
+// not ready with it (then the rest fail as its canary's). A box stopped, or
+// failed before its containers were touched, proves nothing: the next one
+// is the canary.
+func canaryFirst(gated []BoxPlan, image string, run func(BoxPlan) error, spawn func(BoxPlan), fail func(BoxPlan, error)) {
+	for i, bp := range gated {
+		err := run(bp)
+		var nr *NotReadyError
+		switch {
+		case err == nil && bp.State == spec.Stopped:
+			// Created, never started: that proves nothing, and the next
+			// box is the canary.
+		case err == nil:
+			// The image proved itself: the rest in parallel.
+			for _, rest := range gated[i+1:] {
+				spawn(rest)
+			}
+			return
+		case errors.As(err, &nr):
+			for _, rest := range gated[i+1:] {
+				fail(rest, &CanaryError{Canary: bp.Name, Image: image, Err: nr.Err})
+			}
+			return
+		}
+		// It failed before its containers were touched (a held lock, an
+		// engine away): that says nothing of the image, and the next box
+		// is the canary.
+	}
 }
 
 // ErrCanaryFailed marks a box left alone because the canary of its change failed.
@@ -309,7 +318,12 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 	if bp.Action == Stop {
 		return a.stop(ctx, engine, bp)
 	}
+	return a.up(ctx, engine, image, bp)
+}
 
+// up creates, recreates or starts box bp on engine, seeds a new one from
+// its archive, and starts it when its state says so.
+func (a *Applier) up(ctx context.Context, engine Engine, image string, bp BoxPlan) error {
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
