@@ -607,26 +607,8 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		}
 		return bp, nil
 	}
-	// A box whose restore was cut short never runs on part of an archive:
-	// it is seeded again from the same one. With no container yet (the cut
-	// came before compose made them) that is a create over the volumes
-	// already there; with containers, a recreate.
-	if incomplete && len(r.Containers) == 0 {
-		bp.Action = Create
-		bp.Restore = restoring.Archive
-		bp.Reasons = []Reason{{Kind: "incomplete", New: restoring.Archive}}
-		return bp, nil
-	}
 	if incomplete {
-		reasons, err := recreateReasons(in, b, r, 0)
-		if err != nil && !errors.Is(err, ErrVolumeMissing) {
-			return bp, err
-		}
-		bp.Action = Recreate
-		bp.Restore = restoring.Archive
-		bp.Reasons = append([]Reason{{Kind: "incomplete", New: restoring.Archive}}, withoutKind(reasons, "nocontainers")...)
-		bp.Strays = strays(b.Name, r, reasons)
-		return bp, nil
+		return planUnfinished(in, b, r, bp, restoring.Archive)
 	}
 	frozen := in.Frozen[b.Name] && len(r.Containers) > 0
 
@@ -661,6 +643,34 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		return bp, nil
 	}
 
+	return planState(b, r, bp, frozen), nil
+}
+
+// planUnfinished plans box b whose restore from archive was cut short: it
+// never runs on part of an archive, and is seeded again from the same one.
+// With no container yet (the cut came before compose made them) that is a
+// create over the volumes already there; with containers, a recreate.
+func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, archive string) (BoxPlan, error) {
+	bp.Restore = archive
+	if len(r.Containers) == 0 {
+		bp.Action = Create
+		bp.Reasons = []Reason{{Kind: "incomplete", New: archive}}
+		return bp, nil
+	}
+	reasons, err := recreateReasons(in, b, r, 0)
+	if err != nil && !errors.Is(err, ErrVolumeMissing) {
+		return bp, err
+	}
+	bp.Action = Recreate
+	bp.Reasons = append([]Reason{{Kind: "incomplete", New: archive}}, withoutKind(reasons, "nocontainers")...)
+	bp.Strays = strays(b.Name, r, reasons)
+	return bp, nil
+}
+
+// planState plans box b, whose containers are as declared, into its
+// declared state: started, stopped, or left alone. A frozen box (a save
+// died with it paused) is started or stopped with that said.
+func planState(b spec.Box, r Resources, bp BoxPlan, frozen bool) BoxPlan {
 	switch {
 	case b.State == spec.Running:
 		reasons := startReasons(r)
@@ -668,9 +678,8 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 			reasons = append(reasons, Reason{Kind: "frozen"})
 		}
 		if len(reasons) > 0 {
-			bp.Action = Start
-			bp.Reasons = reasons
-			return bp, nil
+			bp.Action, bp.Reasons = Start, reasons
+			return bp
 		}
 	case anyRunning(r):
 		bp.Action = Stop
@@ -678,10 +687,10 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		if frozen {
 			bp.Reasons = append(bp.Reasons, Reason{Kind: "frozen"})
 		}
-		return bp, nil
+		return bp
 	}
 	bp.Action = NoOp
-	return bp, nil
+	return bp
 }
 
 // strays are the containers of a box to remove before recreating it: those
