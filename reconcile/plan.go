@@ -480,29 +480,9 @@ func NewPlan(in Input) (*Plan, error) {
 			return nil, fmt.Errorf("--target %s: no such box in boxes.yaml or on any engine", name)
 		}
 	}
-	if len(needsImage) > 0 {
-		if in.Image == "" {
-			return nil, ErrNoImage
-		}
-		hosts := make([]string, 0, len(needsImage))
-		for host := range needsImage {
-			hosts = append(hosts, host)
-		}
-		sort.Strings(hosts) // the same error for the same input
-		_, haveSource := imageSource(in)
-		for _, host := range hosts {
-			o := in.Observed[host]
-			if o == nil {
-				return nil, fmt.Errorf("host %q was not observed", host)
-			}
-			// A host that lacks it gets it from one that has it, or from
-			// the registry (imageTransfers).
-			if !o.Images[in.Image] && !haveSource && in.ImageRef == "" {
-				return nil, imageMissing(host, in.Image)
-			}
-		}
+	if err := imageReachable(in, needsImage); err != nil {
+		return nil, err
 	}
-
 	if err := conflicts(in, declared); err != nil {
 		return nil, err
 	}
@@ -546,6 +526,34 @@ func NewPlan(in Input) (*Plan, error) {
 	}
 	p.Images = images
 	return p, nil
+}
+
+// imageReachable fails unless every host in hosts (those of the boxes
+// planned) was observed and has the lock's image or can get it: from
+// another host that has it, or from its registry (imageTransfers).
+func imageReachable(in Input, hosts map[string]bool) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	if in.Image == "" {
+		return ErrNoImage
+	}
+	sorted := make([]string, 0, len(hosts))
+	for host := range hosts {
+		sorted = append(sorted, host)
+	}
+	sort.Strings(sorted) // the same error for the same input
+	_, haveSource := imageSource(in)
+	for _, host := range sorted {
+		o := in.Observed[host]
+		if o == nil {
+			return fmt.Errorf("host %q was not observed", host)
+		}
+		if !o.Images[in.Image] && !haveSource && in.ImageRef == "" {
+			return imageMissing(host, in.Image)
+		}
+	}
+	return nil
 }
 
 type deletion struct {
