@@ -31,7 +31,6 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		Image:    w.Image(),
 		ImageRef: w.imageRef(),
 		Observed: w.Observed,
-		Tokens:   map[string]string{},
 		Replace:  map[string]bool{},
 		Target:   map[string]bool{},
 		Backups:  w.Backups(),
@@ -71,27 +70,9 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	}
 	// Sizing (an exec per container) starts first, to overlap all the rest.
 	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
-	for _, b := range w.Config.Boxes {
-		o := w.Observed[b.Host]
-		if o == nil {
-			continue
-		}
-		r := o.Of(b.Name)
-		// Another fleet's box is never read: its token is not ours to keep.
-		if r.Empty() || r.HeldBy(w.Config.Fleet) != "" {
-			continue
-		}
-		token, ok, err := w.Tokens.Get(b.Name)
-		if err != nil {
-			sizes()
-			return nil, err
-		}
-		if !ok {
-			token, ok = w.recoverToken(ctx, b, r)
-		}
-		if ok {
-			in.Tokens[b.Name] = token
-		}
+	if in.Tokens, err = w.tokens(ctx); err != nil {
+		sizes()
+		return nil, err
 	}
 	p, err := reconcile.NewPlan(in)
 	if err == nil {
@@ -104,6 +85,34 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	p.SetVolumeSizes(sizes())
 	p.SetMoveSizes(reconcile.MeasureMoves(ctx, in, p, func(host string) reconcile.VolumeSizer { return engines[host] })())
 	return p, nil
+}
+
+// tokens are the tokens of the declared boxes that exist: from
+// .boxes/secrets, or recovered from the box's containers. Another fleet's
+// box is never read: its token is not ours to keep.
+func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, b := range w.Config.Boxes {
+		o := w.Observed[b.Host]
+		if o == nil {
+			continue
+		}
+		r := o.Of(b.Name)
+		if r.Empty() || r.HeldBy(w.Config.Fleet) != "" {
+			continue
+		}
+		token, ok, err := w.Tokens.Get(b.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			token, ok = w.recoverToken(ctx, b, r)
+		}
+		if ok {
+			tokens[b.Name] = token
+		}
+	}
+	return tokens, nil
 }
 
 func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Resources) (string, bool) {
