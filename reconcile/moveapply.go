@@ -86,28 +86,7 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 
 	if m.Stage == MoveSave {
-		if found && !rec.Saved && rec.Key != "" {
-			// The key of a save cut short encrypted no published archive.
-			_ = os.Remove(abs(rec.Key))
-		}
-		stamp := time.Now().UTC().Format("20060102-150405")
-		rec = MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
-			Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
-			Key:     MoveKey(bp.Name, stamp)}
-		if err := moves.Put(rec); err != nil {
-			return err
-		}
-		step("stopping the box on " + HostName(m.From) + " so that nothing writes to /data while it is saved")
-		if err := from.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
-			return err
-		}
-		step("saving /data on " + HostName(m.From) + " to " + rec.Archive)
-		n, err := a.Mover.Save(ctx, m.From, bp.Name, abs(rec.Archive), abs(rec.Key))
-		if err != nil {
-			return fmt.Errorf("saving on %s: %w", HostLabel(m.From), err)
-		}
-		rec.Saved, rec.Bytes = true, n
-		if err := moves.Put(rec); err != nil {
+		if rec, err = a.moveSave(ctx, bp, from, moves, rec, found, abs); err != nil {
 			return err
 		}
 	}
@@ -138,6 +117,35 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	}
 	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", HostName(m.To), rec.Archive))
 	return nil
+}
+
+// moveSave is a move's first stage: record the move (a save cut short
+// before leaves a key that encrypted nothing published: it goes), stop the
+// box on its old host and save its /data to the recorded archive.
+func (a *Applier) moveSave(ctx context.Context, bp BoxPlan, from Engine, moves Moves, rec MoveRecord, found bool, abs func(string) string) (MoveRecord, error) {
+	m := bp.Move
+	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
+	if found && !rec.Saved && rec.Key != "" {
+		_ = os.Remove(abs(rec.Key))
+	}
+	stamp := time.Now().UTC().Format("20060102-150405")
+	rec = MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
+		Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
+		Key:     MoveKey(bp.Name, stamp)}
+	if err := moves.Put(rec); err != nil {
+		return rec, err
+	}
+	step("stopping the box on " + HostName(m.From) + " so that nothing writes to /data while it is saved")
+	if err := from.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
+		return rec, err
+	}
+	step("saving /data on " + HostName(m.From) + " to " + rec.Archive)
+	n, err := a.Mover.Save(ctx, m.From, bp.Name, abs(rec.Archive), abs(rec.Key))
+	if err != nil {
+		return rec, fmt.Errorf("saving on %s: %w", HostLabel(m.From), err)
+	}
+	rec.Saved, rec.Bytes = true, n
+	return rec, moves.Put(rec)
 }
 
 // cancelMove ends a move that boxes.yaml put back before its new copy was
