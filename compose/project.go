@@ -157,50 +157,7 @@ func model(in Input) map[string]any {
 		token = Redacted
 	}
 
-	common := func(role string, volume string) map[string]any {
-		s := map[string]any{
-			// The hostname is the role: box names need not be valid
-			// hostnames, and BOX_NAME tells the guest which box it is.
-			"hostname":    role,
-			"image":       in.Image,
-			"pull_policy": types.PullPolicyNever,
-			"entrypoint":  []any{HB, role},
-			"init":        true,
-			"restart":     types.RestartPolicyUnlessStopped,
-			"sysctls":     map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
-			"labels":      serviceLabels(b, role, in.HostPort),
-			"environment": map[string]any{TokenVar: token, boxNameVar: b.Name},
-			"healthcheck": map[string]any{
-				"test":         []any{"CMD", HB, "health", role},
-				"interval":     "10s",
-				"timeout":      "5s",
-				"retries":      3,
-				"start_period": "30s",
-			},
-			"volumes": []any{map[string]any{
-				"type":   types.VolumeTypeVolume,
-				"source": volume,
-				"target": dataDir,
-			}},
-			"networks":          map[string]any{Network: nil},
-			"stop_grace_period": stopGrace,
-		}
-		if b.Runtime != "" {
-			s["runtime"] = b.Runtime
-		}
-		// cpus and mem_limit are what the create path turns into
-		// HostConfig.NanoCPUs and HostConfig.Memory; deploy.resources would
-		// do the same but is swarm's vocabulary.
-		if b.CPUs > 0 {
-			s["cpus"] = b.CPUs
-		}
-		if b.Memory > 0 {
-			s["mem_limit"] = int(b.Memory)
-		}
-		return s
-	}
-
-	agent := common(AgentService, AgentVolume)
+	agent := service(in, token, AgentService, AgentVolume)
 	env := agent["environment"].(map[string]any)
 	for k, v := range b.Env {
 		env[k] = v
@@ -223,26 +180,9 @@ func model(in Input) map[string]any {
 	// which gets a terminal of its own. A tty on PID 1 would only merge the
 	// agent's stderr into stdout and put carriage returns into its logs.
 
-	executor := common(ExecutorService, ExecutorVolume)
+	executor := service(in, token, ExecutorService, ExecutorVolume)
 	executor["networks"] = map[string]any{Network: nil, InsideNetwork: nil}
-	port := map[string]any{
-		"target":    ExecutorPort,
-		"host_ip":   b.Executor.Bind,
-		"protocol":  "tcp",
-		"published": "",
-	}
-	switch {
-	case b.Executor.Port != 0:
-		port["published"] = strconv.Itoa(b.Executor.Port)
-	case in.HostPort != 0:
-		port["published"] = strconv.Itoa(in.HostPort)
-	default:
-		delete(port, "published")
-	}
-	if b.Executor.Bind == "" {
-		delete(port, "host_ip")
-	}
-	executor["ports"] = []any{port}
+	executor["ports"] = []any{executorPort(b, in.HostPort)}
 
 	return map[string]any{
 		"services": map[string]any{
@@ -259,6 +199,76 @@ func model(in Input) map[string]any {
 			InsideNetwork: insideNetwork(labels()),
 		},
 	}
+}
+
+// service is what the agent and the executor share: boxes' image running
+// hb as role, health-checked by hb, with its /data volume, on the box's
+// network, and the box's runtime and limits.
+func service(in Input, token, role, volume string) map[string]any {
+	b := in.Box
+	s := map[string]any{
+		// The hostname is the role: box names need not be valid
+		// hostnames, and BOX_NAME tells the guest which box it is.
+		"hostname":    role,
+		"image":       in.Image,
+		"pull_policy": types.PullPolicyNever,
+		"entrypoint":  []any{HB, role},
+		"init":        true,
+		"restart":     types.RestartPolicyUnlessStopped,
+		"sysctls":     map[string]any{"net.ipv6.conf.all.disable_ipv6": "1"},
+		"labels":      serviceLabels(b, role, in.HostPort),
+		"environment": map[string]any{TokenVar: token, boxNameVar: b.Name},
+		"healthcheck": map[string]any{
+			"test":         []any{"CMD", HB, "health", role},
+			"interval":     "10s",
+			"timeout":      "5s",
+			"retries":      3,
+			"start_period": "30s",
+		},
+		"volumes": []any{map[string]any{
+			"type":   types.VolumeTypeVolume,
+			"source": volume,
+			"target": dataDir,
+		}},
+		"networks":          map[string]any{Network: nil},
+		"stop_grace_period": stopGrace,
+	}
+	if b.Runtime != "" {
+		s["runtime"] = b.Runtime
+	}
+	// cpus and mem_limit are what the create path turns into
+	// HostConfig.NanoCPUs and HostConfig.Memory; deploy.resources would
+	// do the same but is swarm's vocabulary.
+	if b.CPUs > 0 {
+		s["cpus"] = b.CPUs
+	}
+	if b.Memory > 0 {
+		s["mem_limit"] = int(b.Memory)
+	}
+	return s
+}
+
+// executorPort publishes the executor's port: on boxes.yaml's port, else
+// on the one the engine chose before (hostPort), else on one it chooses.
+func executorPort(b spec.Box, hostPort int) map[string]any {
+	port := map[string]any{
+		"target":    ExecutorPort,
+		"host_ip":   b.Executor.Bind,
+		"protocol":  "tcp",
+		"published": "",
+	}
+	switch {
+	case b.Executor.Port != 0:
+		port["published"] = strconv.Itoa(b.Executor.Port)
+	case hostPort != 0:
+		port["published"] = strconv.Itoa(hostPort)
+	default:
+		delete(port, "published")
+	}
+	if b.Executor.Bind == "" {
+		delete(port, "host_ip")
+	}
+	return port
 }
 
 // reserved reports whether boxes itself sets the environment variable k.
