@@ -467,68 +467,80 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 		set["runtime"] = true
 	}
 	if f, ok := fields["executor"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping with bind: and port:") {
-		ef := p.mapping(f.value, executorKeys)
-		if b, ok := ef["bind"]; ok {
-			if v, ok := p.str(b.value); ok {
-				if _, err := netip.ParseAddr(v); err != nil {
-					p.errorf(b.value, "e.g. bind: 127.0.0.1 or bind: 0.0.0.0", "bind must be an IP address, not %q", v)
-				} else {
-					s.Executor.Bind = v
-				}
-			}
-			set["executor.bind"] = true
-		}
-		if pt, ok := ef["port"]; ok {
-			p.wrote(box, "executor.port", pt.value)
-			switch {
-			case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
-				s.Executor.Port = 0
-			case pt.value.Kind == yaml.ScalarNode && pt.value.Tag == "!!int":
-				v, err := strconv.Atoi(pt.value.Value)
-				if err != nil || v < 1 || v > 65535 {
-					p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port %s is out of range", pt.value.Value)
-				} else {
-					s.Executor.Port = v
-				}
-			default:
-				p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port must be a number or auto, found %s", describe(pt.value))
-			}
-			set["executor.port"] = true
-		}
+		p.executor(box, f.value, s, set)
 	}
 	if f, ok := fields["env"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping of variable names to values") {
-		env := map[string]string{}
-		for k, v := range s.Env {
-			env[k] = v
-		}
-		for name, e := range p.mapping(f.value, nil) {
-			if !envNamePattern.MatchString(name) {
-				p.errorf(e.key, "names are letters, digits and _, not starting with a digit", "bad environment variable name %q", name)
-				continue
-			}
-			if e.value.Kind != yaml.ScalarNode {
-				p.errorf(e.value, "quote it to pass it as a string", "env %s must be a scalar, found %s", name, describe(e.value))
-				continue
-			}
-			if n := len(name) + 1 + len(e.value.Value) + 1; n > MaxEnvString {
-				p.errorf(e.value, "pass big data as a file in the box (boxes exec NAME -- …) rather than in env:",
-					"env %s is %s; Linux cannot start a process with a variable over %s (NAME=value, MAX_ARG_STRLEN)", name, FormatBytes(int64(n)), FormatBytes(MaxEnvString))
-				continue
-			}
-			env[name] = e.value.Value
-		}
-		total := 0
-		for k, v := range env {
-			total += len(k) + 1 + len(v) + 1 + 8 // the string and its pointer
-		}
-		if total > MaxEnvTotal {
-			p.errorf(f.key, "pass big data as a file in the box rather than in env:",
-				"env: totals %s; boxes allows %s so that the box's own variables and arguments still fit the kernel's limit", FormatBytes(int64(total)), FormatBytes(MaxEnvTotal))
-		}
-		s.Env = env
+		p.env(f, s)
 	}
 	p.network(box, fields, s, set)
 	return set
+}
+
+// executor parses box's executor: mapping (bind:, port:) into s.
+func (p *parser) executor(box string, n *yaml.Node, s *Settings, set fieldSet) {
+	ef := p.mapping(n, executorKeys)
+	if b, ok := ef["bind"]; ok {
+		if v, ok := p.str(b.value); ok {
+			if _, err := netip.ParseAddr(v); err != nil {
+				p.errorf(b.value, "e.g. bind: 127.0.0.1 or bind: 0.0.0.0", "bind must be an IP address, not %q", v)
+			} else {
+				s.Executor.Bind = v
+			}
+		}
+		set["executor.bind"] = true
+	}
+	if pt, ok := ef["port"]; ok {
+		p.wrote(box, "executor.port", pt.value)
+		switch {
+		case pt.value.Kind == yaml.ScalarNode && pt.value.Value == "auto":
+			s.Executor.Port = 0
+		case pt.value.Kind == yaml.ScalarNode && pt.value.Tag == "!!int":
+			v, err := strconv.Atoi(pt.value.Value)
+			if err != nil || v < 1 || v > 65535 {
+				p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port %s is out of range", pt.value.Value)
+			} else {
+				s.Executor.Port = v
+			}
+		default:
+			p.errorf(pt.value, "use a port from 1 to 65535, or auto", "port must be a number or auto, found %s", describe(pt.value))
+		}
+		set["executor.port"] = true
+	}
+}
+
+// env parses an env: entry f into s.Env, on top of what s has (the
+// defaults'), checking each name and value and the total against the
+// kernel's limits.
+func (p *parser) env(f entry, s *Settings) {
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for name, e := range p.mapping(f.value, nil) {
+		if !envNamePattern.MatchString(name) {
+			p.errorf(e.key, "names are letters, digits and _, not starting with a digit", "bad environment variable name %q", name)
+			continue
+		}
+		if e.value.Kind != yaml.ScalarNode {
+			p.errorf(e.value, "quote it to pass it as a string", "env %s must be a scalar, found %s", name, describe(e.value))
+			continue
+		}
+		if n := len(name) + 1 + len(e.value.Value) + 1; n > MaxEnvString {
+			p.errorf(e.value, "pass big data as a file in the box (boxes exec NAME -- …) rather than in env:",
+				"env %s is %s; Linux cannot start a process with a variable over %s (NAME=value, MAX_ARG_STRLEN)", name, FormatBytes(int64(n)), FormatBytes(MaxEnvString))
+			continue
+		}
+		env[name] = e.value.Value
+	}
+	total := 0
+	for k, v := range env {
+		total += len(k) + 1 + len(v) + 1 + 8 // the string and its pointer
+	}
+	if total > MaxEnvTotal {
+		p.errorf(f.key, "pass big data as a file in the box rather than in env:",
+			"env: totals %s; boxes allows %s so that the box's own variables and arguments still fit the kernel's limit", FormatBytes(int64(total)), FormatBytes(MaxEnvTotal))
+	}
+	s.Env = env
 }
 
 func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *Config) (Box, bool) {
