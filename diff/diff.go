@@ -62,46 +62,10 @@ func Against(ctx context.Context, cfg *spec.Config, lock *spec.Lock, ref string)
 	prefix = strings.TrimSpace(prefix)
 	res := &Result{Ref: ref, Commit: commit}
 
-	var old *spec.Config
-	yamlData, ok, err := r.show(ctx, commit, base)
+	old, oldImage, err := r.fleetAt(ctx, res, cfg, commit, prefix, base)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		res.Notes = append(res.Notes, fmt.Sprintf("%s%s does not exist at %s: a new fleet, every box is created", prefix, base, ref))
-	} else if old, err = spec.Parse(ref+":"+prefix+base, []byte(yamlData)); err != nil {
-		return nil, fmt.Errorf("boxes.yaml at %s: %w", ref, err)
-	}
-	oldImage := ""
-	if old != nil {
-		lockData, ok, err := r.show(ctx, commit, "boxes.lock")
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			l, err := spec.ParseLock(ref+":"+prefix+"boxes.lock", []byte(lockData))
-			if err != nil {
-				return nil, fmt.Errorf("boxes.lock at %s: %w", ref, err)
-			}
-			if l.Image != nil {
-				oldImage = l.Image.ID
-			}
-		}
-		if oldImage == "" && len(old.Boxes) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("boxes.lock at %s has no image, so its boxes could not have been applied: every box is created", ref))
-			old = nil
-		}
-	}
-	if old != nil {
-		// Hashes depend on where boxes.yaml is: both sides are hashed at the working tree's path.
-		old.Path = cfg.Path
-		// Without a fleet: key the fleet is the directory's name, the same
-		// directory on both sides.
-		if old.FleetImplied {
-			old.Fleet = cfg.Fleet
-		}
-	}
-
 	observed, err := reconcile.Applied(old, oldImage, Token, cfg.Path)
 	if err != nil {
 		return nil, fmt.Errorf("the fleet at %s: %w", ref, err)
@@ -142,6 +106,53 @@ func Against(ctx context.Context, cfg *spec.Config, lock *spec.Lock, ref string)
 	}
 	res.Plan = p
 	return res, nil
+}
+
+// fleetAt is boxes.yaml at commit (res.Ref), as the working tree's at
+// cfg.Path would see it, and the image its lock pins; nil when there was
+// none or it could not have been applied, which res.Notes then says.
+func (r repo) fleetAt(ctx context.Context, res *Result, cfg *spec.Config, commit, prefix, base string) (*spec.Config, string, error) {
+	ref := res.Ref
+	var old *spec.Config
+	yamlData, ok, err := r.show(ctx, commit, base)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s%s does not exist at %s: a new fleet, every box is created", prefix, base, ref))
+	} else if old, err = spec.Parse(ref+":"+prefix+base, []byte(yamlData)); err != nil {
+		return nil, "", fmt.Errorf("boxes.yaml at %s: %w", ref, err)
+	}
+	oldImage := ""
+	if old != nil {
+		lockData, ok, err := r.show(ctx, commit, "boxes.lock")
+		if err != nil {
+			return nil, "", err
+		}
+		if ok {
+			l, err := spec.ParseLock(ref+":"+prefix+"boxes.lock", []byte(lockData))
+			if err != nil {
+				return nil, "", fmt.Errorf("boxes.lock at %s: %w", ref, err)
+			}
+			if l.Image != nil {
+				oldImage = l.Image.ID
+			}
+		}
+		if oldImage == "" && len(old.Boxes) > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("boxes.lock at %s has no image, so its boxes could not have been applied: every box is created", ref))
+			old = nil
+		}
+	}
+	if old != nil {
+		// Hashes depend on where boxes.yaml is: both sides are hashed at the working tree's path.
+		old.Path = cfg.Path
+		// Without a fleet: key the fleet is the directory's name, the same
+		// directory on both sides.
+		if old.FleetImplied {
+			old.Fleet = cfg.Fleet
+		}
+	}
+	return old, oldImage, nil
 }
 
 // repo runs git in the directory of boxes.yaml, which need not be the top of
