@@ -118,30 +118,37 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		}
 	}
 	p.checkPins(l.Pins, pinNodes)
-	if img := lf.Image; img != nil {
-		l.Image = &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
-		if !imageIDPattern.MatchString(img.ID) {
-			p.errorf(nodeOr(at["image.id"], root), "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
-		}
-		if img.Built != "" {
-			t, err := time.Parse(time.RFC3339, img.Built)
-			if err != nil {
-				p.errorf(nodeOr(at["image.built"], root), "", "image.built %q is not an RFC 3339 time", img.Built)
-			}
-			l.Image.Built = t.UTC()
-		}
-		if img.Tools.Kind == yaml.MappingNode {
-			for name, e := range p.mapping(&img.Tools, nil) {
-				if v, ok := p.str(e.value); ok {
-					l.Image.Tools[name] = v
-				}
-			}
-		}
+	if lf.Image != nil {
+		l.Image = p.lockImage(lf.Image, at, root)
 	}
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
 	}
 	return l, nil
+}
+
+// lockImage checks and reads the lock's image: entry, reporting at the
+// positions in at (root when a field has none).
+func (p *parser) lockImage(img *lockImage, at map[string]*yaml.Node, root *yaml.Node) *Image {
+	li := &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
+	if !imageIDPattern.MatchString(img.ID) {
+		p.errorf(nodeOr(at["image.id"], root), "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
+	}
+	if img.Built != "" {
+		t, err := time.Parse(time.RFC3339, img.Built)
+		if err != nil {
+			p.errorf(nodeOr(at["image.built"], root), "", "image.built %q is not an RFC 3339 time", img.Built)
+		}
+		li.Built = t.UTC()
+	}
+	if img.Tools.Kind == yaml.MappingNode {
+		for name, e := range p.mapping(&img.Tools, nil) {
+			if v, ok := p.str(e.value); ok {
+				li.Tools[name] = v
+			}
+		}
+	}
+	return li
 }
 
 func nodeOr(n, fallback *yaml.Node) *yaml.Node {
