@@ -119,7 +119,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	}
 	p.checkPins(l.Pins, pinNodes)
 	if lf.Image != nil {
-		l.Image = p.lockImage(lf.Image, at, root)
+		l.Image = p.lockedImage(lf.Image, at, root)
 	}
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
@@ -127,9 +127,9 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 	return l, nil
 }
 
-// lockImage checks and reads the lock's image: entry, reporting at the
+// lockedImage checks and reads the lock's image: entry, reporting at the
 // positions in at (root when a field has none).
-func (p *parser) lockImage(img *lockImage, at map[string]*yaml.Node, root *yaml.Node) *Image {
+func (p *parser) lockedImage(img *lockImage, at map[string]*yaml.Node, root *yaml.Node) *Image {
 	li := &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
 	if !imageIDPattern.MatchString(img.ID) {
 		p.errorf(nodeOr(at["image.id"], root), "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
