@@ -93,11 +93,17 @@ func (e *Engine) ServiceContainer(ctx context.Context, box, service string) (con
 	if err != nil {
 		return container.Summary{}, err
 	}
+	if len(cs) == 0 {
+		return container.Summary{}, fmt.Errorf("found 0 %s containers of box %s: %w", service, box, errNoContainer)
+	}
 	if len(cs) != 1 {
 		return container.Summary{}, fmt.Errorf("found %d %s containers of box %s", len(cs), service, box)
 	}
 	return cs[0], nil
 }
+
+// errNoContainer marks a box without a container of the service asked for.
+var errNoContainer = errors.New("no such container")
 
 // downError is a container whose process has ended, with its last words.
 type downError struct {
@@ -144,9 +150,7 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 	gate := make(chan error, 1)
-	go func() {
-		gate <- e.waitService(ctx, box, compose.GateService, "", []string{compose.GateBinary, "gate", "--health"}, "the gate")
-	}()
+	go func() { gate <- e.waitGate(ctx, box) }()
 	agent := e.waitService(ctx, box, compose.AgentService, "root", []string{hb.Path, "health", compose.AgentService}, "hb init")
 	if agent != nil {
 		cancel()
@@ -154,6 +158,17 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 		return agent
 	}
 	return <-gate
+}
+
+// waitGate returns once box's gate answers. A box without a gate is one put
+// back on its containers from before the network door, when its recreate
+// failed: there is no gate to wait for.
+func (e *Engine) waitGate(ctx context.Context, box string) error {
+	err := e.waitService(ctx, box, compose.GateService, "", []string{compose.GateBinary, "gate", "--health"}, "the gate")
+	if errors.Is(err, errNoContainer) {
+		return nil
+	}
+	return err
 }
 
 // waitService returns once box's container of service runs and check,
