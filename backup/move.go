@@ -15,6 +15,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
@@ -45,7 +46,7 @@ type Mover struct {
 	SameWith   func(ctx context.Context, a, b string) (bool, error)
 }
 
-var _ reconcile.Mover = (*Mover)(nil)
+var _ apply.Mover = (*Mover)(nil)
 
 // MoveKey reads the age identity in file, making it (mode 0600, in a
 // directory of mode 0700) when it does not exist.

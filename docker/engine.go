@@ -25,7 +25,7 @@ import (
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -251,7 +251,7 @@ type racedError struct{ err error }
 
 func (r racedError) Error() string        { return r.err.Error() }
 func (r racedError) Unwrap() error        { return r.err }
-func (r racedError) Is(target error) bool { return target == reconcile.ErrRaced }
+func (r racedError) Is(target error) bool { return target == apply.ErrRaced }
 
 // Stop stops every container of project.
 func (e *Engine) Stop(ctx context.Context, project string) error {

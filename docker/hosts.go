@@ -25,7 +25,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/tlsconfig"
 
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -83,7 +83,7 @@ func (e *HostError) Error() string {
 func (e *HostError) Unwrap() error { return e.Err }
 
 // Is makes every HostError a reconcile.ErrUnreachable.
-func (e *HostError) Is(target error) bool { return target == reconcile.ErrUnreachable }
+func (e *HostError) Is(target error) bool { return target == apply.ErrUnreachable }
 
 // HintLines is what to do about it, printed after the error.
 func (e *HostError) HintLines() []string {

@@ -8,11 +8,11 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/internal/hint"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Dashboard is a box's Executor dashboard as this machine reaches it.
@@ -88,7 +88,7 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("box %s: %w", name, reconcile.ErrNoToken)
+		return nil, fmt.Errorf("box %s: %w", name, apply.ErrNoToken)
 	}
 	browser, err := handoff.Browser()
 	if err != nil {

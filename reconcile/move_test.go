@@ -5,9 +5,10 @@ import (
 
 	"bytes"
 	"errors"
-	"github.com/hermes-box/boxes/compose"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/boxes/compose"
 
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"

@@ -1,6 +1,7 @@
-// Package reconcile decides what to do to each box: Observe takes a snapshot of
-// what Docker has, Plan (pure) compares it with boxes.yaml and boxes.lock, and
-// Apply carries a plan out through one narrow Engine interface.
+// Package reconcile decides what to do to each box: an Observed snapshot of
+// what Docker has, the pure NewPlan that compares it with boxes.yaml and
+// boxes.lock, the plan's renderings, saved plans, and the .boxes/ state
+// directory with its records. Package apply carries a plan out.
 package reconcile
 
 import (

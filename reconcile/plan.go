@@ -627,7 +627,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if err != nil {
 		return bp, err
 	}
-	strayNets, onStray := strayNetworks(b.Name, r)
+	strayNets, onStray := StrayNetworks(b.Name, r)
 	if len(strayNets) > 0 {
 		for _, name := range []string{compose.NetworkName(b.Name), compose.InsideNetworkName(b.Name)} {
 			if n := countNamed(strayNets, name); n > 0 {
@@ -641,7 +641,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		bp.GateOnly = GateOnly(reasons)
 		bp.StrayNetworks = strayNets
 		for _, c := range r.Containers {
-			if (hasKind(reasons, "duplicate") && c.Name != compose.ContainerName(b.Name, c.Service)) || onStray[c.ID] {
+			if (HasKind(reasons, "duplicate") && c.Name != compose.ContainerName(b.Name, c.Service)) || onStray[c.ID] {
 				bp.Strays = append(bp.Strays, NamedID{Name: c.Name, ID: c.ID})
 			}
 		}
@@ -704,7 +704,7 @@ func planState(b spec.Box, r Resources, bp BoxPlan, frozen bool) BoxPlan {
 // strays are the containers of a box to remove before recreating it: those
 // an interrupted recreate left beside the ones with their service's name.
 func strays(box string, r Resources, reasons []Reason) []NamedID {
-	if !hasKind(reasons, "duplicate") {
+	if !HasKind(reasons, "duplicate") {
 		return nil
 	}
 	var out []NamedID
@@ -881,7 +881,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		}
 	}
 	switch {
-	case len(cs) == 0 && service == compose.GateService && hasKind(reasons, "door"):
+	case len(cs) == 0 && service == compose.GateService && HasKind(reasons, "door"):
 		return reasons // the door's reason says it
 	case len(cs) == 0:
 		return append(reasons, Reason{Kind: "missing", Service: service})
@@ -903,7 +903,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 			reasons = append(reasons, crash)
 		}
 	}
-	door := hasKind(reasons, "door")
+	door := HasKind(reasons, "door")
 	for _, network := range compose.ServiceNetworks(b.Name, service) {
 		if haveNetwork && !door && !contains(c.Networks, network) {
 			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
@@ -917,7 +917,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		}
 	}
 	if c.Image != in.Image {
-		if !hasKind(reasons, "image") {
+		if !HasKind(reasons, "image") {
 			reasons = append(reasons, Reason{Kind: "image", Old: c.Image, New: in.Image})
 		}
 		return reasons
@@ -1040,7 +1040,7 @@ func hostPort(ip, port string) string {
 // create that follows a killed one can make a second network of the name,
 // and then nothing can use the name. onStray are the containers on a stray
 // network: they are removed with the strays, and made again on the kept one.
-func strayNetworks(box string, r Resources) (strays []NamedID, onStray map[string]bool) {
+func StrayNetworks(box string, r Resources) (strays []NamedID, onStray map[string]bool) {
 	for _, name := range []string{compose.NetworkName(box), compose.InsideNetworkName(box)} {
 		s, on := strayNetworksNamed(name, r)
 		strays = append(strays, s...)
@@ -1132,6 +1132,11 @@ func desiredHashes(in Input, b spec.Box, token string, hostPort int) (map[string
 	}
 	return compose.ServiceHashes(project)
 }
+
+// DeletionOf is the delete of box name's resources r on host, as a plan
+// would make it: the applier removes with it what a failed create or
+// restore made.
+func DeletionOf(host, name string, r Resources) BoxPlan { return planDelete(Input{}, host, name, r) }
 
 func planDelete(in Input, host, name string, r Resources) BoxPlan {
 	d := &Deletion{Backup: in.Backups[name], Containers: []NamedID{}, Networks: []NamedID{}, Volumes: []DeletedVolume{}}
@@ -1263,7 +1268,7 @@ func isRunning(state string) bool {
 	return state == "running" || state == "restarting" || state == "paused"
 }
 
-func hasKind(rs []Reason, kind string) bool {
+func HasKind(rs []Reason, kind string) bool {
 	for _, r := range rs {
 		if r.Kind == kind {
 			return true

@@ -10,119 +10,30 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/plantest"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
 const (
-	testImage  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-	oldImage   = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	testToken  = "tok-0123456789abcdef0123456789abcdef"
-	testConfig = "/srv/boxes/boxes.yaml"
-	testFleet  = "team-a"
-	// autoPort is the port Docker picked for a running executor with port: auto.
-	autoPort = 49200
-	gib      = 1 << 30
+	testImage  = plantest.Image
+	oldImage   = plantest.OldImage
+	testToken  = plantest.Token
+	testConfig = plantest.ConfigPath
+	testFleet  = plantest.Fleet
+	autoPort   = plantest.AutoPort
+	gib        = plantest.GiB
 )
 
-func testBox(name string) spec.Box {
-	return spec.Box{
-		Name:  name,
-		State: spec.Running,
-		Settings: spec.Settings{
-			CPUs:     2,
-			Memory:   4 * gib,
-			Executor: spec.Executor{Bind: "127.0.0.1"},
-			Env:      map[string]string{"TZ": "UTC"},
-		},
-	}
-}
-
-func testCfg(boxes ...spec.Box) *spec.Config {
-	return &spec.Config{Path: testConfig, Version: 1, Fleet: testFleet, Boxes: boxes}
-}
-
-// hashesFor is what the planner computes for b: the same compose.Input.
-func hashesFor(t *testing.T, b spec.Box, image string, hostPort int) map[string]string {
-	t.Helper()
-	p, err := compose.Project(compose.Input{
-		Box:        b,
-		Image:      image,
-		Token:      testToken,
-		HostPort:   hostPort,
-		WorkDir:    filepath.Dir(testConfig),
-		ConfigFile: testConfig,
-	})
-	if err != nil {
-		t.Fatalf("compose.Project: %v", err)
-	}
-	h, err := compose.ServiceHashes(p)
-	if err != nil {
-		t.Fatalf("ServiceHashes: %v", err)
-	}
-	return h
-}
-
-// observeBox adds every resource of b, as created from image with hashes, to
-// o, the way Docker lists them: in b's fleet (testFleet when b names none),
-// connected to the box's network, a running executor published on hostPort
-// (autoPort when 0 and b's port is auto).
-func observeBox(t *testing.T, o *reconcile.Observed, b spec.Box, image, state string, hostPort int) {
-	t.Helper()
-	fleet := b.Fleet
-	if fleet == "" {
-		fleet = testFleet
-	}
-	hashes := hashesFor(t, b, image, 0)
-	if hostPort == 0 && state == "running" {
-		hostPort = b.Executor.Port
-		if hostPort == 0 {
-			hostPort = autoPort
-		}
-	}
-	for _, svc := range compose.Services {
-		labels := compose.Labels(b.Name)
-		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
-		if svc == compose.GateService {
-			labels[compose.CredentialsLabel] = "{}"
-		}
-		c := reconcile.Container{
-			ID:         "id-" + b.Name + "-" + svc,
-			Name:       compose.ContainerName(b.Name, svc),
-			Box:        b.Name,
-			Service:    svc,
-			Image:      image,
-			Fleet:      fleet,
-			State:      state,
-			ConfigHash: hashes[svc],
-			Labels:     labels,
-			Networks:   compose.ServiceNetworks(b.Name, svc),
-		}
-		if svc != compose.GateService {
-			c.Mounts = []reconcile.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}}
-		}
-		if svc == compose.ExecutorService && hostPort != 0 {
-			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
-		}
-		o.Containers = append(o.Containers, c)
-	}
-	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name), Size: -1})
-	}
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)},
-		reconcile.Network{ID: "inside-" + b.Name, Name: compose.InsideNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
-}
-
-func volumeOf(service string) string {
-	if service == compose.AgentService {
-		return compose.AgentVolume
-	}
-	return compose.ExecutorVolume
-}
-
-func emptyObserved() *reconcile.Observed {
-	return &reconcile.Observed{Images: map[string]bool{testImage: true}}
-}
+// The shared fixtures, by the names these tests use.
+var (
+	testBox       = plantest.Box
+	testCfg       = plantest.Config
+	hashesFor     = plantest.HashesFor
+	observeBox    = plantest.ObserveBox
+	emptyObserved = plantest.EmptyObserved
+	volumeOf      = plantest.VolumeOf
+)
 
 func obsMap(o *reconcile.Observed) map[string]*reconcile.Observed {
 	return map[string]*reconcile.Observed{"": o}

@@ -6,6 +6,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
@@ -17,7 +18,7 @@ type ApplyOptions struct {
 	Parallelism int
 	// Progress makes the display of plan p's progress as p's apply begins,
 	// before any archive is checked; nil shows none.
-	Progress func(p *reconcile.Plan) reconcile.Progress
+	Progress func(p *reconcile.Plan) apply.Progress
 	// Identities decrypt the archives p restores boxes from: asked once,
 	// for the first, and only when p restores one. Every such archive is
 	// checked whole before anything changes, and told to Checked.
@@ -57,7 +58,7 @@ func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 // by others get their modes back before anything else. Moves are carried
 // between w's engines, and the image to the hosts that lack it.
 func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
-	var pr reconcile.Progress = quiet{}
+	var pr apply.Progress = quiet{}
 	if o.Progress != nil {
 		pr = o.Progress(p)
 	}
@@ -89,7 +90,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 			return err
 		}
 	}
-	applier := &reconcile.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: pr, Held: o.Held,
+	applier := &apply.Applier{Config: w.Config, Engines: w.Engines(), Tokens: w.Tokens, Parallelism: o.Parallelism, Progress: pr, Held: o.Held,
 		Mover: w.mover(o, pr), ConfirmedDeletes: o.ConfirmedDeletes, Shown: w.opts.Shown, Images: imageCarrier{w}, Doors: doors}
 	if seeder != nil {
 		applier.Seeder = seeder

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -125,9 +126,9 @@ func TestValidateWarnings(t *testing.T) {
 }
 
 func TestPartialErrorKeepsEveryError(t *testing.T) {
-	inner := errors.Join(&reconcile.BoxError{Box: "a", Err: reconcile.ErrNoToken}, &reconcile.BoxError{Box: "b", Err: errors.New("boom")})
+	inner := errors.Join(&apply.BoxError{Box: "a", Err: apply.ErrNoToken}, &apply.BoxError{Box: "b", Err: errors.New("boom")})
 	err := error(&workspace.PartialError{Err: inner, Failed: 2, Boxes: 3})
-	if !errors.Is(err, reconcile.ErrNoToken) {
+	if !errors.Is(err, apply.ErrNoToken) {
 		t.Error("the boxes' errors are lost")
 	}
 	if want := inner.Error() + "\napply failed for 2 of 3 boxes; the others were done"; err.Error() != want {

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 // ErrUndeclared is the sentinel of a box name boxes.yaml does not declare:
 // the applier's own.
-var ErrUndeclared = reconcile.ErrUndeclared
+var ErrUndeclared = apply.ErrUndeclared
 
 // UndeclaredError names the box and the boxes that are declared.
 type UndeclaredError struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
@@ -13,7 +14,7 @@ import (
 // mover carries the moves of an apply with o between w's engines: o.Writer
 // names the program in the archives, o.Init bounds the wait for a moved
 // box's hb init, and pr shows a box's progress.
-func (w *Workspace) mover(o ApplyOptions, pr reconcile.Progress) *backup.Mover {
+func (w *Workspace) mover(o ApplyOptions, pr apply.Progress) *backup.Mover {
 	return &backup.Mover{
 		Engine:     w.backupEngine,
 		Agent:      w.agentNow,

@@ -6,6 +6,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -16,7 +17,7 @@ var errNoIdentities = errors.New("no identities to decrypt the archive")
 // restores checks every restore archive of p whole, before anything
 // changes, and is the seeder that restores them, its steps shown on pr;
 // nil when p restores none.
-func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOptions, pr reconcile.Progress) (*backup.Seeder, error) {
+func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOptions, pr apply.Progress) (*backup.Seeder, error) {
 	identities := o.Identities
 	if identities == nil {
 		identities = func(string) ([]age.Identity, error) { return nil, errNoIdentities }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/hint"
@@ -29,7 +30,7 @@ import (
 // need of its volumes, and what the workspace itself asks of a host.
 // Package docker's Engine is one; tests have fakes.
 type Engine interface {
-	reconcile.Engine
+	apply.Engine
 	reconcile.VolumeSizer
 	backup.Engine
 	snapshot.Engine
@@ -207,10 +208,10 @@ func (w *Workspace) Engine(ctx context.Context, host string) (Engine, error) {
 }
 
 // Engines are the engines connected so far, by host name.
-func (w *Workspace) Engines() map[string]reconcile.Engine {
+func (w *Workspace) Engines() map[string]apply.Engine {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := map[string]reconcile.Engine{}
+	out := map[string]apply.Engine{}
 	for h, e := range w.engines {
 		out[h] = e
 	}

@@ -12,6 +12,7 @@ import (
 	"filippo.io/age"
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
@@ -117,7 +118,7 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 func applyOptions(ctx context.Context, env *Env, out io.Writer, parallelism int) workspace.ApplyOptions {
 	return workspace.ApplyOptions{
 		Parallelism: parallelism,
-		Progress: func(p *reconcile.Plan) reconcile.Progress {
+		Progress: func(p *reconcile.Plan) apply.Progress {
 			order, actions := p.Changing()
 			return progress.NewBoxes(out, env.IsTTY, order, actions)
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
@@ -23,9 +24,9 @@ func TestReport(t *testing.T) {
 	}{
 		"per-box apply errors": {
 			hint.Wrap(errors.Join(errors.Join(
-				&reconcile.BoxError{Box: "alpha", Err: fmt.Errorf("restore: %w", archive.ErrWrongPassphrase)},
-				&reconcile.BoxError{Box: "beta", Err: locked},
-				&reconcile.BoxError{Box: "gamma", Err: locked},
+				&apply.BoxError{Box: "alpha", Err: fmt.Errorf("restore: %w", archive.ErrWrongPassphrase)},
+				&apply.BoxError{Box: "beta", Err: locked},
+				&apply.BoxError{Box: "gamma", Err: locked},
 			), errors.New("apply failed for 3 of 4 boxes; the others were done")), "boxes plan shows what is left"),
 			"boxes: error: alpha: restore: wrong passphrase or not encrypted to this identity\n" +
 				"boxes: error: beta: locked: .boxes/locks/beta.lock is held by boxes save (pid 7)\n" +
@@ -40,7 +41,7 @@ func TestReport(t *testing.T) {
 			"boxes: error: no box \"zeta\" in boxes.yaml\nboxes: hint: declared boxes: alpha, beta\n",
 		},
 		"no token": {
-			fmt.Errorf("box alpha: %w", reconcile.ErrNoToken),
+			fmt.Errorf("box alpha: %w", apply.ErrNoToken),
 			"boxes: error: box alpha: the box has no token in .boxes/secrets\nboxes: hint: run boxes plan, which recovers it from the box's containers\n",
 		},
 		"stale plan": {

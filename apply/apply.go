@@ -1,4 +1,10 @@
-package reconcile
+// Package apply carries out a plan made by package reconcile, box by box
+// through one narrow Engine interface: creates, recreates with their put
+// back, starts, stops and deletes, the image brought to the hosts that lack
+// it, and moves of a box with its data between hosts. It is the one
+// executor of every change: apply's plans and the one-box plans of load,
+// rm, start and stop.
+package apply
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -44,7 +51,7 @@ type Engine interface {
 	Previous(ctx context.Context, box string) (Previous, error)
 	// Observe lists the engine's labelled resources (and which of images
 	// it holds).
-	Observe(ctx context.Context, images ...string) (*Observed, error)
+	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
 }
 
 // ErrUnreachable is matched (errors.Is) by an error from an engine that
@@ -93,7 +100,7 @@ var ErrUndeclared = hint.New("box not declared", "declare it under boxes: in box
 type Applier struct {
 	Config      *spec.Config
 	Engines     map[string]Engine // by host name
-	Tokens      Tokens
+	Tokens      reconcile.Tokens
 	Parallelism int
 	Progress    Progress
 	// Seeder restores boxes created with restore:; nil refuses them.
@@ -139,8 +146,8 @@ type BoxError struct {
 
 func (e *BoxError) Error() string {
 	msg := e.Err.Error()
-	if e.Host != "" && !strings.Contains(msg, HostLabel(e.Host)) {
-		return fmt.Sprintf("%s (%s): %s", e.Box, HostLabel(e.Host), msg)
+	if e.Host != "" && !strings.Contains(msg, reconcile.HostLabel(e.Host)) {
+		return fmt.Sprintf("%s (%s): %s", e.Box, reconcile.HostLabel(e.Host), msg)
 	}
 	return fmt.Sprintf("%s: %s", e.Box, msg)
 }
@@ -160,7 +167,7 @@ func (e *BoxError) Unwrap() error { return e.Err }
 // A host that lacks the image gets it first (the plan's Images), the hosts
 // in parallel; the boxes there that use it wait for it, and fail when it
 // fails.
-func (a *Applier) Apply(ctx context.Context, p *Plan) error {
+func (a *Applier) Apply(ctx context.Context, p *reconcile.Plan) error {
 	n := a.Parallelism
 	if n < 1 {
 		n = 1
@@ -171,7 +178,7 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		errs []*BoxError
 		wg   sync.WaitGroup
 	)
-	fail := func(bp BoxPlan, err error) {
+	fail := func(bp reconcile.BoxPlan, err error) {
 		a.Progress.Done(bp.Name, err)
 		if err != nil {
 			mu.Lock()
@@ -180,7 +187,7 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		}
 	}
 	images := a.bringImages(ctx, p)
-	run := func(bp BoxPlan) error {
+	run := func(bp reconcile.BoxPlan) error {
 		err := images.wait(ctx, bp)
 		if err == nil {
 			sem <- struct{}{}
@@ -190,18 +197,18 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 		fail(bp, err)
 		return err
 	}
-	spawn := func(bp BoxPlan) {
+	spawn := func(bp reconcile.BoxPlan) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = run(bp)
 		}()
 	}
-	var gated []BoxPlan
+	var gated []reconcile.BoxPlan
 	for _, bp := range p.Boxes {
 		switch {
-		case bp.Action == NoOp:
-		case bp.Action == Recreate && hasKind(bp.Reasons, "image"):
+		case bp.Action == reconcile.NoOp:
+		case bp.Action == reconcile.Recreate && reconcile.HasKind(bp.Reasons, "image"):
 			gated = append(gated, bp)
 		default:
 			spawn(bp)
@@ -231,7 +238,7 @@ func (a *Applier) Apply(ctx context.Context, p *Plan) error {
 // not ready with it (then the rest fail as its canary's). A box stopped, or
 // failed before its containers were touched, proves nothing: the next one
 // is the canary.
-func canaryFirst(gated []BoxPlan, image string, run func(BoxPlan) error, spawn func(BoxPlan), fail func(BoxPlan, error)) {
+func canaryFirst(gated []reconcile.BoxPlan, image string, run func(reconcile.BoxPlan) error, spawn func(reconcile.BoxPlan), fail func(reconcile.BoxPlan, error)) {
 	for i, bp := range gated {
 		err := run(bp)
 		var nr *NotReadyError
@@ -269,7 +276,7 @@ type CanaryError struct {
 }
 
 func (e *CanaryError) Error() string {
-	return fmt.Sprintf("not recreated, left on its current image: the new image %s failed on %s first", ShortID(e.Image), e.Canary)
+	return fmt.Sprintf("not recreated, left on its current image: the new image %s failed on %s first", reconcile.ShortID(e.Image), e.Canary)
 }
 func (e *CanaryError) Unwrap() error { return ErrCanaryFailed }
 
@@ -296,9 +303,9 @@ func (e *NotReadyError) Error() string {
 }
 func (e *NotReadyError) Unwrap() error { return e.Err }
 
-func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error {
+func (a *Applier) applyBox(ctx context.Context, image string, bp reconcile.BoxPlan) error {
 	if !a.Held[bp.Name] {
-		lock, err := LockBox(a.Config.Path, bp.Name, "boxes apply")
+		lock, err := reconcile.LockBox(a.Config.Path, bp.Name, "boxes apply")
 		if err != nil {
 			return err
 		}
@@ -307,15 +314,15 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 
 	engine := a.Engines[bp.Host]
 	if engine == nil {
-		return fmt.Errorf("no engine for %s", HostLabel(bp.Host))
+		return fmt.Errorf("no engine for %s", reconcile.HostLabel(bp.Host))
 	}
-	if bp.Action == Delete {
+	if bp.Action == reconcile.Delete {
 		return a.delete(ctx, engine, bp)
 	}
-	if bp.Action == Move {
+	if bp.Action == reconcile.Move {
 		return a.move(ctx, image, bp)
 	}
-	if bp.Action == Stop {
+	if bp.Action == reconcile.Stop {
 		return a.stop(ctx, engine, bp)
 	}
 	return a.up(ctx, engine, image, bp)
@@ -323,20 +330,20 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp BoxPlan) error 
 
 // up creates, recreates or starts box bp on engine, seeds a new one from
 // its archive, and starts it when its state says so.
-func (a *Applier) up(ctx context.Context, engine Engine, image string, bp BoxPlan) error {
+func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconcile.BoxPlan) error {
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
 	}
-	seed := (bp.Action == Create || bp.Action == Recreate) && bp.Restore != ""
+	seed := (bp.Action == reconcile.Create || bp.Action == reconcile.Recreate) && bp.Restore != ""
 	if seed && a.Seeder == nil {
 		return fmt.Errorf("restore: nothing here can read %s", a.shown(bp.Restore))
 	}
-	restores := RestoresBeside(a.Config.Path)
+	restores := reconcile.RestoresBeside(a.Config.Path)
 	if seed {
 		// Recorded before anything is created: a restore cut short at any
 		// point is seen by the next plan, and done again.
-		if err := restores.Begin(Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore}); err != nil {
+		if err := restores.Begin(reconcile.Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore}); err != nil {
 			return err
 		}
 	}
@@ -351,15 +358,15 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp BoxPla
 
 	var prev Previous
 	switch bp.Action {
-	case Create:
+	case reconcile.Create:
 		if err := a.create(ctx, engine, bp, project); err != nil {
 			return err
 		}
-	case Recreate:
+	case reconcile.Recreate:
 		if prev, err = a.recreate(ctx, engine, bp, project, token); err != nil {
 			return err
 		}
-	case Start:
+	case reconcile.Start:
 		// Start means start, whatever state boxes.yaml declares: boxes
 		// start NAME asks for exactly that, and a plan's start only
 		// arises for a box declared running.
@@ -384,7 +391,7 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp BoxPla
 		return nil
 	}
 	err = a.start(ctx, engine, bp, project, token, seed, state)
-	if err != nil && bp.Action == Recreate {
+	if err != nil && bp.Action == reconcile.Recreate {
 		return a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return err
@@ -393,7 +400,7 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp BoxPla
 // stop stops box bp, thawed first: a box stopped quiesced would wait for a
 // resume when it next starts. Should the thaw fail, the record stays and
 // the start after thaws it.
-func (a *Applier) stop(ctx context.Context, engine Engine, bp BoxPlan) error {
+func (a *Applier) stop(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
 	if err := a.thaw(ctx, bp); err != nil {
 		a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
 	}
@@ -403,7 +410,7 @@ func (a *Applier) stop(ctx context.Context, engine Engine, bp BoxPlan) error {
 
 // create makes box bp's network, volumes and containers from project. A
 // refused create of a box that had nothing before it is undone.
-func (a *Applier) create(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project) error {
+func (a *Applier) create(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project) error {
 	undoable := a.nothingYet(ctx, engine, bp)
 	a.Progress.Step(bp.Name, "creating network, volumes and containers")
 	err := engine.Create(ctx, project, false)
@@ -419,7 +426,7 @@ func (a *Applier) create(ctx context.Context, engine Engine, bp BoxPlan, project
 // recreate replaces box bp's containers with project's, volumes kept, once
 // what an interrupted apply left is cleared; it returns the containers as
 // they were, for putBack. A refused create puts them back at once.
-func (a *Applier) recreate(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string) (Previous, error) {
+func (a *Applier) recreate(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string) (Previous, error) {
 	if err := a.clearStrays(ctx, engine, bp); err != nil {
 		return nil, err
 	}
@@ -445,7 +452,7 @@ func (a *Applier) recreate(ctx context.Context, engine Engine, bp BoxPlan, proje
 // own name back: first, since compose names its own replacement of a
 // container from the container's, and the previous containers are put back
 // under the names recorded next.
-func (a *Applier) clearStrays(ctx context.Context, engine Engine, bp BoxPlan) error {
+func (a *Applier) clearStrays(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
 	for _, c := range bp.Strays {
 		a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
 		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
@@ -453,9 +460,9 @@ func (a *Applier) clearStrays(ctx context.Context, engine Engine, bp BoxPlan) er
 		}
 	}
 	for _, n := range bp.StrayNetworks {
-		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
+		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+reconcile.ShortID(n.ID)+" (a second network of that name)")
 		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
-			return fmt.Errorf("removing the second network %s (%s): %w", n.Name, ShortID(n.ID), err)
+			return fmt.Errorf("removing the second network %s (%s): %w", n.Name, reconcile.ShortID(n.ID), err)
 		}
 	}
 	for _, r := range bp.Reasons {
@@ -482,13 +489,13 @@ func raced(err error) bool { return errors.Is(err, ErrRaced) }
 // containers again: a second network of the box's name goes, with every
 // container of the box not running, as the plan does for a duplicate it
 // sees.
-func (a *Applier) remake(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, cause error) error {
+func (a *Applier) remake(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, cause error) error {
 	o, err := engine.Observe(ctx)
 	if err != nil {
 		return fmt.Errorf("%w; observing the box again: %v", cause, err)
 	}
 	r := o.Of(bp.Name).Labelled(a.Config.Fleet)
-	strays, onStray := strayNetworks(bp.Name, r)
+	strays, onStray := reconcile.StrayNetworks(bp.Name, r)
 	a.Progress.Step(bp.Name, "an interrupted apply's request landed after the plan ("+firstLine(cause)+"); clearing what it made")
 	for _, c := range r.Containers {
 		if c.State == "running" && !onStray[c.ID] {
@@ -500,9 +507,9 @@ func (a *Applier) remake(ctx context.Context, engine Engine, bp BoxPlan, project
 		}
 	}
 	for _, n := range strays {
-		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+ShortID(n.ID)+" (a second network of that name)")
+		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+reconcile.ShortID(n.ID)+" (a second network of that name)")
 		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
-			return fmt.Errorf("%w; removing the second network %s (%s): %v", cause, n.Name, ShortID(n.ID), err)
+			return fmt.Errorf("%w; removing the second network %s (%s): %v", cause, n.Name, reconcile.ShortID(n.ID), err)
 		}
 	}
 	return engine.Create(ctx, project, false)
@@ -518,8 +525,8 @@ func firstLine(err error) string {
 // lock: what the create makes is then all the box has, and the create can
 // be undone. A create over what is there (the volumes of a restore cut
 // short, or a box a load made since the plan) never is.
-func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp BoxPlan) bool {
-	if !hasKind(bp.Reasons, "new") {
+func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp reconcile.BoxPlan) bool {
+	if !reconcile.HasKind(bp.Reasons, "new") {
 		return false
 	}
 	if a.Held[bp.Name] {
@@ -538,7 +545,7 @@ func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp BoxPlan) boo
 // the next plan shows the box as never made rather than a half-made box to
 // explain. Cut short (interrupted, the engine gone), it is left: the next
 // plan shows it and the next apply finishes it.
-func (a *Applier) createFailed(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+func (a *Applier) createFailed(ctx context.Context, engine Engine, bp reconcile.BoxPlan, cause error) error {
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return cause
 	}
@@ -549,14 +556,14 @@ func (a *Applier) createFailed(ctx context.Context, engine Engine, bp BoxPlan, c
 	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	if !made.Empty() {
 		a.Progress.Step(bp.Name, "the create failed; removing what it made")
-		if err := a.remove(ctx, engine, bp.Name, planDelete(Input{}, bp.Host, bp.Name, made).Delete); err != nil {
+		if err := a.remove(ctx, engine, bp.Name, reconcile.DeletionOf(bp.Host, bp.Name, made).Delete); err != nil {
 			return fmt.Errorf("%w; removing what the create made failed: %v (the next plan shows it)", cause, err)
 		}
 	}
 	// A restore cut short before this create keeps its record: the box
 	// is still to be seeded from that archive.
-	if bp.Restore != "" && !hasKind(bp.Reasons, "incomplete") {
-		if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+	if bp.Restore != "" && !reconcile.HasKind(bp.Reasons, "incomplete") {
+		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 			return err
 		}
 	}
@@ -572,7 +579,7 @@ func (a *Applier) createFailed(ctx context.Context, engine Engine, bp BoxPlan, c
 // CreateError is a create the engine refused, after what it made was removed.
 type CreateError struct {
 	Err     error
-	Removed Resources
+	Removed reconcile.Resources
 }
 
 func (e *CreateError) Error() string {
@@ -587,7 +594,7 @@ func (e *CreateError) Unwrap() error { return e.Err }
 // is removed (the resources labelled with the box and this fleet: the plan
 // saw none but a restore's own), with the restore record and the token,
 // and the error says why.
-func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, cause error) error {
+func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp reconcile.BoxPlan, cause error) error {
 	err := fmt.Errorf("restoring from %s: %w", a.shown(bp.Restore), cause)
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return err
@@ -598,7 +605,7 @@ func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp BoxPlan, 
 	}
 	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	a.Progress.Step(bp.Name, "the restore failed; removing what it created")
-	if derr := a.delete(ctx, engine, planDelete(Input{}, bp.Host, bp.Name, made)); derr != nil {
+	if derr := a.delete(ctx, engine, reconcile.DeletionOf(bp.Host, bp.Name, made)); derr != nil {
 		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
 	}
 	return &RestoreError{Archive: a.shown(bp.Restore), Err: cause, Removed: made}
@@ -610,7 +617,7 @@ type RestoreError struct {
 	// Archive is the archive as messages name it.
 	Archive string
 	Err     error
-	Removed Resources
+	Removed reconcile.Resources
 }
 
 func (e *RestoreError) Error() string {
@@ -625,7 +632,7 @@ func (e *RestoreError) HintLines() []string {
 
 // putBack puts a recreated box whose new containers failed back on its
 // previous ones, and checks that those are ready again.
-func (a *Applier) putBack(ctx context.Context, engine Engine, bp BoxPlan, prev Previous, token string, cause error) error {
+func (a *Applier) putBack(ctx context.Context, engine Engine, bp reconcile.BoxPlan, prev Previous, token string, cause error) error {
 	if ctx.Err() != nil {
 		// Interrupted, not failed: the next plan shows what is left.
 		return cause
@@ -644,7 +651,7 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp BoxPlan, prev P
 	e.Restored = true
 	// A box recreated for a new token ran with an older one, which
 	// .boxes/secrets no longer holds.
-	if !started || hasKind(bp.Reasons, "token") {
+	if !started || reconcile.HasKind(bp.Reasons, "token") {
 		return e
 	}
 	a.Progress.Step(bp.Name, "waiting for the previous containers")
@@ -659,12 +666,12 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp BoxPlan, prev P
 // start starts the box, waits for its executor, finishes a seeded box's
 // restore, waits for the agent's hb init, and stops the box again when it
 // is declared stopped.
-func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
+func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
 	a.Progress.Step(bp.Name, "starting")
 	if err := engine.Start(ctx, project); err != nil {
 		// Containers this apply made anew can be made again; a seeded
 		// box's hold the restore being checked.
-		if !raced(err) || (bp.Action != Create && bp.Action != Recreate) || seed {
+		if !raced(err) || (bp.Action != reconcile.Create && bp.Action != reconcile.Recreate) || seed {
 			return err
 		}
 		if err := a.remake(ctx, engine, bp, project, err); err != nil {
@@ -685,7 +692,7 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 		if err := a.Seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
 			return err
 		}
-		if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 			return err
 		}
 	} else if err := a.thaw(ctx, bp); err != nil {
@@ -707,11 +714,11 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp BoxPlan, project 
 
 // thaw resumes a box a save that died left frozen: found so by the plan,
 // or since (a box stopped then is frozen again, quiesced, once started).
-func (a *Applier) thaw(ctx context.Context, bp BoxPlan) error {
+func (a *Applier) thaw(ctx context.Context, bp reconcile.BoxPlan) error {
 	if a.Thawer == nil {
 		return nil
 	}
-	if _, stale := StaleFreezes(a.Config.Path)[bp.Name]; !stale && !hasKind(bp.Reasons, "frozen") {
+	if _, stale := reconcile.StaleFreezes(a.Config.Path)[bp.Name]; !stale && !reconcile.HasKind(bp.Reasons, "frozen") {
 		return nil
 	}
 	a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
@@ -723,10 +730,10 @@ func (a *Applier) thaw(ctx context.Context, bp BoxPlan) error {
 
 // token is the box's stored token, minted and stored first when the box has none.
 // It is written before any resource exists, so a create killed half-way resumes with it.
-func (a *Applier) token(bp BoxPlan) (string, error) {
+func (a *Applier) token(bp reconcile.BoxPlan) (string, error) {
 	// A box restored from an archive gets a fresh token: the archive's
 	// box may still run elsewhere with the old one.
-	fresh := bp.Action == Create && bp.Restore != ""
+	fresh := bp.Action == reconcile.Create && bp.Restore != ""
 	token, ok, err := a.Tokens.Get(bp.Name)
 	if err != nil {
 		return "", err
@@ -734,10 +741,10 @@ func (a *Applier) token(bp BoxPlan) (string, error) {
 	if ok && !fresh {
 		return token, nil
 	}
-	if bp.Action != Create && bp.Action != Recreate {
+	if bp.Action != reconcile.Create && bp.Action != reconcile.Recreate {
 		return "", fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
 	}
-	if token, err = NewToken(); err != nil {
+	if token, err = reconcile.NewToken(); err != nil {
 		return "", err
 	}
 	return token, a.Tokens.Put(bp.Name, token)
@@ -745,7 +752,7 @@ func (a *Applier) token(bp BoxPlan) (string, error) {
 
 // delete removes exactly the resources the plan listed (see remove), then
 // the box's restore record and token.
-func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
+func (a *Applier) delete(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
 	d := bp.Delete
 	if d == nil {
 		return errors.New("delete without a list of resources")
@@ -753,7 +760,7 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
 	if err := a.remove(ctx, engine, bp.Name, d); err != nil {
 		return err
 	}
-	if err := RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+	if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 		return err
 	}
 	return a.Tokens.Remove(bp.Name)
@@ -761,7 +768,7 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp BoxPlan) error {
 
 // remove removes exactly the resources of box that d lists: containers
 // first, then the network, then the volumes.
-func (a *Applier) remove(ctx context.Context, engine Engine, box string, d *Deletion) error {
+func (a *Applier) remove(ctx context.Context, engine Engine, box string, d *reconcile.Deletion) error {
 	for _, c := range d.Containers {
 		a.Progress.Step(box, "removing container "+c.Name)
 		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
@@ -784,7 +791,7 @@ func (a *Applier) remove(ctx context.Context, engine Engine, box string, d *Dele
 }
 
 // project is box's compose project as the applier makes it.
-func (a *Applier) project(box spec.Box, image, token string, bp BoxPlan) (*types.Project, error) {
+func (a *Applier) project(box spec.Box, image, token string, bp reconcile.BoxPlan) (*types.Project, error) {
 	return compose.Project(compose.Input{
 		Box:        box,
 		Image:      image,

@@ -1,4 +1,4 @@
-package reconcile_test
+package apply_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/hermes-box/boxes/apply"
 	boxarchive "github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -68,7 +69,7 @@ func (e hostEngine) WaitInit(_ context.Context, box string) error {
 	e.add(box, "init")
 	return nil
 }
-func (e hostEngine) Previous(context.Context, string) (reconcile.Previous, error) { return nil, nil }
+func (e hostEngine) Previous(context.Context, string) (apply.Previous, error) { return nil, nil }
 func (e hostEngine) WaitReady(_ context.Context, box, token string) (string, error) {
 	if token != testToken {
 		return "", fmt.Errorf("token %q, want the box's own", token)
@@ -129,7 +130,7 @@ func oldCopy() *reconcile.Deletion {
 	}
 }
 
-func moveApplier(t *testing.T, m *fakeMover) (*reconcile.Applier, *journal) {
+func moveApplier(t *testing.T, m *fakeMover) (*apply.Applier, *journal) {
 	t.Helper()
 	b := testBox("alpha")
 	b.Host = "far"
@@ -140,8 +141,8 @@ func moveApplier(t *testing.T, m *fakeMover) (*reconcile.Applier, *journal) {
 		t.Fatal(err)
 	}
 	m.j = &journal{}
-	a := &reconcile.Applier{Config: cfg, Tokens: tokens, Parallelism: 1, Progress: quietProgress{m.j}, Mover: m, Images: m,
-		Engines: map[string]reconcile.Engine{"": hostEngine{"", m.j}, "far": hostEngine{"far", m.j}}}
+	a := &apply.Applier{Config: cfg, Tokens: tokens, Parallelism: 1, Progress: quietProgress{m.j}, Mover: m, Images: m,
+		Engines: map[string]apply.Engine{"": hostEngine{"", m.j}, "far": hostEngine{"far", m.j}}}
 	return a, m.j
 }
 
@@ -238,7 +239,7 @@ func TestApplierMoveNeverDeletesUnverified(t *testing.T) {
 	// Two hosts that are one engine: nothing is done at all.
 	a, j := moveApplier(t, &fakeMover{same: true})
 	a.ConfirmedDeletes = map[string]bool{"alpha": true}
-	if err := a.Apply(context.Background(), movePlan(reconcile.MoveSave, false)); !errors.Is(err, reconcile.ErrSameEngine) {
+	if err := a.Apply(context.Background(), movePlan(reconcile.MoveSave, false)); !errors.Is(err, apply.ErrSameEngine) {
 		t.Errorf("same engine: %v", err)
 	}
 	if got := j.of("alpha"); len(got) != 1 {

@@ -1,4 +1,4 @@
-package reconcile_test
+package apply_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -20,7 +21,7 @@ func imageChange(name string) reconcile.BoxPlan {
 }
 
 // onOldImage is an applier whose boxes all run oldImage, with their tokens.
-func onOldImage(t *testing.T, names ...string) (*reconcile.Applier, *journal, *fakeEngine) {
+func onOldImage(t *testing.T, names ...string) (*apply.Applier, *journal, *fakeEngine) {
 	t.Helper()
 	var boxes []spec.Box
 	for _, n := range names {
@@ -63,7 +64,7 @@ func TestApplierPutsAFailedRecreateBack(t *testing.T) {
 				e.fail["alpha"] = failAt
 			}
 			err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{imageChange("alpha")}})
-			var nr *reconcile.NotReadyError
+			var nr *apply.NotReadyError
 			if !errors.As(err, &nr) || !nr.Restored || nr.Back != nil {
 				t.Fatalf("apply: %v", err)
 			}
@@ -102,7 +103,7 @@ func TestApplierCanaryStopsABadImage(t *testing.T) {
 	}
 	var failed []string
 	for _, e := range joined.Unwrap() {
-		failed = append(failed, e.(*reconcile.BoxError).Box)
+		failed = append(failed, e.(*apply.BoxError).Box)
 	}
 	// eps is a new box on the bad image: it fails on its own.
 	if !reflect.DeepEqual(failed, []string{"alpha", "beta", "eps", "gamma"}) {
@@ -117,7 +118,7 @@ func TestApplierCanaryStopsABadImage(t *testing.T) {
 			t.Errorf("%s was touched", box)
 		}
 	}
-	if !errors.Is(err, reconcile.ErrCanaryFailed) {
+	if !errors.Is(err, apply.ErrCanaryFailed) {
 		t.Errorf("%v is not ErrCanaryFailed", err)
 	}
 	if got := j.of("delta"); !reflect.DeepEqual(got, []string{"stop", "done"}) {
@@ -155,7 +156,7 @@ func TestApplierCanaryFailingBeforeTheChange(t *testing.T) {
 	}
 	defer lock.Unlock()
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{imageChange("alpha"), imageChange("beta"), imageChange("gamma")}}
-	if err := a.Apply(context.Background(), p); !errors.Is(err, reconcile.ErrLocked) || errors.Is(err, reconcile.ErrCanaryFailed) {
+	if err := a.Apply(context.Background(), p); !errors.Is(err, reconcile.ErrLocked) || errors.Is(err, apply.ErrCanaryFailed) {
 		t.Fatalf("apply: %v", err)
 	}
 	for _, box := range []string{"beta", "gamma"} {
@@ -175,7 +176,7 @@ func TestApplierCanaryMustRun(t *testing.T) {
 	asleep.State = spec.Stopped
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{asleep, imageChange("beta"), imageChange("gamma")}}
 	err := a.Apply(context.Background(), p)
-	if !errors.Is(err, reconcile.ErrCanaryFailed) {
+	if !errors.Is(err, apply.ErrCanaryFailed) {
 		t.Fatalf("apply: %v", err)
 	}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, []string{"record", "create --force", "done"}) {

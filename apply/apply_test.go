@@ -1,4 +1,4 @@
-package reconcile_test
+package apply_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -99,7 +100,7 @@ func (f *fakeEngine) step(box, step string) error {
 	}
 	f.mu.Unlock()
 	if raced {
-		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name): %w", box, reconcile.ErrRaced)
+		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name): %w", box, apply.ErrRaced)
 	}
 	if f.fail[box] == step {
 		return fmt.Errorf("%s failed", step)
@@ -159,7 +160,7 @@ func (f *fakeEngine) WaitInit(_ context.Context, box string) error {
 	}
 	return nil
 }
-func (f *fakeEngine) Previous(_ context.Context, box string) (reconcile.Previous, error) {
+func (f *fakeEngine) Previous(_ context.Context, box string) (apply.Previous, error) {
 	if err := f.step(box, "record"); err != nil {
 		return nil, err
 	}
@@ -205,14 +206,14 @@ func (p quietProgress) Done(box string, err error) {
 	}
 }
 
-func newApplier(t *testing.T, boxes ...spec.Box) (*reconcile.Applier, *journal, *fakeEngine) {
+func newApplier(t *testing.T, boxes ...spec.Box) (*apply.Applier, *journal, *fakeEngine) {
 	t.Helper()
 	cfg := testCfg(boxes...)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
 	j := &journal{}
 	tokens := reconcile.TokensBeside(cfg.Path)
 	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}, images: map[string]string{}}
-	return &reconcile.Applier{Config: cfg, Engines: map[string]reconcile.Engine{"": e}, Tokens: tokens,
+	return &apply.Applier{Config: cfg, Engines: map[string]apply.Engine{"": e}, Tokens: tokens,
 		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e
 }
 
@@ -310,7 +311,7 @@ func TestApplierCollectsErrorsWhileOthersFinish(t *testing.T) {
 	}
 	var names []string
 	for _, e := range joined.Unwrap() {
-		var be *reconcile.BoxError
+		var be *apply.BoxError
 		if !errors.As(e, &be) {
 			t.Fatalf("%v is not a BoxError", e)
 		}
@@ -331,7 +332,7 @@ func TestApplierOneBoxPlans(t *testing.T) {
 	a, j, _ := newApplier(t, stopped(testBox("alpha")))
 	// start starts a box declared stopped (the user asked), on the image
 	// it already runs, and fails without a token.
-	if err := a.Apply(context.Background(), reconcile.StartPlan("", "alpha", oldImage)); !errors.Is(err, reconcile.ErrNoToken) {
+	if err := a.Apply(context.Background(), reconcile.StartPlan("", "alpha", oldImage)); !errors.Is(err, apply.ErrNoToken) {
 		t.Errorf("start without a token: %v", err)
 	}
 	if err := a.Tokens.Put("alpha", testToken); err != nil {
@@ -348,7 +349,7 @@ func TestApplierOneBoxPlans(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 	// start refuses an undeclared box; the plan of a load seeds a create.
-	if err := a.Apply(context.Background(), reconcile.StartPlan("", "ghost", oldImage)); !errors.Is(err, reconcile.ErrUndeclared) {
+	if err := a.Apply(context.Background(), reconcile.StartPlan("", "ghost", oldImage)); !errors.Is(err, apply.ErrUndeclared) {
 		t.Errorf("start of an undeclared box: %v", err)
 	}
 	p := reconcile.LoadPlan(stopped(testBox("alpha")), testImage, "/a.tar.gz.age")

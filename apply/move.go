@@ -1,4 +1,4 @@
-package reconcile
+package apply
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -44,7 +45,7 @@ var ErrSameEngine = errors.New("both hosts are one engine")
 // host, create, restore, check and doctor on the new one, and only then,
 // when the delete is confirmed, delete the old copy. Each step is recorded
 // in .boxes/moves before the next begins, so that a move cut short resumes.
-func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
+func (a *Applier) move(ctx context.Context, image string, bp reconcile.BoxPlan) error {
 	m := bp.Move
 	if m == nil {
 		return errors.New("move without its details")
@@ -54,7 +55,7 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	}
 	from, to := a.Engines[m.From], a.Engines[m.To]
 	if from == nil || to == nil {
-		return fmt.Errorf("no engine for %s or %s", HostLabel(m.From), HostLabel(m.To))
+		return fmt.Errorf("no engine for %s or %s", reconcile.HostLabel(m.From), reconcile.HostLabel(m.To))
 	}
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
@@ -65,33 +66,33 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 		return err
 	}
 	if same {
-		return fmt.Errorf("moving %s from %s to %s: %w; nothing was changed", bp.Name, HostLabel(m.From), HostLabel(m.To), ErrSameEngine)
+		return fmt.Errorf("moving %s from %s to %s: %w; nothing was changed", bp.Name, reconcile.HostLabel(m.From), reconcile.HostLabel(m.To), ErrSameEngine)
 	}
 	dir := filepath.Dir(a.Config.Path)
 	abs := func(p string) string { return filepath.Join(dir, p) }
-	moves := MovesBeside(a.Config.Path)
+	moves := reconcile.MovesBeside(a.Config.Path)
 	rec, found, err := moves.Get(bp.Name)
 	if err != nil {
 		return err
 	}
-	if m.Stage == MoveCancel {
+	if m.Stage == reconcile.MoveCancel {
 		if !found || rec.From != m.To || rec.To != m.From || rec.Verified {
 			return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
 		}
 		return a.cancelMove(ctx, image, bp, box, moves)
 	}
-	if m.Stage != MoveSave && (!found || rec.From != m.From || rec.To != m.To) {
+	if m.Stage != reconcile.MoveSave && (!found || rec.From != m.From || rec.To != m.To) {
 		return fmt.Errorf("the record of %s's move in .boxes/moves is gone or changed since the plan", bp.Name)
 	}
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 
-	if m.Stage == MoveSave {
+	if m.Stage == reconcile.MoveSave {
 		if rec, err = a.moveSave(ctx, bp, from, moves, rec, found, abs); err != nil {
 			return err
 		}
 	}
 
-	if m.Stage == MoveSave || m.Stage == MoveRestore {
+	if m.Stage == reconcile.MoveSave || m.Stage == reconcile.MoveRestore {
 		if err := a.moveIn(ctx, image, bp, box, rec, abs); err != nil {
 			return err
 		}
@@ -102,47 +103,47 @@ func (a *Applier) move(ctx context.Context, image string, bp BoxPlan) error {
 	}
 
 	if !a.ConfirmedDeletes[bp.Name] {
-		step(fmt.Sprintf("moved to %s and verified; the old copy stays, stopped, on %s until you confirm its delete (boxes apply --confirm-delete %s)", HostName(m.To), HostName(m.From), bp.Name))
+		step(fmt.Sprintf("moved to %s and verified; the old copy stays, stopped, on %s until you confirm its delete (boxes apply --confirm-delete %s)", reconcile.HostName(m.To), reconcile.HostName(m.From), bp.Name))
 		return nil
 	}
-	if m.Stage == MoveDeleteOld && m.OldRunning {
-		return fmt.Errorf("the old copy on %s runs again since the move saved it, so it may hold changes the new copy lacks; it was not deleted (stop it, or save it first)", HostLabel(m.From))
+	if m.Stage == reconcile.MoveDeleteOld && m.OldRunning {
+		return fmt.Errorf("the old copy on %s runs again since the move saved it, so it may hold changes the new copy lacks; it was not deleted (stop it, or save it first)", reconcile.HostLabel(m.From))
 	}
-	step("deleting the old copy on " + HostName(m.From))
+	step("deleting the old copy on " + reconcile.HostName(m.From))
 	if err := removeDeletion(ctx, from, m.Old, step); err != nil {
-		return fmt.Errorf("deleting the old copy on %s: %w", HostLabel(m.From), err)
+		return fmt.Errorf("deleting the old copy on %s: %w", reconcile.HostLabel(m.From), err)
 	}
 	if err := moves.Remove(bp.Name); err != nil {
 		return err
 	}
-	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", HostName(m.To), rec.Archive))
+	step(fmt.Sprintf("moved to %s; the old copy is deleted, the archive kept at %s", reconcile.HostName(m.To), rec.Archive))
 	return nil
 }
 
 // moveSave is a move's first stage: record the move (a save cut short
 // before leaves a key that encrypted nothing published: it goes), stop the
 // box on its old host and save its /data to the recorded archive.
-func (a *Applier) moveSave(ctx context.Context, bp BoxPlan, from Engine, moves Moves, rec MoveRecord, found bool, abs func(string) string) (MoveRecord, error) {
+func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from Engine, moves reconcile.Moves, rec reconcile.MoveRecord, found bool, abs func(string) string) (reconcile.MoveRecord, error) {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	if found && !rec.Saved && rec.Key != "" {
 		_ = os.Remove(abs(rec.Key))
 	}
 	stamp := time.Now().UTC().Format("20060102-150405")
-	rec = MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
+	rec = reconcile.MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
 		Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
-		Key:     MoveKey(bp.Name, stamp)}
+		Key:     reconcile.MoveKey(bp.Name, stamp)}
 	if err := moves.Put(rec); err != nil {
 		return rec, err
 	}
-	step("stopping the box on " + HostName(m.From) + " so that nothing writes to /data while it is saved")
+	step("stopping the box on " + reconcile.HostName(m.From) + " so that nothing writes to /data while it is saved")
 	if err := from.Stop(ctx, compose.ProjectName(bp.Name)); err != nil {
 		return rec, err
 	}
-	step("saving /data on " + HostName(m.From) + " to " + rec.Archive)
+	step("saving /data on " + reconcile.HostName(m.From) + " to " + rec.Archive)
 	n, err := a.Mover.Save(ctx, m.From, bp.Name, abs(rec.Archive), abs(rec.Key))
 	if err != nil {
-		return rec, fmt.Errorf("saving on %s: %w", HostLabel(m.From), err)
+		return rec, fmt.Errorf("saving on %s: %w", reconcile.HostLabel(m.From), err)
 	}
 	rec.Saved, rec.Bytes = true, n
 	return rec, moves.Put(rec)
@@ -151,10 +152,10 @@ func (a *Applier) moveSave(ctx context.Context, bp BoxPlan, from Engine, moves M
 // cancelMove ends a move that boxes.yaml put back before its new copy was
 // verified: that copy goes, and the original, on the declared host, is
 // started again when it is declared running.
-func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box spec.Box, moves Moves) error {
+func (a *Applier) cancelMove(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, moves reconcile.Moves) error {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
-	step("removing the unverified copy on " + HostName(m.From) + " left by the move that was put back")
+	step("removing the unverified copy on " + reconcile.HostName(m.From) + " left by the move that was put back")
 	if err := removeDeletion(ctx, a.Engines[m.From], m.Unverified, step); err != nil {
 		return err
 	}
@@ -180,12 +181,12 @@ func (a *Applier) cancelMove(ctx context.Context, image string, bp BoxPlan, box 
 
 // moveIn makes the box on the new host from the move's archive and proves
 // it: restored data checked against the archive's hashes, ready, doctor.
-func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec.Box, rec MoveRecord, abs func(string) string) error {
+func (a *Applier) moveIn(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, rec reconcile.MoveRecord, abs func(string) string) error {
 	m := bp.Move
 	to := a.Engines[m.To]
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	if m.Unverified != nil {
-		step("removing the unverified copy on " + HostName(m.To) + " left by the interrupted move")
+		step("removing the unverified copy on " + reconcile.HostName(m.To) + " left by the interrupted move")
 		if err := removeDeletion(ctx, to, m.Unverified, step); err != nil {
 			return err
 		}
@@ -196,7 +197,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 		return err
 	}
 	if !ok {
-		if token, err = NewToken(); err != nil {
+		if token, err = reconcile.NewToken(); err != nil {
 			return err
 		}
 		if err := a.Tokens.Put(bp.Name, token); err != nil {
@@ -207,11 +208,11 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	if err != nil {
 		return err
 	}
-	step("creating the box on " + HostName(m.To))
+	step("creating the box on " + reconcile.HostName(m.To))
 	if err := to.Create(ctx, project, false); err != nil {
 		return err
 	}
-	step("restoring /data on " + HostName(m.To) + " from " + rec.Archive)
+	step("restoring /data on " + reconcile.HostName(m.To) + " from " + rec.Archive)
 	if err := a.Mover.Restore(ctx, m.To, bp.Name, abs(rec.Archive), abs(rec.Key)); err != nil {
 		return fmt.Errorf("restoring from %s: %w", rec.Archive, err)
 	}
@@ -220,7 +221,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 	if err != nil {
 		return err
 	}
-	step("starting on " + HostName(m.To))
+	step("starting on " + reconcile.HostName(m.To))
 	if err := to.Start(ctx, project); err != nil {
 		return err
 	}
@@ -243,13 +244,13 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp BoxPlan, box spec
 			return err
 		}
 	}
-	step(fmt.Sprintf("verified on %s at %s: %d files match the archive, doctor ok", HostName(m.To), url, files))
+	step(fmt.Sprintf("verified on %s at %s: %d files match the archive, doctor ok", reconcile.HostName(m.To), url, files))
 	return nil
 }
 
 // removeDeletion removes exactly the listed resources of one copy of a box:
 // containers, then networks, then volumes. The token stays: it is the box's.
-func removeDeletion(ctx context.Context, e Engine, d *Deletion, step func(string)) error {
+func removeDeletion(ctx context.Context, e Engine, d *reconcile.Deletion, step func(string)) error {
 	if d == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package reconcile_test
+package apply_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -71,7 +72,7 @@ func (m *makingEngine) RemoveVolume(ctx context.Context, name string) error {
 	return m.fakeEngine.RemoveVolume(ctx, name)
 }
 
-func newMakingApplier(t *testing.T, refuse error, boxes ...spec.Box) (*reconcile.Applier, *journal, *makingEngine) {
+func newMakingApplier(t *testing.T, refuse error, boxes ...spec.Box) (*apply.Applier, *journal, *makingEngine) {
 	t.Helper()
 	a, j, f := newApplier(t, boxes...)
 	m := &makingEngine{fakeEngine: f, refuse: refuse}
@@ -96,7 +97,7 @@ func TestApplierUndoesARefusedCreate(t *testing.T) {
 		if !errors.Is(err, refused) {
 			t.Fatalf("err = %v, want the engine's refusal", err)
 		}
-		var ce *reconcile.CreateError
+		var ce *apply.CreateError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "what the create made was removed (0 containers, 1 network, 2 volumes), nothing else was touched") {
 			t.Errorf("err = %v", err)
 		}
@@ -153,10 +154,10 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 		}
 	})
 	t.Run("interrupted", func(t *testing.T) {
-		a, j, _ := newMakingApplier(t, reconcile.ErrUnreachable, testBox("alpha"))
+		a, j, _ := newMakingApplier(t, apply.ErrUnreachable, testBox("alpha"))
 		err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
 			{Name: "alpha", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}}}})
-		if !errors.Is(err, reconcile.ErrUnreachable) {
+		if !errors.Is(err, apply.ErrUnreachable) {
 			t.Errorf("err = %v", err)
 		}
 		if got := j.of("alpha"); len(got) != 2 {
