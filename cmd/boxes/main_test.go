@@ -101,7 +101,7 @@ func TestFakeScripts(t *testing.T) {
 //	fake rm BOX SERVICE         BOX's container of SERVICE is removed (docker rm -f)
 //	fake disconnect BOX SERVICE NETWORK
 //	                            it is taken off network NETWORK
-//	fake dying HOST BOX         BOX's executor exits whenever it is started
+//	fake dying HOST BOX         BOX's executors made from now on exit when started
 //	fake healed HOST BOX        … and no longer
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {

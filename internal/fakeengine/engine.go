@@ -337,6 +337,7 @@ func (e *Engine) newContainer(h *Host, p *types.Project, s types.ServiceConfig, 
 		Runtime:  s.Runtime,
 		State:    "created",
 		Networks: map[string]string{},
+		Dying:    s.Name == compose.ExecutorService && h.Dying[s.Labels[boxLabel]],
 	}
 	for k, v := range s.Environment {
 		if v != nil {
@@ -417,9 +418,9 @@ func (e *Engine) Start(_ context.Context, p *types.Project) error {
 				return err
 			}
 			c.State, c.ExitCode, c.Logs = "running", 0, ""
-			if box := c.Labels[boxLabel]; h.Dying[box] && c.Labels[serviceLabel] == compose.ExecutorService {
+			if c.Dying {
 				c.State, c.ExitCode = "exited", 1
-				c.Logs = "executor: fake engine: this box's executor was marked dying"
+				c.Logs = "executor: fake engine: this executor was made while its box was marked dying"
 			}
 		}
 		return nil
@@ -566,7 +567,7 @@ func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error)
 		if err != nil {
 			return err
 		}
-		if err := down(c); err != nil {
+		if err := down(c, false); err != nil {
 			return fmt.Errorf("executor of %s: %w", box, err)
 		}
 		if c.State != "running" {
@@ -594,7 +595,7 @@ func (e *Engine) WaitInit(_ context.Context, box string) error {
 			if err != nil {
 				return err
 			}
-			if err := down(c); err != nil {
+			if err := down(c, true); err != nil {
 				return fmt.Errorf("%s of %s: %w", service, box, err)
 			}
 			if c.State != "running" {
@@ -606,15 +607,16 @@ func (e *Engine) WaitInit(_ context.Context, box string) error {
 }
 
 // down is the error of a container whose process has ended, in
-// docker.Engine's words; nil for one that has not.
-func down(c *Container) error {
+// docker.Engine's words (with the exit code where it says it); nil for one
+// that has not.
+func down(c *Container, withExit bool) error {
 	switch c.State {
 	case "exited", "restarting", "dead":
 	default:
 		return nil
 	}
 	state := c.State
-	if c.ExitCode != 0 {
+	if withExit && c.ExitCode != 0 {
 		state = fmt.Sprintf("%s (exit %d)", c.State, c.ExitCode)
 	}
 	if c.Logs == "" {

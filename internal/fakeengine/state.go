@@ -58,8 +58,9 @@ type Host struct {
 	Containers []*Container `json:"containers"`
 	Networks   []*Network   `json:"networks"`
 	Volumes    []*Volume    `json:"volumes"`
-	// Dying names the boxes whose executor, once started, exits at once:
-	// readiness fails for them.
+	// Dying names the boxes whose executors made from now on exit as soon
+	// as they are started: readiness fails for them, and a recreate puts
+	// the previous containers back.
 	Dying map[string]bool `json:"dying,omitempty"`
 	// Made counts the objects made, for their IDs.
 	Made int `json:"made"`
@@ -82,6 +83,9 @@ type Container struct {
 	Ports []Port `json:"ports"`
 	// Logs are its last lines, for readiness errors.
 	Logs string `json:"logs,omitempty"`
+	// Dying is an executor made while its box was marked dying: it exits
+	// as soon as it is started.
+	Dying bool `json:"dying,omitempty"`
 }
 
 // Mount is a named volume mounted at Destination.
@@ -321,8 +325,8 @@ func (s *State) Disconnect(box, service, network string) error {
 	return nil
 }
 
-// SetDying makes box's executor on host exit at once whenever it is
-// started from now on (dying), or start normally again (not dying).
+// SetDying makes the executors of box on host made from now on exit as
+// soon as they are started (dying), or no longer (not dying).
 func (s *State) SetDying(host, box string, dying bool) {
 	h := s.Host(host)
 	if h.Dying == nil {
