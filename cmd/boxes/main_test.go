@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +25,26 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
+
+// fakeEngineVar names the file of the fake engines' state. It is read here,
+// in the test binary only: set (TestFakeScripts sets it), the boxes a
+// script runs reaches fake engines kept in that file instead of Docker.
+const fakeEngineVar = "BOXES_FAKE_ENGINE"
+
+var update = flag.Bool("update", false, "rewrite the expected output in testdata/script-fake/*.txtar")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"boxes": func() { os.Exit(cli.Main(cli.StdStreams(), os.Args[1:])) },
+		"boxes": func() {
+			if path := os.Getenv(fakeEngineVar); path != "" {
+				cli.Engines = func() workspace.Connector { return &fakeengine.Connector{Path: path} }
+			}
+			os.Exit(cli.Main(cli.StdStreams(), os.Args[1:]))
+		},
 	})
 }
 
@@ -49,6 +66,87 @@ func TestScripts(t *testing.T) {
 			"steady":     steady,
 		},
 	})
+}
+
+// TestFakeScripts checks the command line's contract on engines that boxes
+// cannot tell from Docker: each testdata/script-fake/*.txtar runs the real
+// boxes against fake engines (internal/fakeengine) whose state is one file
+// of the script's work directory, and compares its exact stdout and stderr.
+// The "fake" command changes that state behind boxes' back.
+func TestFakeScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script-fake",
+		UpdateScripts: *update,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv(fakeEngineVar, filepath.Join(e.WorkDir, "engines.json"))
+			// A command that reaches for Docker itself fails fast.
+			e.Setenv("DOCKER_HOST", "unix://"+e.WorkDir+"/no-docker.sock")
+			e.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"fake":   fakeEngine,
+			"steady": steady,
+			"bybox":  byBox,
+		},
+	})
+}
+
+// fakeEngine changes the fake engines' state as someone other than boxes
+// would (HOST is "local" for the local engine):
+//
+//	fake image HOST ID          the engine of HOST gets image ID
+//	fake stop BOX               BOX's containers are stopped (docker stop)
+//	fake crash BOX SERVICE CODE BOX's container of SERVICE exits with CODE
+//	fake rm BOX SERVICE         BOX's container of SERVICE is removed (docker rm -f)
+//	fake disconnect BOX SERVICE NETWORK
+//	                            it is taken off network NETWORK
+//	fake dying HOST BOX         BOX's executors made from now on exit when started
+//	fake healed HOST BOX        … and no longer
+func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed ARGS")
+	}
+	host := func(name string) string {
+		if name == "local" {
+			return ""
+		}
+		return name
+	}
+	want := func(n int) {
+		if len(args) != n+1 {
+			ts.Fatalf("fake %s takes %d arguments", args[0], n)
+		}
+	}
+	ts.Check(fakeengine.Edit(ts.Getenv(fakeEngineVar), func(s *fakeengine.State) error {
+		switch args[0] {
+		case "image":
+			want(2)
+			s.AddImage(host(args[1]), args[2])
+		case "stop":
+			want(1)
+			return s.StopBehind(args[1])
+		case "crash":
+			want(3)
+			code, err := strconv.Atoi(args[3])
+			if err != nil {
+				return err
+			}
+			return s.Crash(args[1], args[2], code)
+		case "rm":
+			want(2)
+			return s.RemoveBehind(args[1], args[2])
+		case "disconnect":
+			want(3)
+			return s.Disconnect(args[1], args[2], args[3])
+		case "dying", "healed":
+			want(2)
+			s.SetDying(host(args[1]), args[2], args[0] == "dying")
+		default:
+			ts.Fatalf("fake: unknown command %q", args[0])
+		}
+		return nil
+	}))
 }
 
 // TestIntegrationScripts checks the results commands print against a real
@@ -176,6 +274,7 @@ var volatile = []struct {
 }{
 	{regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `), "TIME "},
 	{regexp.MustCompile(` in [0-9.]+m?s, [0-9.]+ [KMG]?i?B/s`), " in DURATION, RATE"},
+	{regexp.MustCompile(`(?m)^Apply complete in [0-9.]+m?s:`), "Apply complete in DURATION:"},
 }
 
 // steady rewrites FILE with the volatile parts of its progress lines
@@ -189,6 +288,37 @@ func steady(ts *testscript.TestScript, neg bool, args []string) {
 		b = v.re.ReplaceAll(b, []byte(v.with))
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// progressLine is a progress line once steady: "TIME box: what".
+var progressLine = regexp.MustCompile(`^TIME ([^ :]+): `)
+
+// byBox rewrites FILE as steady does, then orders each run of progress
+// lines by box, keeping each box's own lines in the order they came: boxes
+// are applied in parallel, and their lines interleave differently from run
+// to run. "bybox FILE".
+func byBox(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: bybox FILE")
+	}
+	steady(ts, false, args)
+	lines := strings.SplitAfter(ts.ReadFile(args[0]), "\n")
+	box := func(l string) string {
+		if m := progressLine.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && box(lines[j]) != "" {
+			j++
+		}
+		run := lines[i:j]
+		sort.SliceStable(run, func(a, b int) bool { return box(run[a]) < box(run[b]) })
+		i = j + 1
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(lines, "")), 0o600))
 }
 
 // savedMatches checks that the save --json result on stdout describes the

@@ -1,0 +1,891 @@
+package fakeengine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/docker/compose/v2/pkg/api"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/snapshot"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// The labels the fake engine reads, from the one table boxes and compose keep.
+const (
+	managedLabel = compose.ManagedLabel
+	boxLabel     = compose.BoxLabel
+	oneOffLabel  = compose.OneOffLabel
+	serviceLabel = api.ServiceLabel
+	projectLabel = api.ProjectLabel
+)
+
+// The fake engine is what a workspace needs of a host.
+var _ workspace.Engine = (*Engine)(nil)
+
+// Connector connects the hosts of boxes.yaml to fake engines whose state
+// is the file at Path; every host it connects shares that state.
+type Connector struct {
+	Path string
+
+	mu    sync.Mutex
+	state *State
+}
+
+// Connect loads the state, the first time, and returns host's engine.
+func (c *Connector) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == nil {
+		s, err := Load(c.Path)
+		if err != nil {
+			return nil, err
+		}
+		c.state = s
+	}
+	c.state.Host(h.Name)
+	return &Engine{c: c, host: h.Name, endpoint: h.Docker}, nil
+}
+
+// Engine is one host's fake engine.
+type Engine struct {
+	c    *Connector
+	host string
+	// endpoint is the host's docker: address, which says how a person
+	// here reaches the ports it publishes (see Reach).
+	endpoint string
+}
+
+// read runs fn on the engine's resources.
+func (e *Engine) read(fn func(h *Host) error) error {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	return fn(e.c.state.Host(e.host))
+}
+
+// edit runs fn on the engine's resources and saves the state, whatever fn
+// did before it failed (as an engine keeps what a failed call made).
+func (e *Engine) edit(fn func(h *Host) error) error {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	err := fn(e.c.state.Host(e.host))
+	if serr := e.c.state.Save(e.c.Path); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func (e *Engine) describe() string {
+	if e.host == "" {
+		return "the local engine"
+	}
+	return fmt.Sprintf("host %q", e.host)
+}
+
+// ID is the engine's identity: one per host.
+func (e *Engine) ID() string {
+	if e.host == "" {
+		return "fake-engine-local"
+	}
+	return "fake-engine-" + e.host
+}
+
+// SameEngineAs refuses this engine's host as reaching the engine host
+// first reaches (never the case: each host has its own fake engine).
+func (e *Engine) SameEngineAs(first string) error {
+	return fmt.Errorf("%s and %s reach the same Docker engine (ID %s)", reconcile.HostLabel(first), reconcile.HostLabel(e.host), e.ID())
+}
+
+// Close does nothing: the state was saved after each change.
+func (e *Engine) Close() error { return nil }
+
+// Observe lists the engine's resources as docker.Engine.Observe does.
+func (e *Engine) Observe(_ context.Context, images ...string) (*reconcile.Observed, error) {
+	o := &reconcile.Observed{
+		Host: e.host,
+		Unmanaged: reconcile.Unmanaged{
+			Containers: map[string]bool{},
+			Volumes:    map[string]bool{},
+			Networks:   map[string]bool{},
+		},
+		Images:     map[string]bool{},
+		ImageSizes: map[string]int64{},
+		CPUs:       4,
+		Memory:     16 << 30,
+		Runtimes:   []string{"runc"},
+	}
+	err := e.read(func(h *Host) error {
+		for _, id := range images {
+			o.Images[id] = contains(h.Images, id)
+			if o.Images[id] {
+				o.ImageSizes[id] = ImageSize
+			}
+		}
+		writing := map[string]bool{}
+		for _, c := range h.Containers {
+			box, ok := managedBox(c.Labels)
+			if label := c.Labels[compose.SnapshotLabel]; ok && label != "" && c.Labels[oneOffLabel] != "" {
+				writing[compose.SnapshotVolumeName(box, label)] = true
+			}
+			if !ok || c.Labels[oneOffLabel] != "" {
+				o.Unmanaged.Containers[c.Name] = true
+				continue
+			}
+			o.Containers = append(o.Containers, e.observed(h, c, box))
+		}
+		for _, v := range h.Volumes {
+			box, ok := managedBox(v.Labels)
+			if !ok {
+				o.Unmanaged.Volumes[v.Name] = true
+				continue
+			}
+			if label := v.Labels[compose.SnapshotLabel]; label != "" {
+				o.Snapshots = append(o.Snapshots, reconcile.Snapshot{Volume: v.Name, Box: box, Label: label,
+					Fleet: v.Labels[compose.FleetLabel], Size: -1, Writing: writing[v.Name]})
+				continue
+			}
+			o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel],
+				Labels: maps.Clone(v.Labels), Size: -1, Created: Created})
+		}
+		for _, n := range h.Networks {
+			box, ok := managedBox(n.Labels)
+			if !ok {
+				o.Unmanaged.Networks[n.Name] = true
+				continue
+			}
+			o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box,
+				Fleet: n.Labels[compose.FleetLabel], Labels: maps.Clone(n.Labels)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+	}
+	o.Sort()
+	return o, nil
+}
+
+// observed is container c as docker.Engine.Observe reports it: a stopped
+// container lists no published port, and the status text is Docker's.
+func (e *Engine) observed(h *Host, c *Container, box string) reconcile.Container {
+	oc := reconcile.Container{
+		ID:         c.ID,
+		Name:       c.Name,
+		Box:        box,
+		Service:    c.Labels[serviceLabel],
+		Image:      c.Image,
+		Fleet:      c.Labels[compose.FleetLabel],
+		State:      c.State,
+		Status:     status(c),
+		Healthy:    c.State == "running",
+		ConfigHash: c.Labels[api.ConfigHashLabel],
+		Labels:     maps.Clone(c.Labels),
+	}
+	if c.State == "exited" || c.State == "restarting" {
+		oc.ExitCode = c.ExitCode
+	}
+	for name, id := range c.Networks {
+		oc.Networks = append(oc.Networks, name)
+		oc.NetworkIDs = append(oc.NetworkIDs, id)
+	}
+	sort.Strings(oc.Networks)
+	sort.Strings(oc.NetworkIDs)
+	for _, m := range c.Mounts {
+		oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Volume, Destination: m.Destination})
+	}
+	if c.State == "running" || c.State == "paused" {
+		for _, p := range c.Ports {
+			oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.HostIP, HostPort: p.HostPort, ContainerPort: p.ContainerPort})
+		}
+	}
+	return oc
+}
+
+// status is Docker's status text for c, at a fixed age.
+func status(c *Container) string {
+	switch c.State {
+	case "running":
+		return "Up 2 minutes (healthy)"
+	case "paused":
+		return "Up 2 minutes (Paused)"
+	case "exited":
+		return fmt.Sprintf("Exited (%d) 2 minutes ago", c.ExitCode)
+	case "restarting":
+		return fmt.Sprintf("Restarting (%d) 1 second ago", c.ExitCode)
+	case "created":
+		return "Created"
+	}
+	return c.State
+}
+
+func managedBox(labels map[string]string) (string, bool) {
+	if labels[managedLabel] != "1" {
+		return "", false
+	}
+	box := labels[boxLabel]
+	return box, box != ""
+}
+
+// Create makes the project's networks, volumes and containers, not
+// started, as compose's create does: a container whose config hash and
+// image are unchanged stays unless force, and containers of services the
+// project no longer has go.
+func (e *Engine) Create(_ context.Context, p *types.Project, force bool) error {
+	return e.create(p, p.ServiceNames(), force, true)
+}
+
+// Replace remakes the containers of the named services alone.
+func (e *Engine) Replace(_ context.Context, p *types.Project, services []string) error {
+	return e.create(p, services, true, false)
+}
+
+func (e *Engine) create(p *types.Project, services []string, force, removeOrphans bool) error {
+	hashes, err := compose.ServiceHashes(p)
+	if err != nil {
+		return err
+	}
+	sort.Strings(services)
+	return e.edit(func(h *Host) error {
+		for _, key := range sortedKeys(p.Networks) {
+			n := p.Networks[key]
+			if _, have := h.network(n.Name); have != nil {
+				continue
+			}
+			labels := merged(n.Labels, n.CustomLabels, map[string]string{
+				projectLabel: p.Name, api.NetworkLabel: key, api.VersionLabel: api.ComposeVersion})
+			h.Networks = append(h.Networks, &Network{ID: h.newID(e.host), Name: n.Name, Labels: labels})
+		}
+		for _, key := range sortedKeys(p.Volumes) {
+			v := p.Volumes[key]
+			if _, have := h.volume(v.Name); have != nil {
+				continue
+			}
+			labels := merged(v.Labels, v.CustomLabels, map[string]string{
+				projectLabel: p.Name, api.VolumeLabel: key, api.VersionLabel: api.ComposeVersion})
+			h.Volumes = append(h.Volumes, &Volume{Name: v.Name, Labels: labels})
+		}
+		for _, svc := range services {
+			s, ok := p.Services[svc]
+			if !ok {
+				return fmt.Errorf("no such service: %s", svc)
+			}
+			if !contains(h.Images, s.Image) {
+				return fmt.Errorf("Error response from daemon: No such image: %s", s.Image)
+			}
+			old := projectContainers(h, p.Name, svc)
+			if len(old) == 1 && !force && old[0].Labels[api.ConfigHashLabel] == hashes[svc] && old[0].Image == s.Image {
+				continue
+			}
+			replaced := ""
+			for _, c := range old {
+				replaced = c.ID
+				i, _ := h.container(c.ID)
+				h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
+			}
+			c, err := e.newContainer(h, p, s, hashes[svc])
+			if err != nil {
+				return err
+			}
+			if replaced != "" {
+				c.Labels[api.ContainerReplaceLabel] = replaced
+			}
+			h.Containers = append(h.Containers, c)
+		}
+		if removeOrphans {
+			for _, c := range projectContainers(h, p.Name, "") {
+				if _, ok := p.Services[c.Labels[serviceLabel]]; !ok {
+					i, _ := h.container(c.ID)
+					h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// newContainer is service s of project p as compose creates it.
+func (e *Engine) newContainer(h *Host, p *types.Project, s types.ServiceConfig, hash string) (*Container, error) {
+	name := s.ContainerName
+	if name == "" {
+		name = p.Name + "-" + s.Name + "-1"
+	}
+	if _, taken := h.container(name); taken != nil {
+		return nil, fmt.Errorf(`Error response from daemon: Conflict. The container name "/%s" is already in use by container %q`, name, taken.ID)
+	}
+	c := &Container{
+		ID:    h.newID(e.host),
+		Name:  name,
+		Image: s.Image,
+		Labels: merged(s.Labels, s.CustomLabels, map[string]string{
+			api.ConfigHashLabel:      hash,
+			api.ContainerNumberLabel: "1",
+			api.ImageDigestLabel:     s.Image,
+			api.DependenciesLabel:    "",
+		}),
+		Runtime:  s.Runtime,
+		State:    "created",
+		Networks: map[string]string{},
+		Dying:    s.Name == compose.ExecutorService && h.Dying[s.Labels[boxLabel]],
+	}
+	for k, v := range s.Environment {
+		if v != nil {
+			c.Env = append(c.Env, k+"="+*v)
+		}
+	}
+	sort.Strings(c.Env)
+	for key := range s.Networks {
+		n, ok := p.Networks[key]
+		if !ok {
+			return nil, fmt.Errorf("service %s refers to undefined network %s", s.Name, key)
+		}
+		_, have := h.network(n.Name)
+		if have == nil {
+			return nil, fmt.Errorf("network %s not found", n.Name)
+		}
+		c.Networks[n.Name] = have.ID
+	}
+	for _, v := range s.Volumes {
+		if v.Type != types.VolumeTypeVolume {
+			continue
+		}
+		vc, ok := p.Volumes[v.Source]
+		if !ok {
+			return nil, fmt.Errorf("service %s refers to undefined volume %s", s.Name, v.Source)
+		}
+		c.Mounts = append(c.Mounts, Mount{Volume: vc.Name, Destination: v.Target})
+	}
+	for _, port := range s.Ports {
+		hostPort := 0
+		if port.Published != "" {
+			n, err := strconv.Atoi(port.Published)
+			if err != nil {
+				return nil, fmt.Errorf("published port %q: %w", port.Published, err)
+			}
+			hostPort = n
+		} else {
+			hostPort = h.freePort(s.Labels[boxLabel])
+		}
+		ip := port.HostIP
+		if ip == "" {
+			ip = "0.0.0.0"
+		}
+		c.Ports = append(c.Ports, Port{HostIP: ip, HostPort: hostPort, ContainerPort: int(port.Target)})
+	}
+	return c, nil
+}
+
+// projectContainers are project's containers of service ("" for any).
+func projectContainers(h *Host, project, service string) []*Container {
+	var out []*Container
+	for _, c := range h.Containers {
+		if c.Labels[projectLabel] == project && c.Labels[api.OneoffLabel] != "True" && (service == "" || c.Labels[serviceLabel] == service) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Start starts the project's created or stopped containers and unpauses
+// paused ones. A box marked dying has its executor exit at once.
+func (e *Engine) Start(_ context.Context, p *types.Project) error {
+	return e.edit(func(h *Host) error {
+		for _, svc := range p.ServiceNames() {
+			if len(projectContainers(h, p.Name, svc)) == 0 {
+				return fmt.Errorf("service %q has no container to start", svc)
+			}
+		}
+		for _, c := range projectContainers(h, p.Name, "") {
+			switch c.State {
+			case "running":
+				continue
+			case "paused":
+				c.State = "running"
+				continue
+			}
+			if err := portFree(h, c); err != nil {
+				return err
+			}
+			c.State, c.ExitCode, c.Logs = "running", 0, ""
+			if c.Dying {
+				c.State, c.ExitCode = "exited", 1
+				c.Logs = "executor: fake engine: this executor was made while its box was marked dying"
+			}
+		}
+		return nil
+	})
+}
+
+// portFree refuses to start c on a host port a running container holds.
+func portFree(h *Host, c *Container) error {
+	for _, other := range h.Containers {
+		if other == c || other.State != "running" {
+			continue
+		}
+		for _, p := range c.Ports {
+			for _, q := range other.Ports {
+				if p.HostPort == q.HostPort && (p.HostIP == q.HostIP || p.HostIP == "0.0.0.0" || q.HostIP == "0.0.0.0") {
+					return fmt.Errorf("Error response from daemon: driver failed programming external connectivity on endpoint %s: Bind for %s:%d failed: port is already allocated", c.Name, p.HostIP, p.HostPort)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops every container of project.
+func (e *Engine) Stop(_ context.Context, project string) error {
+	return e.edit(func(h *Host) error {
+		for _, c := range projectContainers(h, project, "") {
+			if c.State == "running" || c.State == "paused" || c.State == "restarting" {
+				c.State, c.ExitCode = "exited", 0
+			}
+		}
+		return nil
+	})
+}
+
+// RemoveContainer removes one container by ID, running or not; one gone
+// already is no error.
+func (e *Engine) RemoveContainer(_ context.Context, id string) error {
+	return e.edit(func(h *Host) error {
+		if i, c := h.container(id); c != nil {
+			h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
+		}
+		return nil
+	})
+}
+
+// RenameContainer gives the container named from the name to.
+func (e *Engine) RenameContainer(_ context.Context, from, to string) error {
+	return e.edit(func(h *Host) error {
+		_, c := h.container(from)
+		if c == nil {
+			return fmt.Errorf("Error response from daemon: No such container: %s", from)
+		}
+		if _, taken := h.container(to); taken != nil {
+			return fmt.Errorf(`Error response from daemon: Conflict. The container name "/%s" is already in use by container %q`, to, taken.ID)
+		}
+		c.Name = to
+		return nil
+	})
+}
+
+// RemoveNetwork removes one network by ID; a running container on it
+// keeps it.
+func (e *Engine) RemoveNetwork(_ context.Context, id string) error {
+	return e.edit(func(h *Host) error {
+		i, n := h.network(id)
+		if n == nil {
+			return nil
+		}
+		for _, c := range h.Containers {
+			if c.State == "running" && c.Networks[n.Name] == n.ID {
+				return fmt.Errorf("Error response from daemon: error while removing network: network %s id %s has active endpoints", n.Name, n.ID)
+			}
+		}
+		h.Networks = append(h.Networks[:i], h.Networks[i+1:]...)
+		return nil
+	})
+}
+
+// RemoveVolume removes one volume by name; a container mounting it keeps it.
+func (e *Engine) RemoveVolume(_ context.Context, name string) error {
+	return e.edit(func(h *Host) error {
+		i, v := h.volume(name)
+		if v == nil {
+			return nil
+		}
+		for _, c := range h.Containers {
+			for _, m := range c.Mounts {
+				if m.Volume == name {
+					return fmt.Errorf("Error response from daemon: remove %s: volume is in use - [%s]", name, c.ID)
+				}
+			}
+		}
+		h.Volumes = append(h.Volumes[:i], h.Volumes[i+1:]...)
+		return nil
+	})
+}
+
+// CreateVolume makes volume name with labels; a name taken is refused.
+func (e *Engine) CreateVolume(_ context.Context, name string, labels map[string]string) error {
+	return e.edit(func(h *Host) error {
+		if _, v := h.volume(name); v != nil {
+			return fmt.Errorf("volume %s exists", name)
+		}
+		h.Volumes = append(h.Volumes, &Volume{Name: name, Labels: maps.Clone(labels)})
+		return nil
+	})
+}
+
+// serviceContainer is box's one container of service, as
+// docker.Engine.ServiceContainer finds it.
+func serviceContainer(h *Host, box, service string) (*Container, error) {
+	var found []*Container
+	for _, c := range h.boxContainers(box) {
+		if c.Labels[serviceLabel] == service {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("found %d %s containers of box %s", len(found), service, box)
+	}
+	return found[0], nil
+}
+
+// ContainerID is the ID of box's one container of service.
+func (e *Engine) ContainerID(_ context.Context, box, service string) (string, error) {
+	var id string
+	err := e.read(func(h *Host) error {
+		c, err := serviceContainer(h, box, service)
+		if err == nil {
+			id = c.ID
+		}
+		return err
+	})
+	return id, err
+}
+
+// WaitReady answers at once, as the Executor of a started box would: with
+// where it is reached, or why it is not ready.
+func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error) {
+	var where string
+	err := e.read(func(h *Host) error {
+		c, err := serviceContainer(h, box, compose.ExecutorService)
+		if err != nil {
+			return err
+		}
+		if err := down(c, false); err != nil {
+			return fmt.Errorf("executor of %s: %w", box, err)
+		}
+		if c.State != "running" {
+			return fmt.Errorf("executor of %s is not ready: executor container is %s", box, c.State)
+		}
+		if !contains(c.Env, compose.TokenVar+"="+token) {
+			return fmt.Errorf("executor of %s refused the token: 401 Unauthorized", box)
+		}
+		for _, p := range c.Ports {
+			if p.ContainerPort == compose.ExecutorPort {
+				where = e.reach(p.HostIP, p.HostPort).where(e.host, box)
+				return nil
+			}
+		}
+		return fmt.Errorf("executor of %s is not ready: executor publishes no port", box)
+	})
+	return where, err
+}
+
+// WaitInit answers at once: the agent and the gate run, or why not.
+func (e *Engine) WaitInit(_ context.Context, box string) error {
+	return e.read(func(h *Host) error {
+		for _, service := range []string{compose.AgentService, compose.GateService} {
+			c, err := serviceContainer(h, box, service)
+			if err != nil {
+				return err
+			}
+			if err := down(c, true); err != nil {
+				return fmt.Errorf("%s of %s: %w", service, box, err)
+			}
+			if c.State != "running" {
+				return fmt.Errorf("%s of %s is not ready: the container is %s", service, box, c.State)
+			}
+		}
+		return nil
+	})
+}
+
+// down is the error of a container whose process has ended, in
+// docker.Engine's words (with the exit code where it says it); nil for one
+// that has not.
+func down(c *Container, withExit bool) error {
+	switch c.State {
+	case "exited", "restarting", "dead":
+	default:
+		return nil
+	}
+	state := c.State
+	if withExit && c.ExitCode != 0 {
+		state = fmt.Sprintf("%s (exit %d)", c.State, c.ExitCode)
+	}
+	if c.Logs == "" {
+		return fmt.Errorf("the container is %s", state)
+	}
+	return fmt.Errorf("the container is %s; its last log lines: %s", state, c.Logs)
+}
+
+// Previous records box's containers as they are.
+func (e *Engine) Previous(_ context.Context, box string) (reconcile.Previous, error) {
+	var p *previous
+	err := e.read(func(h *Host) error {
+		cs := h.boxContainers(box)
+		if len(cs) == 0 {
+			return nil
+		}
+		p = &previous{e: e, box: box}
+		for _, c := range cs {
+			copied, err := clone(c)
+			if err != nil {
+				return err
+			}
+			p.containers = append(p.containers, copied)
+		}
+		return nil
+	})
+	if p == nil {
+		return nil, err
+	}
+	return p, err
+}
+
+type previous struct {
+	e          *Engine
+	box        string
+	containers []*Container
+}
+
+// Restore replaces the box's containers with the recorded ones, made anew
+// (new IDs, the same names, settings and labels), and starts those that ran.
+func (p *previous) Restore(_ context.Context) (bool, error) {
+	started := false
+	err := p.e.edit(func(h *Host) error {
+		for _, c := range h.boxContainers(p.box) {
+			i, _ := h.container(c.ID)
+			h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
+		}
+		for _, rec := range p.containers {
+			c, err := clone(rec)
+			if err != nil {
+				return err
+			}
+			c.ID = h.newID(p.e.host)
+			if rec.State == "running" {
+				c.State, c.ExitCode, c.Logs = "running", 0, ""
+				started = true
+			} else {
+				c.State = "created"
+			}
+			h.Containers = append(h.Containers, c)
+		}
+		return nil
+	})
+	return started, err
+}
+
+func clone(c *Container) (*Container, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var out Container
+	return &out, json.Unmarshal(data, &out)
+}
+
+// VolumeSizes sizes each volume a running container of o mounts at
+// VolumeBytes; the others are unread, with docker.Engine's reasons.
+func (e *Engine) VolumeSizes(_ context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+	running, stopped := map[string]bool{}, map[string]bool{}
+	for _, c := range o.Containers {
+		for _, m := range c.Mounts {
+			if c.State == "running" {
+				running[m.Volume] = true
+			} else {
+				stopped[m.Volume] = true
+			}
+		}
+	}
+	out := make(map[string]reconcile.VolumeSize, len(volumes))
+	for _, v := range volumes {
+		switch {
+		case running[v]:
+			out[v] = reconcile.VolumeSize{Bytes: VolumeBytes}
+		case stopped[v]:
+			out[v] = reconcile.VolumeSize{Unread: "the box is not running"}
+		default:
+			out[v] = reconcile.VolumeSize{Unread: "no container mounts it"}
+		}
+	}
+	return out
+}
+
+// ContainerEnv is container id's configured environment.
+func (e *Engine) ContainerEnv(_ context.Context, id string) ([]string, error) {
+	var env []string
+	err := e.read(func(h *Host) error {
+		_, c := h.container(id)
+		if c == nil {
+			return fmt.Errorf("Error response from daemon: No such container: %s", id)
+		}
+		env = append(env, c.Env...)
+		return nil
+	})
+	return env, err
+}
+
+// ContainerRuntime is the OCI runtime container id runs under.
+func (e *Engine) ContainerRuntime(_ context.Context, id string) (string, error) {
+	var runtime string
+	err := e.read(func(h *Host) error {
+		_, c := h.container(id)
+		if c == nil {
+			return fmt.Errorf("Error response from daemon: No such container: %s", id)
+		}
+		runtime = c.Runtime
+		if runtime == "" {
+			runtime = "runc"
+		}
+		return nil
+	})
+	return runtime, err
+}
+
+// Pause pauses a running container.
+func (e *Engine) Pause(_ context.Context, id string) error {
+	return e.edit(func(h *Host) error {
+		_, c := h.container(id)
+		if c == nil || c.State != "running" {
+			return fmt.Errorf("Error response from daemon: container %s is not running", id)
+		}
+		c.State = "paused"
+		return nil
+	})
+}
+
+// Unpause thaws a paused container, and does nothing to another.
+func (e *Engine) Unpause(_ context.Context, id string) error {
+	return e.edit(func(h *Host) error {
+		if _, c := h.container(id); c != nil && c.State == "paused" {
+			c.State = "running"
+		}
+		return nil
+	})
+}
+
+// ExecutorReach is how a person here reaches bind:port, as docker.Engine
+// says it.
+func (e *Engine) ExecutorReach(bind string, port int) (how, url string) {
+	r := e.reach(bind, port)
+	return r.how, r.url
+}
+
+type reach struct{ how, url, onHost string }
+
+// reach mirrors docker.Engine.Reach: a remote engine's port is reached
+// at the engine's address, unless it is bound to the remote's loopback.
+func (e *Engine) reach(bind string, port int) reach {
+	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
+	u, err := url.Parse(e.endpoint)
+	addr := ""
+	if err == nil && (u.Scheme == "ssh" || u.Scheme == "tcp") {
+		addr = u.Hostname()
+	}
+	ip := net.ParseIP(bind)
+	switch {
+	case port == 0:
+		return reach{}
+	case addr == "":
+		return reach{"direct", reconcile.ExecutorURL(bind, port), onHost}
+	case ip == nil || !ip.IsLoopback():
+		return reach{"direct", reconcile.ExecutorURL(addr, port), onHost}
+	case u.Scheme == "ssh":
+		return reach{"ssh-forward", "", onHost}
+	}
+	return reach{"host-only", "", onHost}
+}
+
+// where is the reach in docker.Reach.Where's words.
+func (r reach) where(host, box string) string {
+	machine := "host " + host + "'s"
+	if host == "" {
+		machine = "the engine's machine's"
+	}
+	switch r.how {
+	case "ssh-forward":
+		return fmt.Sprintf("%s on %s loopback (boxes open %s forwards it here over ssh)", r.onHost, machine, box)
+	case "host-only":
+		return fmt.Sprintf("%s on %s loopback (reachable on that machine only)", r.onHost, machine)
+	}
+	return r.url
+}
+
+// Run would exec in a container, which only a real engine does.
+func (e *Engine) Run(_ context.Context, id, _ string, cmd []string, _, _ io.Writer) (int, error) {
+	return 0, fmt.Errorf("running %s in %s: %w", strings.Join(cmd, " "), id, ErrNotSupported)
+}
+
+// CopyFrom would stream a container's files out.
+func (e *Engine) CopyFrom(_ context.Context, id, path string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("copying %s out of %s: %w", path, id, ErrNotSupported)
+}
+
+// CopyTo would stream files into a container.
+func (e *Engine) CopyTo(_ context.Context, id, dir string, _ io.Reader) error {
+	return fmt.Errorf("copying into %s of %s: %w", dir, id, ErrNotSupported)
+}
+
+// ToolVersions would run the image to read its tools' versions.
+func (e *Engine) ToolVersions(_ context.Context, image string) (map[string]string, error) {
+	return nil, fmt.Errorf("reading the tools of %s: %w", image, ErrNotSupported)
+}
+
+// FreeSpace would measure a container's file system.
+func (e *Engine) FreeSpace(_ context.Context, id, path string) (int64, error) {
+	return 0, fmt.Errorf("measuring the free space of %s in %s: %w", path, id, ErrNotSupported)
+}
+
+// RunHelper would run a helper container on a box's volumes.
+func (e *Engine) RunHelper(_ context.Context, h snapshot.Helper) ([]byte, error) {
+	return nil, fmt.Errorf("a helper container for box %s: %w", h.Box, ErrNotSupported)
+}
+
+// SaveImage would stream an image out of the engine.
+func (e *Engine) SaveImage(_ context.Context, ref string) (string, io.ReadCloser, error) {
+	return "", nil, fmt.Errorf("saving image %s: %w", ref, ErrNotSupported)
+}
+
+// LoadImage would load another engine's image.
+func (e *Engine) LoadImage(_ context.Context, ref, _ string, _ io.Reader) (int64, error) {
+	return 0, fmt.Errorf("loading image %s: %w", ref, ErrNotSupported)
+}
+
+// PullImage would pull an image from a registry.
+func (e *Engine) PullImage(_ context.Context, ref, _ string) error {
+	return fmt.Errorf("pulling image %s: %w", ref, ErrNotSupported)
+}
+
+func merged(maps_ ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps_ {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package fakeengine_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/fakeengine"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+var image = "sha256:" + strings.Repeat("ab", 32)
+
+// A box made and started on the fake engine is what the planner expects of
+// Docker: its resources under compose's names, with boxes' labels and the
+// config hashes the planner predicts, so that the next plan changes nothing;
+// and a second connection, as the next boxes command makes, sees the same.
+func TestMadeBoxPlansNoChange(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "boxes.yaml")
+	cfg, err := spec.Parse(file, []byte("version: 1\nfleet: main\nboxes:\n  alpha: {env: {TZ: UTC}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Path = file
+	state := filepath.Join(dir, "engines.json")
+	if err := fakeengine.Edit(state, func(s *fakeengine.State) error { s.AddImage("", image); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e, err := (&fakeengine.Connector{Path: state}).Connect(t.Context(), spec.Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := cfg.Boxes[0]
+	tokens := map[string]string{"alpha": "tok"}
+	p, err := compose.Project(compose.Input{Box: box, Image: image, Token: "tok", WorkDir: dir, ConfigFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Create(t.Context(), p, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	url, err := e.WaitReady(t.Context(), "alpha", "tok")
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Errorf("WaitReady: %q, %v", url, err)
+	}
+	if err := e.WaitInit(t.Context(), "alpha"); err != nil {
+		t.Errorf("WaitInit: %v", err)
+	}
+
+	again, err := (&fakeengine.Connector{Path: state}).Connect(t.Context(), spec.Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := again.Observe(t.Context(), image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.Of("alpha")
+	var names []string
+	for _, c := range r.Containers {
+		names = append(names, c.Name)
+		if c.State != "running" || c.Fleet != "main" || c.Image != image || c.Labels[compose.ManagedLabel] != "1" {
+			t.Errorf("container %s: state %s, fleet %q, image %s, labels %v", c.Name, c.State, c.Fleet, c.Image, c.Labels)
+		}
+	}
+	for _, n := range r.Networks {
+		names = append(names, n.Name)
+	}
+	for _, v := range r.Volumes {
+		names = append(names, v.Name)
+	}
+	want := []string{
+		compose.ContainerName("alpha", compose.AgentService), compose.ContainerName("alpha", compose.ExecutorService), compose.ContainerName("alpha", compose.GateService),
+		compose.NetworkName("alpha"), compose.InsideNetworkName("alpha"),
+		compose.VolumeName("alpha", compose.AgentVolume), compose.VolumeName("alpha", compose.ExecutorVolume),
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("resources: %q, want %q", names, want)
+	}
+	if !o.Images[image] {
+		t.Errorf("the engine lacks the image it was given")
+	}
+
+	plan, err := reconcile.NewPlan(reconcile.Input{Config: cfg, Image: image, Observed: map[string]*reconcile.Observed{"": o}, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Boxes) != 1 || plan.Boxes[0].Action != reconcile.NoOp {
+		t.Errorf("plan after the box was made: %+v", plan.Boxes)
+	}
+}

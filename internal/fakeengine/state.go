@@ -1,0 +1,353 @@
+// Package fakeengine is an in-memory stand-in for Docker engines, for
+// tests of the command line: it implements workspace.Engine well enough
+// that plan, apply, rm, ls, start and stop cannot tell it from Docker, and
+// reports what it holds with the very labels, names and shapes
+// docker.Engine.Observe does. Its state lives in one JSON file, loaded when
+// a host is connected and rewritten after each change, so that it outlasts
+// one boxes command and the next one sees what the last one did.
+//
+// What only a real engine does (streaming archives and images, exec in a
+// container, helper containers) fails with ErrNotSupported.
+package fakeengine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// ErrNotSupported is what the fake engine answers where only a real engine
+// can do the work.
+var ErrNotSupported = errors.New("not supported by the fake engine")
+
+// Created is when the fake engine says it made every volume: a fixed time,
+// so that what depends on it prints the same in every run.
+var Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ImageSize is the size of every image a fake engine holds.
+const ImageSize = 700 << 20
+
+// VolumeBytes is the size of a volume, as du would measure a fresh one.
+const VolumeBytes = 4096
+
+// firstPort and ports are the range a fake engine picks a published port
+// left to it from, as Docker picks from its ephemeral range.
+const (
+	firstPort = 32768
+	ports     = 10000
+)
+
+// State is every fake engine: the hosts of boxes.yaml by name ("" is the
+// local engine).
+type State struct {
+	Hosts map[string]*Host `json:"hosts"`
+}
+
+// Host is one fake engine's resources.
+type Host struct {
+	// Images holds the image IDs the engine has.
+	Images     []string     `json:"images"`
+	Containers []*Container `json:"containers"`
+	Networks   []*Network   `json:"networks"`
+	Volumes    []*Volume    `json:"volumes"`
+	// Dying names the boxes whose executors made from now on exit as soon
+	// as they are started: readiness fails for them, and a recreate puts
+	// the previous containers back.
+	Dying map[string]bool `json:"dying,omitempty"`
+	// Made counts the objects made, for their IDs.
+	Made int `json:"made"`
+}
+
+// Container is one container, as the engine keeps it.
+type Container struct {
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	Image    string            `json:"image"`
+	Labels   map[string]string `json:"labels"`
+	Env      []string          `json:"env"`
+	Runtime  string            `json:"runtime"`
+	State    string            `json:"state"`
+	ExitCode int               `json:"exit_code"`
+	// Networks are the names of the networks it is on, with their IDs.
+	Networks map[string]string `json:"networks"`
+	Mounts   []Mount           `json:"mounts"`
+	// Ports are the ports it publishes when it runs.
+	Ports []Port `json:"ports"`
+	// Logs are its last lines, for readiness errors.
+	Logs string `json:"logs,omitempty"`
+	// Dying is an executor made while its box was marked dying: it exits
+	// as soon as it is started.
+	Dying bool `json:"dying,omitempty"`
+}
+
+// Mount is a named volume mounted at Destination.
+type Mount struct {
+	Volume      string `json:"volume"`
+	Destination string `json:"destination"`
+}
+
+// Port is a published port.
+type Port struct {
+	HostIP        string `json:"host_ip"`
+	HostPort      int    `json:"host_port"`
+	ContainerPort int    `json:"container_port"`
+}
+
+// Network is one network.
+type Network struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// Volume is one volume.
+type Volume struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// Load reads the state at path; a missing file is an empty state.
+func Load(path string) (*State, error) {
+	s := &State{Hosts: map[string]*Host{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("reading the fake engines' state %s: %w", path, err)
+	}
+	if s.Hosts == nil {
+		s.Hosts = map[string]*Host{}
+	}
+	return s, nil
+}
+
+// Save writes the state to path whole, through a file beside it.
+func (s *State) Save(path string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".fake-engine-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Edit loads the state at path, runs fn on it and saves it.
+func Edit(path string, fn func(*State) error) error {
+	s, err := Load(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(s); err != nil {
+		return err
+	}
+	return s.Save(path)
+}
+
+// Host is host's engine, made empty on first use.
+func (s *State) Host(host string) *Host {
+	h, ok := s.Hosts[host]
+	if !ok {
+		h = &Host{}
+		s.Hosts[host] = h
+	}
+	return h
+}
+
+// newID is a new object's ID: 64 hex digits, the same in every run.
+func (h *Host) newID(host string) string {
+	h.Made++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("fake engine %q, object %d", host, h.Made)))
+	return hex.EncodeToString(sum[:])
+}
+
+// freePort is a host port for box that no container of the engine
+// publishes: one drawn from the box's name, so that it does not depend on
+// the order in which an apply's boxes are made (Docker's would).
+func (h *Host) freePort(box string) int {
+	used := map[int]bool{}
+	for _, c := range h.Containers {
+		for _, p := range c.Ports {
+			used[p.HostPort] = true
+		}
+	}
+	f := fnv.New32a()
+	f.Write([]byte(box))
+	port := firstPort + int(f.Sum32()%ports)
+	for used[port] {
+		port++
+	}
+	return port
+}
+
+func (h *Host) container(id string) (int, *Container) {
+	for i, c := range h.Containers {
+		if c.ID == id || c.Name == id {
+			return i, c
+		}
+	}
+	return -1, nil
+}
+
+func (h *Host) network(idOrName string) (int, *Network) {
+	for i, n := range h.Networks {
+		if n.ID == idOrName || n.Name == idOrName {
+			return i, n
+		}
+	}
+	return -1, nil
+}
+
+func (h *Host) volume(name string) (int, *Volume) {
+	for i, v := range h.Volumes {
+		if v.Name == name {
+			return i, v
+		}
+	}
+	return -1, nil
+}
+
+// boxContainers are box's containers (not one-off ones), in name order.
+func (h *Host) boxContainers(box string) []*Container {
+	var out []*Container
+	for _, c := range h.Containers {
+		if c.Labels[managedLabel] == "1" && c.Labels[boxLabel] == box && c.Labels[oneOffLabel] == "" {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// AddImage gives host's engine image id.
+func (s *State) AddImage(host, id string) {
+	h := s.Host(host)
+	for _, have := range h.Images {
+		if have == id {
+			return
+		}
+	}
+	h.Images = append(h.Images, id)
+	sort.Strings(h.Images)
+}
+
+// find is box's containers on whichever host holds them.
+func (s *State) find(box string) (*Host, []*Container, error) {
+	hosts := make([]string, 0, len(s.Hosts))
+	for name := range s.Hosts {
+		hosts = append(hosts, name)
+	}
+	sort.Strings(hosts)
+	for _, name := range hosts {
+		if cs := s.Hosts[name].boxContainers(box); len(cs) > 0 {
+			return s.Hosts[name], cs, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no fake engine holds a container of box %s", box)
+}
+
+// StopBehind stops box's containers as a docker stop by someone else would:
+// they exit 143 (SIGTERM through the container's init).
+func (s *State) StopBehind(box string) error {
+	_, cs, err := s.find(box)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.State == "running" || c.State == "paused" || c.State == "restarting" {
+			c.State, c.ExitCode = "exited", 143
+		}
+	}
+	return nil
+}
+
+// Crash makes box's container of service exit with code.
+func (s *State) Crash(box, service string, code int) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	c.State, c.ExitCode = "exited", code
+	c.Logs = fmt.Sprintf("%s: exited with code %d (fake engine)", service, code)
+	return nil
+}
+
+// RemoveBehind removes box's container of service, as docker rm -f by
+// someone else would.
+func (s *State) RemoveBehind(box, service string) error {
+	h, cs, err := s.find(box)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.Labels[serviceLabel] == service {
+			i, _ := h.container(c.ID)
+			h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("box %s has no %s container", box, service)
+}
+
+// Disconnect takes box's container of service off network (its full
+// name), as docker network disconnect would.
+func (s *State) Disconnect(box, service, network string) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	if _, ok := c.Networks[network]; !ok {
+		return fmt.Errorf("container %s is not on network %s", c.Name, network)
+	}
+	delete(c.Networks, network)
+	return nil
+}
+
+// SetDying makes the executors of box on host made from now on exit as
+// soon as they are started (dying), or no longer (not dying).
+func (s *State) SetDying(host, box string, dying bool) {
+	h := s.Host(host)
+	if h.Dying == nil {
+		h.Dying = map[string]bool{}
+	}
+	if dying {
+		h.Dying[box] = true
+	} else {
+		delete(h.Dying, box)
+	}
+}
+
+func (s *State) serviceContainer(box, service string) (*Container, error) {
+	_, cs, err := s.find(box)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c.Labels[serviceLabel] == service {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("box %s has no %s container", box, service)
+}
