@@ -11,7 +11,9 @@ import (
 )
 
 // TestIntegrationStreamImage: an engine that lacks the test image gets it
-// from the local engine through the API, with the same image ID.
+// from the local engine through the API, with the same image ID. Real
+// engine: the stream is the local engine's own image save, loaded by a
+// second dockerd started for the test; the fake streams no image at all.
 func TestIntegrationStreamImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -53,7 +55,8 @@ func TestIntegrationStreamImage(t *testing.T) {
 
 // TestIntegrationPullImageFails: a pull by digest from a registry the
 // engine cannot reach fails, naming the reference and the host, and
-// leaves no image behind.
+// leaves no image behind. Real engine: the failure is the engine's pull
+// from an address where nothing listens; the fake pulls nothing.
 func TestIntegrationPullImageFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -11,7 +11,8 @@ import (
 
 // A throwaway container that a killed command left mounting a box's volume
 // (a restore's free-space check cut short) no longer stops the volume's
-// removal: it is removed first.
+// removal: it is removed first. Real engine: the refusal worked around is
+// the engine's own, to remove a volume a container still mounts.
 func TestIntegrationRemoveVolumeLeftOneOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

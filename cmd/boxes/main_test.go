@@ -152,7 +152,9 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 // TestIntegrationScripts checks the results commands print against a real
 // engine: each testdata/script-engine/*.txtar runs the real boxes on the
 // test image (BOXES_TEST_IMAGE, default hermes-box-lite:test). Its boxes
-// are removed afterwards, whatever happened.
+// are removed afterwards, whatever happened. Real engine: save and load
+// carry a real box's /data through archives, and a backup counts as a
+// box's by its data volume's creation time on the engine.
 func TestIntegrationScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

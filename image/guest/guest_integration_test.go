@@ -379,6 +379,10 @@ func TestProvisionVerifiesDigests(t *testing.T) {
 
 // ------------------------------------------------------------ the image
 
+// TestIntegrationImageProvisioned: the test image has the agent user with
+// passwordless sudo, /data and the sudoers file with their owners and
+// modes, and hb versions naming every tool. Real engine: it runs the image
+// the recipe built, of which the fake holds only an ID.
 func TestIntegrationImageProvisioned(t *testing.T) {
 	needImage(t)
 	if out, code := runOnce(t, "-u", "agent", testImage, "sudo", "-n", "true"); code != 0 {
@@ -411,6 +415,11 @@ func TestIntegrationImageProvisioned(t *testing.T) {
 
 // ------------------------------------------------------------ a box
 
+// TestIntegrationBox: hb in a box made with the docker CLI alone (doctor,
+// the layout of /data, init repairing a restored volume, wire-mcp,
+// quiesce and resume, the executor paused or stopped, the agent stopping
+// on SIGTERM). Real engine: these are processes, files and signals inside
+// real containers, none of which the fake runs.
 func TestIntegrationBox(t *testing.T) {
 	needImage(t)
 	const token = "tok-one"

@@ -13,7 +13,9 @@ import (
 
 // TestIntegrationInternet makes the made-up internet, reaches its servers and
 // its DNS from this machine, rebinds a name, and checks the teardown removes
-// the namespace, the veth pair and the routes.
+// the namespace, the veth pair and the routes. Real engine: none is used;
+// it checks, as root, the made-up internet TestIntegrationNetworkDoor's box
+// reaches, which has no counterpart in the fake.
 func TestIntegrationInternet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")

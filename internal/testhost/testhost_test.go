@@ -16,7 +16,9 @@ import (
 
 // TestIntegrationEngine starts an engine with TLS and sshd, reaches it all
 // three ways, and checks that its teardown leaves no process, namespace or
-// file behind.
+// file behind. Real engine: a second dockerd with an ID of its own, reached
+// by its socket, over TLS and over ssh, is the harness every several-host
+// real-engine test stands on, where the fake's hosts are entries in a file.
 func TestIntegrationEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")

@@ -82,7 +82,9 @@ func noPartials(t *testing.T, dir, when string) {
 // Save, load and seeding cut short by signals at several points: nothing is
 // left frozen, partial or half-restored once the next command has run, and
 // plan and doctor say what is left until then. A database written in a
-// tight loop during the save is restored intact.
+// tight loop during the save is restored intact. Real engine: the signals
+// fall while hb freezes real processes, and the files, owners and modes
+// restored are read from real volumes.
 func TestIntegrationArchiveCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -21,6 +21,12 @@ func lowerScryptCost(t *testing.T) {
 	t.Cleanup(func() { archive.ScryptWorkFactor = old })
 }
 
+// TestIntegrationSaveLoadExtract: save (right after apply too), extract,
+// load (of a running and of a stopped box), restore: in boxes.yaml, their
+// --json results and refusals, and archives for recipients read with an
+// identity. Real engine: the archive is streamed from a real /data while
+// hb freezes the box, and load and restore write it into new volumes the
+// box then reads.
 func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -108,6 +108,11 @@ func cachedStep(t *testing.T, progress, prefix string) bool {
 	return false
 }
 
+// TestIntegrationBuild: boxes build --offline of an edited recipe rebuilds
+// only what the edit touched, records the image in the lock, skips a build
+// whose inputs and image are there, runs one all from the cache with
+// --force, and builds again once the image is gone. Real engine: the
+// builds, their layer cache and the image IDs are the engine's.
 func TestIntegrationBuild(t *testing.T) {
 	dir, recipe := buildDir(t)
 	lockPath := filepath.Join(dir, "boxes.lock")
@@ -185,6 +190,11 @@ func TestIntegrationBuild(t *testing.T) {
 	}
 }
 
+// TestIntegrationBuildRefusals: boxes build and lock update base refused,
+// each with its message, the lock unchanged and no tag left. Real engine:
+// the failing step, the base the engine lacks and the registry it cannot
+// reach are reported by the engine; the other refusals come before boxes
+// connects to it.
 func TestIntegrationBuildRefusals(t *testing.T) {
 	dir, recipe := buildDir(t)
 	lockPath := filepath.Join(dir, "boxes.lock")

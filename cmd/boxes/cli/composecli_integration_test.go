@@ -12,7 +12,9 @@ import (
 // TestIntegrationComposeCLI: the docker compose command-line tool works on a
 // box boxes made (ls, ps, logs, exec), and what a user does to it with that
 // tool (restart, stop) shows up in the next plan as the drift it is, never as
-// a recreate or a delete.
+// a recreate or a delete. Real engine: the docker compose tool itself reads
+// and changes what boxes made, which works only if it is a real compose
+// project on the engine.
 func TestIntegrationComposeCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

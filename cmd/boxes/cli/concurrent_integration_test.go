@@ -24,7 +24,9 @@ import (
 //
 // The apply is frozen (SIGSTOP) once the box's new containers run and it
 // waits for the executor, so that the other commands always meet it in the
-// middle of its work, holding its locks; it is resumed afterwards.
+// middle of its work, holding its locks; it is resumed afterwards. Real
+// engine: exec reads and writes a real /data in the new containers while
+// the apply is frozen, and what it wrote must survive the apply.
 func TestIntegrationConcurrentCommands(t *testing.T) {
 	image, image2 := startIntegration(t)
 	const box = "it-h11a-cc"

@@ -49,6 +49,10 @@ func killAt(t *testing.T, bin, dir, step string, nth int) {
 	}
 }
 
+// TestIntegrationCrashSafety: apply SIGKILLed at set steps of a create, a
+// recreate and an egress change leaves a plan with work to do, and the next
+// apply converges, /data kept and no agent remade for the gates. Real
+// engine: the kills land inside compose's create, replace and start.
 func TestIntegrationCrashSafety(t *testing.T) {
 	image, image2 := startIntegration(t)
 	bin := buildBoxes(t)

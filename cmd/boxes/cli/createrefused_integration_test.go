@@ -41,9 +41,9 @@ func (o *onLine) Write(p []byte) (int, error) {
 // agent container's name after the plan, just before the create. Compose
 // makes the network and volumes before the engine refuses the container;
 // apply removes what it made, with the token, says so, leaves the other
-// program's container alone, and the next plan is a plain create. What
-// only a real engine shows: compose's order, the engine's refusal, and
-// that what compose made carries the labels the undo finds it by.
+// program's container alone, and the next plan is a plain create. Real
+// engine: compose's order, the engine's refusal, and that what compose
+// made carries the labels the undo finds it by.
 func TestIntegrationCreateRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

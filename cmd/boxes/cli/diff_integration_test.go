@@ -9,7 +9,9 @@ import (
 
 // TestIntegrationDiffMatchesPlan: on a fleet applied from a commit, boxes diff
 // against that commit (no engine) names the same action and reasons for
-// every box as boxes plan (the engine) does.
+// every box as boxes plan (the engine) does. Real engine: the plan side
+// reads the config hashes and states compose left on real containers, not
+// the fake's model of them.
 func TestIntegrationDiffMatchesPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -17,14 +17,15 @@ import (
 // TestIntegrationNetworkDoor proves the network door on the real engine,
 // against a made-up internet in a network namespace (servers on
 // 198.51.100.7 and .9, a stand-in metadata server on 169.254.77.77, a DNS
-// server for test names) and a server on the engine's machine: what only a
-// real engine shows is what a container on these networks can reach. From
-// inside the agent: an allowed name and an allowed address and port pass
-// through the gate; another destination, the metadata address, the
-// engine's machine and a name rebound to a private address are refused by
-// the gate; a direct connection has no route; the credential's header
-// arrives upstream while its value is nowhere in the agent's container.
-// Then a rule change remakes the gate alone: the agent keeps running.
+// server for test names) and a server on the engine's machine. From inside
+// the agent: an allowed name and an allowed address and port pass through
+// the gate; another destination, the metadata address, the engine's
+// machine and a name rebound to a private address are refused by the gate;
+// a direct connection has no route; the credential's header arrives
+// upstream while its value is nowhere in the agent's container. Then a
+// rule change remakes the gate alone: the agent keeps running. Real
+// engine: what a container on the box's networks can reach, through its
+// gate or around it.
 func TestIntegrationNetworkDoor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

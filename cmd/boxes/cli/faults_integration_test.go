@@ -58,7 +58,9 @@ type faultScenario struct {
 // recreates, deletes and mixed plans, then checks that the next plan shows
 // what is left, the next apply converges, the plan after it is empty, the
 // data in /data is intact, and nothing of a deleted box or a duplicate
-// container remains.
+// container remains. Real engine: the kills fall anywhere in compose's
+// creates, recreates and removals, where half-made containers and
+// duplicate networks come from.
 func TestIntegrationRandomKills(t *testing.T) {
 	image, image2 := startIntegration(t)
 	trials := killTrials(t)

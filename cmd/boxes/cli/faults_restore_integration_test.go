@@ -159,7 +159,8 @@ func removeWithOneOffs(names ...string) {
 // plan shows the restore incomplete or the box still to create, the next
 // load or apply converges, the plan after it is empty, the restored data is
 // the archive's, and the box has its containers, volumes and network once,
-// with no restore record left.
+// with no restore record left. Real engine: the kills fall in real restores
+// into volumes, free-space checks and their throwaway containers included.
 func TestIntegrationRandomKillsRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -323,7 +324,8 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 // kill the next plan shows the move while the old copy exists, the next
 // apply finishes it, the plan after it is empty, the marker in /data has
 // come along, and exactly one copy of the box is left, on the declared
-// engine, with no move record.
+// engine, with no move record. Real engine: the kills fall anywhere in a
+// real move over ssh, and what is left is counted on both engines.
 func TestIntegrationRandomKillsMove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

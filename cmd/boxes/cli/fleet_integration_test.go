@@ -40,6 +40,13 @@ func twoFleets(t *testing.T) (dirA, dirB string) {
 	return dirA, dirB
 }
 
+// TestIntegrationFleets: two fleets on one engine, each with its label on
+// every container, volume and network, neither planning the other's boxes,
+// every command on one box refusing the other fleet's, ls and ls --all,
+// and a plan deleting a box with its volume's size, as fast as one
+// without. Real engine: the labels compose puts on what it makes, the
+// other fleet's /data untouched, and the volume's size and what reading it
+// costs a plan come from the engine.
 func TestIntegrationFleets(t *testing.T) {
 	dirA, dirB := twoFleets(t)
 
@@ -160,7 +167,10 @@ func refusesOtherFleet(t *testing.T, dirA, dirB string) {
 }
 
 // A box made before fleets existed (no boxes.fleet label) belongs to the
-// fleet that declares it; undeclared, no plan touches it.
+// fleet that declares it; undeclared, no plan touches it. Real engine:
+// only that the volumes are made by hand with the docker CLI as an older
+// boxes left them; a fake command making unlabelled volumes would prove
+// the rest.
 func TestIntegrationFleetUnlabelled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -196,6 +206,12 @@ func TestIntegrationFleetUnlabelled(t *testing.T) {
 	}
 }
 
+// TestIntegrationDrift: what docker does to a box behind boxes' back
+// (stop, pause, a crash loop, a network disconnect, a container left under
+// compose's temporary name) is in the next plan with its cause, and apply
+// converges. Real engine: the states the engine reports for a paused
+// container and a restart loop with its count, the name compose gives a
+// container mid-recreate, and that compose converges each of them.
 func TestIntegrationDrift(t *testing.T) {
 	dirA, _ := twoFleets(t)
 	const agent = "hbl-fl-a-agent-1"

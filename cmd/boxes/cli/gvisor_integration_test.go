@@ -22,16 +22,16 @@ import (
 )
 
 // TestIntegrationGVisor: a box with runtime: runsc on an engine whose daemon
-// configuration registers Debian's runsc (gVisor). What only a real engine
-// shows: that docker info lists the runtimes a daemon configuration
-// registers, so a box asking for one the host lacks is a plan error naming
-// the host and those runtimes, with nothing created; that compose's
-// runtime: reaches the containers; and that the box's processes, exec, the
-// executor's port, hb's checks inside, save's freeze and load's restore
-// work under gVisor's own kernel (a fake runs none of it: it would prove
-// only that boxes passes a string along). Where gVisor cannot run a box on
-// this machine, the box part skips with the error boxes gave, which must
-// say what it means.
+// configuration registers Debian's runsc (gVisor). Real engine: that docker
+// info lists the runtimes a daemon configuration registers, so a box
+// asking for one the host lacks is a plan error naming the host and those
+// runtimes, with nothing created; that compose's runtime: reaches the
+// containers; and that the box's processes, exec, the executor's port,
+// hb's checks inside, save's freeze and load's restore work under
+// gVisor's own kernel (a fake runs none of it: it would prove only that
+// boxes passes a string along). Where gVisor cannot run a box on this
+// machine, the box part skips with the error boxes gave, which must say
+// what it means.
 func TestIntegrationGVisor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

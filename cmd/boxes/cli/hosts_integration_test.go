@@ -44,7 +44,9 @@ func boxesOn(t *testing.T, e *testhost.Engine) map[string]bool {
 // reached over ssh:// and one over tcp:// with TLS that lacks the image:
 // the plan streams the image there (with its size), each box lands on its
 // host, is proven ready at a URL this machine can use, the streamed image
-// has the local one's ID, and the next plan has no changes.
+// has the local one's ID, and the next plan has no changes. Real engine:
+// two more dockerds, one reached through ssh's docker system dial-stdio and
+// one over TLS with certificates checked, the image really streamed.
 func TestIntegrationHostsPlanApply(t *testing.T) {
 	image, _ := startIntegration(t)
 	began := time.Now()
@@ -112,6 +114,9 @@ boxes:
 
 // TestIntegrationRemoteReadiness: a box on a remote host is proven ready as
 // fast as a local one (within 1.2×), not after the healthcheck's interval.
+// Real engine: readiness through ssh against a second dockerd is timed,
+// where the fake answers at once; the test checks only that each apply
+// succeeds, and logs the ratios.
 func TestIntegrationRemoteReadiness(t *testing.T) {
 	image, _ := startIntegration(t)
 	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
@@ -146,7 +151,9 @@ func TestIntegrationRemoteReadiness(t *testing.T) {
 
 // TestIntegrationHostErrors: hosts that cannot be reached or are
 // misconfigured fail the plan quickly, naming the host and what to fix;
-// meanwhile a command about a box on the local engine works as ever.
+// meanwhile a command about a box on the local engine works as ever. Real
+// engine: the failures are real dials (TCP with TLS, the ssh binary) to
+// ports that refuse or never answer, while exec runs in a real local box.
 func TestIntegrationHostErrors(t *testing.T) {
 	image, _ := startIntegration(t)
 	const local = "it-h9b-local"
@@ -271,7 +278,8 @@ func TestIntegrationHostErrors(t *testing.T) {
 
 // TestIntegrationSameEngineByTwoURLs: one engine reached by its socket and
 // over ssh has one engine ID, and a workspace with two such host entries
-// is refused when it observes them.
+// is refused when it observes them. Real engine: the IDs are a second
+// dockerd's own, read through its socket and over ssh.
 func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -315,7 +323,9 @@ func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 // reached over ssh is never shown at the remote's loopback as if it were
 // this machine's: apply and ls say how it is reached, and open forwards a
 // local port over ssh, through which the browser reaches the dashboard,
-// signed in, for as long as open runs.
+// signed in, for as long as open runs. Real engine: open's ssh forward
+// reaches a real dashboard on the remote's loopback, which answers 200,
+// and the port closes once open ends.
 func TestIntegrationOpenThroughForward(t *testing.T) {
 	image, _ := startIntegration(t)
 	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})

@@ -25,6 +25,11 @@ func boxesIn(t *testing.T, dir string, in string, tty bool, args ...string) run 
 	return run{code, out.String(), errb.String()}
 }
 
+// TestIntegrationInBox: exec, enter, logs, open and doctor on a box, their
+// refusals, an exec cut short by a recreate, and doctor with a wrong token
+// or a stopped executor. Real engine: commands run, read stdin and exit in
+// the agent container, tmux keeps its session, the logs are the
+// containers', and the dashboard and the MCP checks answer on real ports.
 func TestIntegrationInBox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -107,6 +107,14 @@ func startIntegration(t *testing.T) (image, image2 string) {
 	return image, image2
 }
 
+// TestIntegrationPlanApply: three boxes through plan and apply: made, one
+// changed, all put on a new image, one deleted with --confirm-delete, one
+// stopped and started, one removed with rm; on the way, a stale plan file,
+// a lost token and a volume boxes did not make.
+// Real engine: compose's containers carry the labels, the executor is
+// published on 127.0.0.1 alone and answers only with its token, one box
+// cannot resolve another's, IPv6 is off inside, /data survives the
+// recreates and a lost token is read back from the container.
 func TestIntegrationPlanApply(t *testing.T) {
 	image, image2 := startIntegration(t)
 
@@ -396,7 +404,8 @@ func mustToken(t *testing.T, dir, box string) string {
 
 // An executor that cannot run fails apply at once, with its own words, not
 // after the readiness timeout: the recipe image without the stand-in has no
-// executor command.
+// executor command. Real engine: the executor really exits in its
+// container, and its last log lines are the engine's.
 func TestIntegrationApplyReportsADeadExecutor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -13,7 +13,8 @@ import (
 )
 
 // TestIntegrationMCP drives boxes mcp's tools with the SDK's own client
-// against a real box.
+// against a real box. Real engine: exec, doctor and logs through the tools
+// run in, and read from, the box's containers.
 func TestIntegrationMCP(t *testing.T) {
 	image, _ := startIntegration(t)
 	dir := t.TempDir()

@@ -83,7 +83,9 @@ func marker(t *testing.T, dir, box string) string {
 // TestIntegrationMove moves a box with a marker in /data from the local
 // engine to a remote one that lacks the image, and back: the marker
 // arrives, the old copy stays (stopped) until its delete is confirmed, and
-// then it is gone.
+// then it is gone. Real engine: /data is saved from one engine and
+// restored on a second dockerd reached over ssh, the image streamed there
+// first, and the marker is read back inside the new copy.
 func TestIntegrationMove(t *testing.T) {
 	image := startMove(t, moveBox)
 	remote := testhost.Start(t, testhost.Options{SSH: true})
@@ -220,7 +222,8 @@ func killApplyAfter(t *testing.T, bin, dir, step string, delay time.Duration, ar
 
 // TestIntegrationMoveKilled SIGKILLs apply at several points of a move: the
 // next plan shows the move in progress, the next apply finishes it, the
-// marker survives and exactly one copy remains.
+// marker survives and exactly one copy remains. Real engine: the kills cut
+// a real save, restore, check and delete between two engines over ssh.
 func TestIntegrationMoveKilled(t *testing.T) {
 	image := startMove(t, moveBox)
 	bin := buildBoxes(t)
@@ -285,7 +288,8 @@ func TestIntegrationMoveKilled(t *testing.T) {
 // streams the image to a new host that lacks it, before the move it is
 // for: the next plan shows the move again, the next apply streams the
 // image again and does the move, the marker survives, and exactly one
-// copy remains.
+// copy remains. Real engine: the kill cuts a real image load into a second
+// dockerd, which may keep part of it.
 func TestIntegrationMoveKilledStreamingImage(t *testing.T) {
 	const box = "it-h9b-mv"
 	image := startMove(t, box)
@@ -335,7 +339,9 @@ func TestIntegrationMoveKilledStreamingImage(t *testing.T) {
 
 // TestIntegrationMovePutBack changes host: back while a move is in
 // progress: before the new copy is verified the original stays the box; after,
-// the new copy (which may have run) is what comes back.
+// the new copy (which may have run) is what comes back. Real engine: which
+// copy's /data came back is read from the marker inside, after a real kill
+// and a real copy on a second engine over ssh.
 func TestIntegrationMovePutBack(t *testing.T) {
 	image := startMove(t, moveBox)
 	bin := buildBoxes(t)

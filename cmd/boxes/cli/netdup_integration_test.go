@@ -80,7 +80,9 @@ func boxNetworks(t *testing.T, box string) []string {
 // TestIntegrationDuplicateNetwork: two networks with a box's network name
 // and labels (left by a create racing a killed apply's create still in
 // flight) are drift the plan names, and apply removes the one no container
-// uses and converges, the box's data kept.
+// uses and converges, the box's data kept. Real engine: the engine itself
+// makes the second network, with its duplicate check off, and the agent
+// must still resolve its executor once compose is done.
 func TestIntegrationDuplicateNetwork(t *testing.T) {
 	image, _ := startIntegration(t)
 	const box = "it-h11a-dup"
@@ -148,7 +150,9 @@ func TestIntegrationDuplicateNetwork(t *testing.T) {
 // proxy in front of the engine, which makes the second one, with the
 // engine's duplicate check off, right after it forwards apply's own).
 // Apply removes the second network and what it made on it, makes the
-// containers again and succeeds; the next plan is empty.
+// containers again and succeeds; the next plan is empty. Real engine: the
+// network lands while compose creates the box, and what apply must recover
+// from is compose's start failing on the engine.
 func TestIntegrationRacedNetwork(t *testing.T) {
 	image, _ := startIntegration(t)
 	const box = "it-h11a-race"

@@ -11,7 +11,9 @@ import (
 
 // An agent that cannot start (here: a PATH without the tools hb needs, so
 // it restarts forever) fails apply with its own last words, although its
-// executor answers; the next apply tries again.
+// executor answers; the next apply tries again. Real engine: the agent
+// container really restarts for ever under the engine while its executor
+// answers, and its last words are its log.
 func TestIntegrationApplyWaitsForTheAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -38,7 +40,9 @@ func TestIntegrationApplyWaitsForTheAgent(t *testing.T) {
 
 // A recreate onto an image whose agent fails puts the canary back on its
 // previous containers, /data intact, and leaves the other box alone; the
-// next plan still wants the change.
+// next plan still wants the change. Real engine: the broken image is built
+// and fails in its own container, and the containers put back run the old
+// image with /data and the executor's published port as they were.
 func TestIntegrationBadImageRollsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

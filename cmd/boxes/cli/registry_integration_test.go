@@ -30,12 +30,12 @@ import (
 // both hosts pull it with this machine's credentials and their boxes become
 // ready on the very image.
 //
-// A fake cannot prove this: that the engine takes the X-Registry-Auth the
-// docker/cli library builds from auths as a real registry checks it, what
-// text a real engine reports a refused or unreachable registry with (the
-// classification reads it), that a push's aux message carries the digest
-// hosts then pull, and that an engine of its own trusts the registry's TLS
-// through its certs.d.
+// Real engine: a fake cannot prove that the engine takes the
+// X-Registry-Auth the docker/cli library builds from auths as a real
+// registry checks it, what text a real engine reports a refused or
+// unreachable registry with (the classification reads it), that a push's
+// aux message carries the digest hosts then pull, and that an engine of
+// its own trusts the registry's TLS through its certs.d.
 func TestIntegrationRegistryPullsWithThisMachinesCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

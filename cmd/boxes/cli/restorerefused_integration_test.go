@@ -82,6 +82,8 @@ func refusingEngine(t *testing.T, refuseOver int) (string, *atomic.Int32) {
 // removes what it created (the box's containers, volumes and network, its
 // token and restore record, and nothing of any other box), says why, and
 // leaves a plan that creates the box again; a load after that succeeds.
+// Real engine: only the copy into the container is refused (by a proxy in
+// front of the engine), so what load undoes is what compose really made.
 func TestIntegrationRestoreRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

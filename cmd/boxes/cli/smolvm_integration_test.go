@@ -11,7 +11,9 @@ import (
 
 // A box loaded from an archive made exactly as the smolvm tool made it: the
 // data restored under /data, the old markers left out, the runtime versions
-// shown, and hb init's layout (~/workspace included) in place.
+// shown, and hb init's layout (~/workspace included) in place. Real
+// engine: the archive is restored into a real volume, and the versions and
+// the layout are read from real containers.
 func TestIntegrationLoadSmolvmArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

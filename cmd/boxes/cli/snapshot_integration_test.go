@@ -26,8 +26,8 @@ func workListing(t *testing.T, image, vol, dir string) string {
 // A snapshot copies a box's /data on its engine, byte for byte with owners,
 // modes, times and links, quiescing a running box and resuming it; a
 // revert puts it back under a stopped box and starts the box again with
-// its token; rm leaves the snapshots, snapshot rm deletes them. Only a real
-// engine shows what cp -a keeps of a volume, and that the helpers go.
+// its token; rm leaves the snapshots, snapshot rm deletes them. Real
+// engine: what cp -a keeps of a volume, and that the helpers go.
 func TestIntegrationSnapshot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")

@@ -18,7 +18,9 @@ import (
 // apply creates boxes on it and on the local engine, once while compose
 // creates the remote box and once while apply waits for its executor. The
 // local boxes finish, the apply fails naming the host, and once the engine
-// is started again the next apply converges.
+// is started again the next apply converges. Real engine: a second dockerd
+// is stopped under compose's create and under the wait for the executor,
+// over ssh, and started again with what it held.
 func TestIntegrationEngineGoneMidApply(t *testing.T) {
 	image, _ := startIntegration(t)
 	local := []string{"it-h11a-l1", "it-h11a-l2", "it-h11a-l3"}
