@@ -16,6 +16,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/compose/v2/pkg/api"
 
+	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
@@ -626,7 +627,7 @@ func down(c *Container, withExit bool) error {
 }
 
 // Previous records box's containers as they are.
-func (e *Engine) Previous(_ context.Context, box string) (reconcile.Previous, error) {
+func (e *Engine) Previous(_ context.Context, box string) (apply.Previous, error) {
 	var p *previous
 	err := e.read(func(h *Host) error {
 		cs := h.boxContainers(box)
