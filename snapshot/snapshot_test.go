@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -81,13 +82,19 @@ func (f *fakeEngine) RunHelper(ctx context.Context, h Helper) ([]byte, error) {
 
 // calls are f's calls with quiesce before the du that runs beside it.
 func (f *fakeEngine) ordered() string {
-	out := append([]string(nil), f.calls...)
-	for i := 0; i+1 < len(out); i++ {
-		if out[i] == "exec du -sbx /data" && out[i+1] == "exec "+hb.Path+" quiesce" {
-			out[i], out[i+1] = out[i+1], out[i]
-		}
+	return strings.Join(beforePause(f.calls, "exec du -sbx /data", "pause"), "\n")
+}
+
+// beforePause is calls with side, which runs beside the others from the
+// start, moved to just before pause when it came before it at all: its
+// place among the rest is the scheduler's.
+func beforePause(calls []string, side, pause string) []string {
+	i, j := slices.Index(calls, side), slices.Index(calls, pause)
+	if i < 0 || j < 0 || i > j {
+		return calls
 	}
-	return strings.Join(out, "\n")
+	out := slices.Delete(slices.Clone(calls), i, i+1)
+	return slices.Insert(out, j-1, side)
 }
 
 var made = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
