@@ -19,8 +19,10 @@
 //     than run it with a surprise.
 //   - The hostnames are "agent" and "executor"; BOX_NAME, in both
 //     containers, says which box it is (box names need not be hostnames).
-//   - No service depends on another: the containers start at once, and a
-//     recreated executor or gate leaves the agent's sessions alone.
+//   - The agent depends on the executor and the gate (started, not
+//     restarted with them): they are made first, and an executor or gate
+//     recreate leaves the agent's sessions alone. Starts are not ordered:
+//     the engine starts all three at once.
 //   - No tty or stdin_open on the agent: `boxes enter` gets its terminal from
 //     `docker exec -it`.
 //   - Both services stop with a 10 s grace period and are health-checked by

@@ -172,10 +172,19 @@ func model(in Input) map[string]any {
 	// onto it: its one way out is the gate.
 	agent["networks"] = map[string]any{InsideNetwork: nil}
 	agent["cap_drop"] = []any{"NET_RAW"}
-	// No depends_on: the three containers start at once. Nothing in the
-	// agent's start needs the executor or the gate (hb init only writes
-	// files), a box is ready only once all three answer, and an ordered start
-	// costs a whole container start here (docs/decisions.md).
+	// Executor and gate are made first, so that a create refused at the
+	// agent's (its name taken) finds them made, and removes them. They are
+	// started all at once all the same (docker's Engine.Start): nothing in
+	// the agent's start needs them, apply waits for all three to answer,
+	// and an ordered start costs a whole container start here
+	// (docs/decisions.md). Not restart: a recreated executor or gate must
+	// not take the agent's tmux sessions down with it.
+	started := map[string]any{
+		"condition": types.ServiceConditionStarted,
+		"restart":   false,
+		"required":  true,
+	}
+	agent["depends_on"] = map[string]any{ExecutorService: started, GateService: started}
 	// No tty or stdin_open: `boxes enter` runs tmux through `docker exec -it`,
 	// which gets a terminal of its own. A tty on PID 1 would only merge the
 	// agent's stderr into stdout and put carriage returns into its logs.

@@ -365,9 +365,14 @@ func TestContract(t *testing.T) {
 			if !slices.Equal(agent.CapDrop, []string{"NET_RAW"}) {
 				t.Errorf("agent cap_drop %v, want NET_RAW", agent.CapDrop)
 			}
-			// Started at once: an order would cost a container start.
-			if len(agent.DependsOn) != 0 {
-				t.Errorf("agent depends_on %v, want nothing", agent.DependsOn)
+			for _, dep := range []string{ExecutorService, GateService} {
+				d, ok := agent.DependsOn[dep]
+				if !ok || d.Condition != types.ServiceConditionStarted || d.Restart || !d.Required {
+					t.Errorf("agent depends_on %s: %+v (present %v), want started, required, no restart", dep, d, ok)
+				}
+			}
+			if len(agent.DependsOn) != 2 {
+				t.Errorf("agent depends_on %v", agent.DependsOn)
 			}
 
 			executor := p.Services[ExecutorService]

@@ -229,7 +229,21 @@ func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
-	return explainRuntime(e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: p, Services: p.ServiceNames()})))
+	return explainRuntime(e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: atOnce(p), Services: p.ServiceNames()})))
+}
+
+// atOnce is p with no service depending on another, so that compose starts
+// them all at once: an ordered start waits for each dependency to be seen
+// started, a whole container start on a small machine, and boxes waits for
+// every container to answer anyway. The order of creation stays p's.
+func atOnce(p *types.Project) *types.Project {
+	q := *p
+	q.Services = types.Services{}
+	for name, s := range p.Services {
+		s.DependsOn = nil
+		q.Services[name] = s
+	}
+	return &q
 }
 
 // raced is lost, and marks as reconcile.ErrRaced the engine's refusals

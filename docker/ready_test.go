@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 )
@@ -36,5 +37,23 @@ func TestWaitGate(t *testing.T) {
 	e = &Engine{api: listOnly{containers: []container.Summary{{ID: "g"}}, inspect: errors.New("boom")}}
 	if err := e.waitGate(context.Background(), "alpha"); err == nil || !strings.Contains(err.Error(), "gate of alpha: boom") {
 		t.Errorf("a gate: %v", err)
+	}
+}
+
+// Started at once: no service waits for another, whatever the project's
+// order of creation, and the project itself is left as it was.
+func TestAtOnce(t *testing.T) {
+	p := &types.Project{Name: "hbl-a", Services: types.Services{
+		"agent":    {Name: "agent", DependsOn: types.DependsOnConfig{"executor": {Condition: types.ServiceConditionStarted, Required: true}}},
+		"executor": {Name: "executor"},
+	}}
+	q := atOnce(p)
+	for name, s := range q.Services {
+		if len(s.DependsOn) != 0 {
+			t.Errorf("%s still depends on %v", name, s.DependsOn)
+		}
+	}
+	if len(q.Services) != 2 || q.Name != "hbl-a" || len(p.Services["agent"].DependsOn) != 1 {
+		t.Errorf("atOnce(%+v) = %+v", p, q)
 	}
 }
