@@ -16,7 +16,6 @@ const (
 var (
 	testBox       = plantest.Box
 	testCfg       = plantest.Config
-	hashesFor     = plantest.HashesFor
 	observeBox    = plantest.ObserveBox
 	emptyObserved = plantest.EmptyObserved
 )

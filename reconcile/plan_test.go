@@ -29,7 +29,6 @@ const (
 var (
 	testBox       = plantest.Box
 	testCfg       = plantest.Config
-	hashesFor     = plantest.HashesFor
 	observeBox    = plantest.ObserveBox
 	emptyObserved = plantest.EmptyObserved
 	volumeOf      = plantest.VolumeOf

@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 errors here repeat the Docker daemon's own words, capitals and all, as boxes meets them
+
 package fakeengine
 
 import (
