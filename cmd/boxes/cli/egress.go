@@ -28,7 +28,7 @@ const EgressFormat = 1
 type egressReport struct {
 	FormatVersion int              `json:"format_version"`
 	Box           string           `json:"box"`
-	Host          string           `json:"host"`
+	Host          string           `json:"host"` // boxes.yaml's name, "" for the local engine (as ls --json)
 	Gate          string           `json:"gate"` // the gate container's state, "missing" without one
 	Current       bool             `json:"current"`
 	Egress        string           `json:"egress"` // open, none or list
@@ -89,7 +89,7 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 	if !ok {
 		return egressReport{}, ws.Undeclared(name)
 	}
-	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: reconcile.HostLabel(b.Host), Gate: "missing",
+	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: b.Host, Gate: "missing",
 		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{}}
 	settings := compose.ServiceSettings(b, compose.GateService)
 	r.Egress = b.Egress.Mode.String()
@@ -135,7 +135,7 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 }
 
 func writeEgress(w io.Writer, r egressReport) error {
-	fmt.Fprintf(w, "box %s (%s): the agent's one way out is its gate (%s)\n", r.Box, r.Host, r.Gate)
+	fmt.Fprintf(w, "box %s (%s): the agent's one way out is its gate (%s)\n", r.Box, reconcile.HostLabel(r.Host), r.Gate)
 	if r.Gate != "missing" && !r.Current {
 		fmt.Fprintln(w, "  the gate runs other rules than boxes.yaml declares: boxes plan shows the change")
 	}
