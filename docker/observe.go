@@ -40,7 +40,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 	if err != nil {
 		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
-	o := l.observed(e.Host)
+	o := l.Observed(e.Host)
 	// Read when the engine was connected, with its ID.
 	o.CPUs, o.Memory, o.Runtimes = e.cpus, e.memory, e.runtimes
 	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
@@ -50,21 +50,22 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Obse
 	return o, nil
 }
 
-// listing is what Observe's calls return, before it is read.
-type listing struct {
-	containers []container.Summary
-	volumes    []*volume.Volume
-	networks   []network.Summary
-	// images are the images asked about; sizes[id] is the size of each
+// Listing is what Observe's calls return, before it is read: what a test
+// engine builds to be read exactly as Docker's lists are.
+type Listing struct {
+	Containers []container.Summary
+	Volumes    []*volume.Volume
+	Networks   []network.Summary
+	// Images are the images asked about; Sizes[id] is the size of each
 	// the engine has.
-	images []string
-	sizes  map[string]int64
+	Images []string
+	Sizes  map[string]int64
 }
 
 // list makes Observe's calls, at once where the endpoint allows.
-func (e *Engine) list(ctx context.Context, images []string) (listing, error) {
+func (e *Engine) list(ctx context.Context, images []string) (Listing, error) {
 	var (
-		l       = listing{images: images, sizes: map[string]int64{}}
+		l       = Listing{Images: images, Sizes: map[string]int64{}}
 		volumes volume.ListResponse
 		present = make([]bool, len(images))
 		sizes   = make([]int64, len(images))
@@ -72,7 +73,7 @@ func (e *Engine) list(ctx context.Context, images []string) (listing, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.parallelCalls())
 	g.Go(func() (err error) {
-		l.containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
+		l.Containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
 		return err
 	})
 	g.Go(func() (err error) {
@@ -80,7 +81,7 @@ func (e *Engine) list(ctx context.Context, images []string) (listing, error) {
 		return err
 	})
 	g.Go(func() (err error) {
-		l.networks, err = e.api.NetworkList(gctx, network.ListOptions{})
+		l.Networks, err = e.api.NetworkList(gctx, network.ListOptions{})
 		return err
 	})
 	for i, id := range images {
@@ -94,21 +95,21 @@ func (e *Engine) list(ctx context.Context, images []string) (listing, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return listing{}, err
+		return Listing{}, err
 	}
-	l.volumes = volumes.Volumes
+	l.Volumes = volumes.Volumes
 	for i, id := range images {
 		if present[i] {
-			l.sizes[id] = sizes[i]
+			l.Sizes[id] = sizes[i]
 		}
 	}
 	return l, nil
 }
 
-// observed reads the listing of host's engine as boxes sees it: each
+// Observed reads the listing of host's engine as boxes sees it: each
 // managed container, volume and network with its box, snapshots apart, and
 // the names of everything else.
-func (l listing) observed(host string) *reconcile.Observed {
+func (l Listing) Observed(host string) *reconcile.Observed {
 	o := &reconcile.Observed{
 		Host: host,
 		Unmanaged: reconcile.Unmanaged{
@@ -119,15 +120,15 @@ func (l listing) observed(host string) *reconcile.Observed {
 		Images:     map[string]bool{},
 		ImageSizes: map[string]int64{},
 	}
-	for _, id := range l.images {
-		size, ok := l.sizes[id]
+	for _, id := range l.Images {
+		size, ok := l.Sizes[id]
 		o.Images[id] = ok
 		if ok {
 			o.ImageSizes[id] = size
 		}
 	}
 	writing := map[string]bool{} // snapshot volumes a one-off container is writing
-	for _, c := range l.containers {
+	for _, c := range l.Containers {
 		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
 		box, ok := managedBox(c.Labels)
 		if label := c.Labels[compose.SnapshotLabel]; ok && label != "" && c.Labels[compose.OneOffLabel] != "" {
@@ -141,7 +142,7 @@ func (l listing) observed(host string) *reconcile.Observed {
 		}
 		o.Containers = append(o.Containers, observedContainer(c, name, box))
 	}
-	for _, v := range l.volumes {
+	for _, v := range l.Volumes {
 		box, ok := managedBox(v.Labels)
 		if !ok {
 			o.Unmanaged.Volumes[v.Name] = true
@@ -155,7 +156,7 @@ func (l listing) observed(host string) *reconcile.Observed {
 		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
 		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1, Created: created})
 	}
-	for _, n := range l.networks {
+	for _, n := range l.Networks {
 		box, ok := managedBox(n.Labels)
 		if !ok {
 			o.Unmanaged.Networks[n.Name] = true

@@ -83,8 +83,8 @@ func TestListingObserved(t *testing.T) {
 		}
 		return l
 	}
-	l := listing{
-		containers: []container.Summary{
+	l := Listing{
+		Containers: []container.Summary{
 			{ID: "c1", Names: []string{"/hbl-alpha-agent-1"}, ImageID: "sha256:img", State: "running", Status: "Up 3 minutes (healthy)",
 				Labels: managed("alpha", "com.docker.compose.service", "agent", "com.docker.compose.config-hash", "h1"),
 				NetworkSettings: &container.NetworkSettingsSummary{Networks: map[string]*network.EndpointSettings{
@@ -96,16 +96,16 @@ func TestListingObserved(t *testing.T) {
 			{ID: "c3", Names: []string{"/snapper"}, Labels: managed("alpha", compose.OneOffLabel, "1", compose.SnapshotLabel, "before")},
 			{ID: "c4", Names: []string{"/someone-elses"}},
 		},
-		volumes: []*volume.Volume{
+		Volumes: []*volume.Volume{
 			{Name: "hbl-alpha_data", CreatedAt: "2026-01-02T15:04:05Z", Labels: managed("alpha")},
 			{Name: "hbl-alpha_snap-before", Labels: managed("alpha", compose.SnapshotLabel, "before")},
 			{Name: "cache"},
 		},
-		networks: []network.Summary{{ID: "n1", Name: "hbl-alpha_default", Labels: managed("alpha")}, {ID: "b", Name: "bridge"}},
-		images:   []string{"sha256:img", "sha256:gone"},
-		sizes:    map[string]int64{"sha256:img": 42},
+		Networks: []network.Summary{{ID: "n1", Name: "hbl-alpha_default", Labels: managed("alpha")}, {ID: "b", Name: "bridge"}},
+		Images:   []string{"sha256:img", "sha256:gone"},
+		Sizes:    map[string]int64{"sha256:img": 42},
 	}
-	o := l.observed("h")
+	o := l.Observed("h")
 	if o.Host != "h" || len(o.Containers) != 2 || len(o.Volumes) != 1 || len(o.Networks) != 1 || len(o.Snapshots) != 1 {
 		t.Fatalf("%+v", o)
 	}

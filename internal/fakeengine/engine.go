@@ -14,12 +14,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/compose/v2/pkg/api"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
@@ -114,106 +120,54 @@ func (e *Engine) SameEngineAs(first string) error {
 // Close does nothing: the state was saved after each change.
 func (e *Engine) Close() error { return nil }
 
-// Observe lists the engine's resources as docker.Engine.Observe does.
+// Observe lists the engine's resources as Docker's lists would show them,
+// and reads them with docker's own reading (docker.Listing.Observed), so
+// that the planner sees exactly what docker.Engine.Observe would give it.
 func (e *Engine) Observe(_ context.Context, images ...string) (*reconcile.Observed, error) {
-	o := &reconcile.Observed{
-		Host: e.host,
-		Unmanaged: reconcile.Unmanaged{
-			Containers: map[string]bool{},
-			Volumes:    map[string]bool{},
-			Networks:   map[string]bool{},
-		},
-		Images:     map[string]bool{},
-		ImageSizes: map[string]int64{},
-		CPUs:       4,
-		Memory:     16 << 30,
-		Runtimes:   []string{"runc"},
-	}
+	l := docker.Listing{Images: images, Sizes: map[string]int64{}}
 	err := e.read(func(h *Host) error {
 		for _, id := range images {
-			o.Images[id] = contains(h.Images, id)
-			if o.Images[id] {
-				o.ImageSizes[id] = ImageSize
+			if contains(h.Images, id) {
+				l.Sizes[id] = ImageSize
 			}
 		}
-		writing := map[string]bool{}
 		for _, c := range h.Containers {
-			box, ok := managedBox(c.Labels)
-			if label := c.Labels[compose.SnapshotLabel]; ok && label != "" && c.Labels[oneOffLabel] != "" {
-				writing[compose.SnapshotVolumeName(box, label)] = true
-			}
-			if !ok || c.Labels[oneOffLabel] != "" {
-				o.Unmanaged.Containers[c.Name] = true
-				continue
-			}
-			o.Containers = append(o.Containers, e.observed(h, c, box))
+			l.Containers = append(l.Containers, summary(c))
 		}
 		for _, v := range h.Volumes {
-			box, ok := managedBox(v.Labels)
-			if !ok {
-				o.Unmanaged.Volumes[v.Name] = true
-				continue
-			}
-			if label := v.Labels[compose.SnapshotLabel]; label != "" {
-				o.Snapshots = append(o.Snapshots, reconcile.Snapshot{Volume: v.Name, Box: box, Label: label,
-					Fleet: v.Labels[compose.FleetLabel], Size: -1, Writing: writing[v.Name]})
-				continue
-			}
-			o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel],
-				Labels: maps.Clone(v.Labels), Size: -1, Created: Created})
+			l.Volumes = append(l.Volumes, &volume.Volume{Name: v.Name, Labels: maps.Clone(v.Labels), CreatedAt: Created.Format(time.RFC3339Nano)})
 		}
 		for _, n := range h.Networks {
-			box, ok := managedBox(n.Labels)
-			if !ok {
-				o.Unmanaged.Networks[n.Name] = true
-				continue
-			}
-			o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box,
-				Fleet: n.Labels[compose.FleetLabel], Labels: maps.Clone(n.Labels)})
+			l.Networks = append(l.Networks, network.Summary{ID: n.ID, Name: n.Name, Labels: maps.Clone(n.Labels)})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
+	o := l.Observed(e.host)
+	o.CPUs, o.Memory, o.Runtimes = 4, 16<<30, []string{"runc"}
 	o.Sort()
 	return o, nil
 }
 
-// observed is container c as docker.Engine.Observe reports it: a stopped
+// summary is container c as Docker's container list shows it: a stopped
 // container lists no published port, and the status text is Docker's.
-func (e *Engine) observed(h *Host, c *Container, box string) reconcile.Container {
-	oc := reconcile.Container{
-		ID:         c.ID,
-		Name:       c.Name,
-		Box:        box,
-		Service:    c.Labels[serviceLabel],
-		Image:      c.Image,
-		Fleet:      c.Labels[compose.FleetLabel],
-		State:      c.State,
-		Status:     status(c),
-		Healthy:    c.State == "running",
-		ConfigHash: c.Labels[api.ConfigHashLabel],
-		Labels:     maps.Clone(c.Labels),
-	}
-	if c.State == "exited" || c.State == "restarting" {
-		oc.ExitCode = c.ExitCode
-	}
+func summary(c *Container) container.Summary {
+	s := container.Summary{ID: c.ID, Names: []string{"/" + c.Name}, ImageID: c.Image, Labels: maps.Clone(c.Labels),
+		State: c.State, Status: status(c), NetworkSettings: &container.NetworkSettingsSummary{Networks: map[string]*network.EndpointSettings{}}}
 	for name, id := range c.Networks {
-		oc.Networks = append(oc.Networks, name)
-		oc.NetworkIDs = append(oc.NetworkIDs, id)
+		s.NetworkSettings.Networks[name] = &network.EndpointSettings{NetworkID: id}
 	}
-	sort.Strings(oc.Networks)
-	sort.Strings(oc.NetworkIDs)
 	for _, m := range c.Mounts {
-		oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Volume, Destination: m.Destination})
+		s.Mounts = append(s.Mounts, container.MountPoint{Type: mount.TypeVolume, Name: m.Volume, Destination: m.Destination})
 	}
 	if c.State == "running" || c.State == "paused" {
 		for _, p := range c.Ports {
-			oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.HostIP, HostPort: p.HostPort, ContainerPort: p.ContainerPort})
+			s.Ports = append(s.Ports, container.Port{IP: p.HostIP, PublicPort: uint16(p.HostPort), PrivatePort: uint16(p.ContainerPort), Type: "tcp"})
 		}
 	}
-	return oc
+	return s
 }
 
 // status is Docker's status text for c, at a fixed age.
@@ -233,13 +187,6 @@ func status(c *Container) string {
 	return c.State
 }
 
-func managedBox(labels map[string]string) (string, bool) {
-	if labels[managedLabel] != "1" {
-		return "", false
-	}
-	box := labels[boxLabel]
-	return box, box != ""
-}
 
 // Create makes the project's networks, volumes and containers, not
 // started, as compose's create does: a container whose config hash and
