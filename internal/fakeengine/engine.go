@@ -187,7 +187,6 @@ func status(c *Container) string {
 	return c.State
 }
 
-
 // Create makes the project's networks, volumes and containers, not
 // started, as compose's create does: a container whose config hash and
 // image are unchanged stays unless force, and containers of services the
