@@ -19,6 +19,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -446,12 +447,7 @@ func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 func saveCalls(calls []string) string {
 	// du runs beside the others from the start: its place among them is
 	// the scheduler's, and only that it comes before the pause is checked.
-	i, j := slices.Index(calls, "du -sbx /data"), slices.Index(calls, "pause")
-	if i < 0 || j < 0 || i > j {
-		return strings.Join(calls, "|")
-	}
-	out := slices.Delete(slices.Clone(calls), i, i+1)
-	return strings.Join(slices.Insert(out, j-1, "du -sbx /data"), "|")
+	return strings.Join(sideorder.Before(calls, "du -sbx /data", "pause"), "|")
 }
 
 // asTyped names a path as it is.

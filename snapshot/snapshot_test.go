@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -82,19 +82,7 @@ func (f *fakeEngine) RunHelper(ctx context.Context, h Helper) ([]byte, error) {
 
 // calls are f's calls with quiesce before the du that runs beside it.
 func (f *fakeEngine) ordered() string {
-	return strings.Join(beforePause(f.calls, "exec du -sbx /data", "pause"), "\n")
-}
-
-// beforePause is calls with side, which runs beside the others from the
-// start, moved to just before pause when it came before it at all: its
-// place among the rest is the scheduler's.
-func beforePause(calls []string, side, pause string) []string {
-	i, j := slices.Index(calls, side), slices.Index(calls, pause)
-	if i < 0 || j < 0 || i > j {
-		return calls
-	}
-	out := slices.Delete(slices.Clone(calls), i, i+1)
-	return slices.Insert(out, j-1, side)
+	return strings.Join(sideorder.Before(f.calls, "exec du -sbx /data", "pause"), "\n")
 }
 
 var made = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)

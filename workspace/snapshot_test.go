@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/workspace"
@@ -40,15 +41,12 @@ func (c *changes) note(format string, args ...any) {
 	c.calls = append(c.calls, fmt.Sprintf(format, args...))
 }
 
-// String is the calls, one a line, with quiesce before the du beside it.
+// String is the calls, one a line, with the du that runs beside the
+// others from the start just before the pause.
 func (c *changes) String() string {
-	out := append([]string(nil), c.calls...)
-	for i := 0; i+1 < len(out); i++ {
-		if out[i] == "exec du -sbx /data" && strings.HasSuffix(out[i+1], " quiesce") {
-			out[i], out[i+1] = out[i+1], out[i]
-		}
-	}
-	return strings.Join(out, "\n")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(sideorder.Before(c.calls, "exec du -sbx /data", "pause"), "\n")
 }
 
 func (e volumeEngine) Run(_ context.Context, _, _ string, cmd []string, stdout, _ io.Writer) (int, error) {
