@@ -92,6 +92,24 @@ func bytesUnder(dir string) int64 {
 	return n
 }
 
+// writtenPast waits, for ten seconds at most, until the files under dir
+// hold min bytes, and returns what they hold. Reading runs ahead of writing
+// by what the read-ahead holds (about 3 MiB), so a cancel that comes as
+// the 4 MiB'th byte is read may find less than 1 MiB written on a busy
+// machine; the reading is held here (this runs inside its Read) while the
+// writing catches up with what was read, so that the cancel comes in the
+// middle of the big file however the two were scheduled.
+func writtenPast(dir string, min int64) int64 {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := bytesUnder(dir)
+		if n >= min || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A cancel stops an extraction where it is, in the middle of one large
 // file, and what it wrote goes: the target is as it was before.
 func TestExtractStopsWhenCancelled(t *testing.T) {
@@ -104,7 +122,13 @@ func TestExtractStopsWhenCancelled(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var written int64
-				c := &cancelAt{r: bytes.NewReader(ar), n: at, at: func() { written = bytesUnder(top); cancel() }}
+				c := &cancelAt{r: bytes.NewReader(ar), n: at, at: func() {
+					written = bytesUnder(top)
+					if at == 4<<20 {
+						written = writtenPast(top, 1<<20)
+					}
+					cancel()
+				}}
 				_, _, err := archive.ExtractContext(ctx, c, dst, archive.ExtractOptions{Options: archive.Options{Identities: ids(t, passphrase)}})
 				wantCancelled(t, "ExtractContext", err)
 				if c.read > at+slack {
