@@ -1,5 +1,7 @@
 package compose
 
+import "fmt"
+
 // The one table of names and labels that identify a box on Docker. Everything
 // that creates, finds or removes a box's resources goes through here.
 const (
@@ -11,6 +13,19 @@ const (
 	// not part of any compose config hash, so boxes made before it existed
 	// are not recreated for it; such resources have no fleet label.
 	FleetLabel = "boxes.fleet"
+	// PoolLabel names the pool (under pools: in boxes.yaml) a box is one
+	// of, beside its fleet label.
+	PoolLabel = "boxes.pool"
+	// LeaseLabel marks a pool box's lease marker container (its kind:
+	// claim, renew or reset; see reconcile.LeaseMark), which is never
+	// started and is no part of the box. The others carry what it records.
+	LeaseLabel        = "boxes.lease"
+	LeaseBoxLabel     = "boxes.lease.box"
+	LeaseHolderLabel  = "boxes.lease.holder"
+	LeaseIDLabel      = "boxes.lease.id"
+	LeaseExpiresLabel = "boxes.lease.expires"
+	LeaseStartedLabel = "boxes.lease.started"
+	LeaseByLabel      = "boxes.lease.by"
 	// OneOffLabel marks the short-lived containers boxes runs on a box's
 	// volumes and removes after: they are no part of the box.
 	OneOffLabel = "boxes.oneoff"
@@ -85,4 +100,16 @@ func ServiceNetworks(box, service string) []string {
 		return []string{InsideNetworkName(box)}
 	}
 	return []string{NetworkName(box), InsideNetworkName(box)}
+}
+
+// LeaseName is the name of box name's lease marker of kind (claim, reset),
+// or of a renewal made at nanosecond n.
+func LeaseName(name, kind string, n int64) string {
+	switch kind {
+	case "claim":
+		return ProjectName(name) + ".lease"
+	case "renew":
+		return fmt.Sprintf("%s.lease-renew-%d", ProjectName(name), n)
+	}
+	return ProjectName(name) + ".lease-" + kind
 }

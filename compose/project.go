@@ -98,6 +98,9 @@ func Project(in Input) (*types.Project, error) {
 	// serialised): a box made before fleets existed keeps its containers, and
 	// compose never sees its network or volumes as diverged.
 	fleet := FleetLabels(in.Box.Fleet)
+	if in.Box.Pool != "" {
+		fleet[PoolLabel] = in.Box.Pool
+	}
 	for svc, s := range project.Services {
 		s.CustomLabels = composeLabels(project, svc)
 		maps.Copy(s.CustomLabels, fleet)

@@ -23,6 +23,9 @@ type Observed struct {
 	// part of a box's resources, so that no plan, rm or apply deletes or
 	// recreates them, and no part of a saved plan's fingerprint.
 	Snapshots []Snapshot `json:"-"`
+	// LeaseMarks are the markers of pool boxes' leases (see Lease): no
+	// part of any box, nor of a saved plan's fingerprint.
+	LeaseMarks []LeaseMark `json:"-"`
 	// Unmanaged holds names of containers, volumes and networks without our label.
 	Unmanaged Unmanaged
 	// Images holds the IDs of images present on the engine that a plan asked about.

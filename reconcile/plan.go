@@ -116,6 +116,8 @@ func (r Reason) String() string {
 		return "token not found in .boxes/secrets and not recoverable: a new one is minted"
 	case "undeclared":
 		return "box is no longer declared in boxes.yaml"
+	case "pool":
+		return fmt.Sprintf("pool %s keeps %s free boxes: this one is beyond its size", r.Old, r.New)
 	}
 	if s, ok := moveReason(r); ok {
 		return s
@@ -191,6 +193,9 @@ type BoxPlan struct {
 	StrayNetworks []NamedID `json:"stray_networks,omitempty"`
 	// Move is what a move carries; nil otherwise.
 	Move *Moving `json:"move,omitempty"`
+	// Held are the reasons to recreate a leased pool box, which waits for
+	// its release: a box is never recreated under its holder.
+	Held []Reason `json:"held,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.
@@ -228,6 +233,8 @@ type Plan struct {
 	Target []string `json:"target,omitempty"`
 	// Images bring the image to the hosts that lack it, before their boxes.
 	Images []ImageTransfer `json:"images,omitempty"`
+	// Pools are what the plan does to each pool of boxes.yaml.
+	Pools []PoolPlan `json:"pools,omitempty"`
 }
 
 // Summary counts the actions of a plan.
@@ -525,6 +532,9 @@ func NewPlan(in Input) (*Plan, error) {
 		return nil, err
 	}
 	p.Images = images
+	if len(in.Target) == 0 {
+		p.Pools = poolPlans(in, p)
+	}
 	return p, nil
 }
 
@@ -626,6 +636,10 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	reasons, err := recreateReasons(in, b, r, bp.HostPort)
 	if err != nil {
 		return bp, err
+	}
+	if len(reasons) > 0 && leased(in, b) && !in.Replace[b.Name] {
+		bp.Held = reasons
+		return planState(b, r, bp, frozen), nil
 	}
 	strayNets, onStray := StrayNetworks(b.Name, r)
 	if len(strayNets) > 0 {
@@ -1149,7 +1163,11 @@ func planDelete(in Input, host, name string, r Resources) BoxPlan {
 	for _, v := range r.Volumes {
 		d.Volumes = append(d.Volumes, DeletedVolume{Name: v.Name, Size: -1, Unread: "not measured"})
 	}
-	return BoxPlan{Name: name, Host: host, Action: Delete, Reasons: []Reason{{Kind: "undeclared"}}, Delete: d}
+	why := Reason{Kind: "undeclared"}
+	if pool, ok := in.Config.PoolOf(name); ok && pool.Host == host {
+		why = Reason{Kind: "pool", Old: pool.Name, New: strconv.Itoa(pool.Size)}
+	}
+	return BoxPlan{Name: name, Host: host, Action: Delete, Reasons: []Reason{why}, Delete: d}
 }
 
 // conflicts fails when a name a targeted declared box needs is held by an unlabelled resource.

@@ -87,6 +87,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 	}
 	if !p.Changes() {
 		fmt.Fprintln(w, "No changes. Every box matches boxes.yaml and boxes.lock.")
+		p.renderPools(w)
 		return
 	}
 	fmt.Fprintln(w, "Box actions are indicated with the following symbols:")
@@ -140,6 +141,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 				fmt.Fprintf(w, "      %s\n", line)
 			}
 		}
+	}
+	if len(p.Pools) > 0 {
+		fmt.Fprintln(w)
+		p.renderPools(w)
 	}
 	summary := p.SummaryLine()
 	if colour {
@@ -206,8 +211,10 @@ type JSONPlan struct {
 	Changes       bool      `json:"changes"`
 	Boxes         []JSONBox `json:"boxes"`
 	// Images bring the image to the hosts that lack it, before their boxes.
-	Images  []ImageTransfer `json:"images"`
-	Summary Summary         `json:"summary"`
+	Images []ImageTransfer `json:"images"`
+	// Pools are what the plan does to each pool; absent without pools.
+	Pools   []PoolPlan `json:"pools,omitempty"`
+	Summary Summary    `json:"summary"`
 }
 
 // JSONBox is one box in a JSONPlan. Actions follows Terraform: a recreate is
@@ -238,6 +245,7 @@ func (p *Plan) JSON() JSONPlan {
 		out.Target = []string{}
 	}
 	out.Images = append([]ImageTransfer{}, p.Images...)
+	out.Pools = p.Pools
 	for _, b := range p.Boxes {
 		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
 		if jb.Causes == nil {
@@ -334,4 +342,11 @@ func ExecutorURL(bind string, port int) string {
 		host = "[" + host + "]"
 	}
 	return fmt.Sprintf("http://%s:%d", host, port)
+}
+
+// renderPools writes one line per pool of the plan.
+func (p *Plan) renderPools(w io.Writer) {
+	for _, pp := range p.Pools {
+		fmt.Fprintf(w, "  %s\n", pp)
+	}
 }

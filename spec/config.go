@@ -77,7 +77,7 @@ var (
 
 // Keys accepted at each level; the JSON Schema is built from the same lists.
 var (
-	topKeys      = []string{"version", "fleet", "defaults", "boxes", "hosts", "archive"}
+	topKeys      = []string{"version", "fleet", "defaults", "boxes", "pools", "hosts", "archive"}
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env", "egress", "private", "credentials", "dns"}
 	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
@@ -184,6 +184,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	sort.Slice(cfg.Boxes, func(i, j int) bool { return cfg.Boxes[i].Name < cfg.Boxes[j].Name })
+	if n, ok := top["pools"]; ok {
+		p.pools(cfg, n.value, defaults)
+	}
 	for i := range cfg.Boxes {
 		cfg.Boxes[i].Fleet = cfg.Fleet
 	}

@@ -100,8 +100,13 @@ func Schema() []byte {
 		"restore": map[string]any{"type": "string"},
 		"host":    map[string]any{"type": "string"},
 	}
+	poolProps := map[string]any{
+		"size": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxPoolSize},
+		"host": map[string]any{"type": "string"},
+	}
 	for k, v := range settings {
 		boxProps[k] = v
+		poolProps[k] = v
 	}
 	s := map[string]any{
 		"$schema":              "https://json-schema.org/draft/2020-12/schema",
@@ -117,6 +122,13 @@ func Schema() []byte {
 				"type":                 []any{"object", "null"},
 				"propertyNames":        map[string]any{"pattern": boxNamePattern.String()},
 				"additionalProperties": map[string]any{"type": []any{"object", "null"}, "additionalProperties": false, "properties": boxProps},
+			},
+			"pools": map[string]any{
+				"type":          []any{"object", "null"},
+				"propertyNames": map[string]any{"pattern": poolNamePattern.String()},
+				"additionalProperties": map[string]any{
+					"type": "object", "additionalProperties": false, "required": []any{"size"}, "properties": poolProps,
+				},
 			},
 			"hosts": map[string]any{
 				"type": "object",

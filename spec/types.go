@@ -30,6 +30,8 @@ type Config struct {
 	Defaults     Settings
 	// Boxes are sorted by name.
 	Boxes []Box
+	// Pools are the pools under pools:, by name.
+	Pools []Pool
 	// Hosts maps a host name to the engine that serves it. The implicit host
 	// "" (local) is the engine of the environment (DOCKER_HOST or the default socket).
 	Hosts map[string]Host
@@ -76,6 +78,8 @@ type Box struct {
 	Settings
 	// Restore is an archive path (relative to the config's directory) that seeds the box at create.
 	Restore string
+	// Pool is the pool the box is one of, "" for a box declared by name.
+	Pool string
 	// Line is where the box is declared in boxes.yaml, for messages.
 	Line int
 	// CPUsAt, MemoryAt and RuntimeAt are where the box's cpus:, memory:

@@ -32,6 +32,9 @@ type ApplyOptions struct {
 	Held map[string]bool
 	// ConfirmedDeletes names the moved boxes whose old copy may be deleted.
 	ConfirmedDeletes map[string]bool
+
+	// resetting is the leased pool box a reset deletes (see guardPool).
+	resetting string
 }
 
 // PartialError is a plan of several boxes that failed for some of them
@@ -58,6 +61,11 @@ func (e *PartialError) Unwrap() []error { return []error{e.Err} }
 // by others get their modes back before anything else. Moves are carried
 // between w's engines, and the image to the hosts that lack it.
 func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions) error {
+	p, unguard, err := w.guardPool(ctx, p, o.resetting)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	var pr apply.Progress = quiet{}
 	if o.Progress != nil {
 		pr = o.Progress(p)

@@ -101,6 +101,19 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 		if r.Empty() || r.HeldBy(w.Config.Fleet) != "" {
 			continue
 		}
+		if b.Pool != "" {
+			// A pool box may have been reset from another working
+			// directory: the engine's token is the one that counts.
+			if token, ok := w.engineToken(ctx, b.Host, r); ok {
+				if have, _, _ := w.Tokens.Get(b.Name); have != token {
+					if err := w.Tokens.Put(b.Name, token); err != nil {
+						return nil, err
+					}
+				}
+				tokens[b.Name] = token
+				continue
+			}
+		}
 		token, ok, err := w.Tokens.Get(b.Name)
 		if err != nil {
 			return nil, err
@@ -113,6 +126,24 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return tokens, nil
+}
+
+// engineToken is the token in the environment of box r's executor.
+func (w *Workspace) engineToken(ctx context.Context, host string, r reconcile.Resources) (string, bool) {
+	c, ok := r.Container(compose.ExecutorService)
+	if !ok {
+		return "", false
+	}
+	e, err := w.Engine(ctx, host)
+	if err != nil {
+		return "", false
+	}
+	env, err := e.ContainerEnv(ctx, c.ID)
+	if err != nil {
+		return "", false
+	}
+	token, ok := reconcile.TokenFromEnv(env)
+	return token, ok && token != compose.Redacted
 }
 
 func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Resources) (string, bool) {
@@ -180,6 +211,7 @@ func (w *Workspace) observeForPlan(ctx context.Context, target []string) error {
 	if err := errors.Join(fatal...); err != nil {
 		return err
 	}
+	w.Config.Boxes = reconcile.WithPools(w.Config, w.declared, w.Observed)
 	return w.distinct(ctx, reached)
 }
 

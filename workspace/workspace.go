@@ -58,6 +58,9 @@ type Engine interface {
 	LoadImage(ctx context.Context, ref, id string, r io.Reader) (int64, error)
 	// PullImage pulls ref, pinned by digest, and fails unless ref is then image.
 	PullImage(ctx context.Context, ref, image string) error
+	// CreateLeaseMark creates lease marker m (a container of image never
+	// started) and returns its ID; a name taken is reconcile.ErrLeaseTaken.
+	CreateLeaseMark(ctx context.Context, image string, m reconcile.LeaseMark) (string, error)
 	Close() error
 }
 
@@ -95,10 +98,16 @@ type Workspace struct {
 	// Observed holds the last snapshot of each host observed.
 	Observed map[string]*reconcile.Observed
 
+	// declared are the boxes boxes.yaml names: Config.Boxes is they and,
+	// once the pools' hosts are observed, the pools' boxes (WithPools).
+	declared []spec.Box
+
 	opts    Options
 	mu      sync.Mutex
 	engines map[string]Engine
 	locks   []*reconcile.FileLock
+	// applyLocked is set once LockApply has taken the apply lock.
+	applyLocked bool
 }
 
 // Open reads boxes.yaml and boxes.lock at path (the lock may be missing). It
@@ -129,6 +138,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 	}
 	// Messages name the file as the user sees it; everything else wants the absolute path.
 	w.Config.Path = abs
+	w.declared = w.Config.Boxes
 	if w.Config.FleetImplied {
 		opts.Warn("%s has no fleet: key; its boxes are fleet %q, the directory's name (add fleet: %s to keep it if the directory moves)", opts.Shown(abs), w.Config.Fleet, w.Config.Fleet)
 	}
@@ -225,6 +235,7 @@ func (w *Workspace) LockApply(what string) error {
 		return err
 	}
 	w.locks = append(w.locks, l)
+	w.applyLocked = true
 	return nil
 }
 
@@ -291,6 +302,7 @@ func (w *Workspace) observeEach(ctx context.Context, hosts []string) []error {
 			w.Observed[host] = got[i]
 		}
 	}
+	w.Config.Boxes = reconcile.WithPools(w.Config, w.declared, w.Observed)
 	return errs
 }
 

@@ -103,9 +103,10 @@ func TestFakeScripts(t *testing.T) {
 //	                            it is taken off network NETWORK
 //	fake dying HOST BOX         BOX's executors made from now on exit when started
 //	fake healed HOST BOX        … and no longer
+//	fake expire BOX             BOX's lease ended on 2000-01-01
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed|expire ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -142,6 +143,9 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		case "dying", "healed":
 			want(2)
 			s.SetDying(host(args[1]), args[2], args[0] == "dying")
+		case "expire":
+			want(1)
+			return s.ExpireLease(args[1], time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
 		default:
 			ts.Fatalf("fake: unknown command %q", args[0])
 		}

@@ -838,3 +838,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// CreateLeaseMark makes lease marker m as a container never started, as
+// docker.Engine.CreateLeaseMark does: a name taken is refused.
+func (e *Engine) CreateLeaseMark(_ context.Context, image string, m reconcile.LeaseMark) (string, error) {
+	var id string
+	err := e.edit(func(h *Host) error {
+		if _, taken := h.container(m.Name); taken != nil {
+			return fmt.Errorf("%s: %w", m.Name, reconcile.ErrLeaseTaken)
+		}
+		id = h.newID(e.host)
+		h.Containers = append(h.Containers, &Container{ID: id, Name: m.Name, Image: image, Labels: docker.LeaseLabels(m),
+			State: "created", Networks: map[string]string{}})
+		return nil
+	})
+	return id, err
+}

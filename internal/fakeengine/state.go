@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/hermes-box/boxes/compose"
 )
 
 // ErrNotSupported is what the fake engine answers where only a real engine
@@ -350,4 +352,22 @@ func (s *State) serviceContainer(box, service string) (*Container, error) {
 		}
 	}
 	return nil, fmt.Errorf("box %s has no %s container", box, service)
+}
+
+// ExpireLease makes the lease of box (its claim and renewals, on any host)
+// end at at, as if its time to live had run out.
+func (s *State) ExpireLease(box string, at time.Time) error {
+	found := false
+	for _, h := range s.Hosts {
+		for _, c := range h.Containers {
+			if c.Labels[compose.LeaseBoxLabel] == box && c.Labels[compose.LeaseExpiresLabel] != "" {
+				c.Labels[compose.LeaseExpiresLabel] = at.UTC().Format(time.RFC3339Nano)
+				found = true
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("box %s has no lease", box)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/progress"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -109,7 +110,20 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 		return err
 	}
 	fmt.Fprintf(env.Out, "\nApply complete in %s: %s.\n", time.Since(start).Round(100*time.Millisecond), p.Summary().Done())
-	return nil
+	return reapLeases(ctx, env, ws, f.target)
+}
+
+// reapLeases resets the expired leases of the pools, apply's last step
+// (not of a plan limited by --target).
+func reapLeases(ctx context.Context, env *Env, ws *workspace.Workspace, target []string) error {
+	if len(ws.Config.Pools) == 0 || len(target) > 0 {
+		return nil
+	}
+	n, err := ws.ReapExpired(ctx, leaseOptions(ctx, env))
+	if n > 0 {
+		fmt.Fprintf(env.Out, "Reset %s whose lease expired.\n", text.Plural(n, "pool box", "pool boxes"))
+	}
+	return err
 }
 
 // applyOptions are how the command line runs a plan through the one

@@ -260,6 +260,10 @@ var commands = []func(*Env) *cobra.Command{
 	newSnapshotCommand,
 	newSnapshotsCommand,
 	newRevertCommand,
+	newLeaseCommand,
+	newRenewCommand,
+	newReleaseCommand,
+	newLeasesCommand,
 	newExtractCommand,
 	newGateCommand,
 }

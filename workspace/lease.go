@@ -1,0 +1,614 @@
+package workspace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// The bounds of a lease's time to live, and the one it has unless asked.
+const (
+	MinLeaseTTL     = time.Minute
+	MaxLeaseTTL     = 8 * time.Hour
+	DefaultLeaseTTL = 30 * time.Minute
+)
+
+// reapGrace is how long after its expiry a lease is left before it is
+// reaped: a renew refused at the expiry cannot then meet the reset.
+const reapGrace = 5 * time.Second
+
+// staleReset is how long a reset may run before anyone may take it over,
+// when whether its process lives cannot be told (another machine's).
+const staleReset = 15 * time.Minute
+
+// LeaseOptions tune lease, renew, release and leases.
+type LeaseOptions struct {
+	// Holder names who holds the lease, for people (boxes leases).
+	Holder string
+	// TTL is how long the lease (or a renewal) lasts.
+	TTL time.Duration
+	// Wait is how long lease waits for a free box; 0 fails at once.
+	Wait time.Duration
+	// Apply is how resets delete and make boxes.
+	Apply ApplyOptions
+	// Step reports what a reset or a reap does, in words.
+	Step func(msg string)
+}
+
+func (o LeaseOptions) step(format string, args ...any) {
+	if o.Step != nil {
+		o.Step(fmt.Sprintf(format, args...))
+	}
+}
+
+// LeaseRow is one pool box as lease and leases show it.
+type LeaseRow struct {
+	Box  string `json:"box"`
+	Pool string `json:"pool"`
+	Host string `json:"host"`
+	// State is free, leased, expired or resetting.
+	State  string `json:"state"`
+	Holder string `json:"holder"`
+	// Lease is the lease's ID; Expires its end (RFC 3339); both empty when free.
+	Lease   string `json:"lease"`
+	Expires string `json:"expires"`
+	// Executor is the box's executor URL from this machine, "" when not
+	// reached directly; TokenFile the file holding its token.
+	Executor  string `json:"executor,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
+}
+
+// WriteText prints a lease as lease and renew show it.
+func (r LeaseRow) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "box:      %s\npool:     %s\n", r.Box, r.Pool)
+	if r.Host != "" {
+		fmt.Fprintf(w, "host:     %s\n", r.Host)
+	}
+	fmt.Fprintf(w, "holder:   %s\nexpires:  %s\n", r.Holder, r.Expires)
+	if r.Executor != "" {
+		fmt.Fprintf(w, "executor: %s\n", r.Executor)
+	}
+	if r.TokenFile != "" {
+		fmt.Fprintf(w, "token:    %s\n", r.TokenFile)
+	}
+}
+
+// NoFreeBoxError is a lease that found no free box in its pool.
+type NoFreeBoxError struct {
+	Pool                          string
+	Size, Leased, Unready, Absent int
+	Waited                        time.Duration
+}
+
+func (e *NoFreeBoxError) Error() string {
+	s := fmt.Sprintf("pool %s has no free box ready: %d leased, %d not running, %d not made yet (it keeps %d free)", e.Pool, e.Leased, e.Unready, e.Absent, e.Size)
+	if e.Waited > 0 {
+		s += fmt.Sprintf("; waited %s", e.Waited.Round(time.Second))
+	}
+	return s
+}
+
+func (e *NoFreeBoxError) Hint() string {
+	return "boxes apply makes the pool's free boxes again; boxes lease --wait 1m waits for one"
+}
+
+// checkTTL refuses a time to live out of bounds.
+func checkTTL(ttl time.Duration) error {
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
+		return hint.Wrap(fmt.Errorf("--ttl %s is out of bounds", ttl), "a lease lasts from %s to %s", MinLeaseTTL, strings.TrimSuffix(MaxLeaseTTL.String(), "0m0s"))
+	}
+	return nil
+}
+
+// pool is the pool named name, or an error naming those there are.
+func (w *Workspace) pool(name string) (spec.Pool, error) {
+	if p, ok := w.Config.Pool(name); ok {
+		return p, nil
+	}
+	var names []string
+	for _, p := range w.Config.Pools {
+		names = append(names, p.Name)
+	}
+	err := fmt.Errorf("no pool %q in %s", name, w.opts.Shown(w.Path))
+	if len(names) == 0 {
+		return spec.Pool{}, hint.Wrap(err, "pools are declared under pools: in %s", w.opts.Shown(w.Path))
+	}
+	return spec.Pool{}, hint.Wrap(err, "its pools: %s", strings.Join(names, ", "))
+}
+
+// Lease claims a free box of pool for o.Holder for o.TTL, waiting up to
+// o.Wait for one. When none is free it first resets the pool's expired
+// leases. The box's token is stored in .boxes/secrets as apply stores it.
+func (w *Workspace) Lease(ctx context.Context, pool string, o LeaseOptions) (LeaseRow, error) {
+	p, err := w.pool(pool)
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	if err := checkTTL(o.TTL); err != nil {
+		return LeaseRow{}, err
+	}
+	start := time.Now()
+	reaped := false
+	for {
+		if err := w.Observe(ctx, p.Host); err != nil {
+			return LeaseRow{}, err
+		}
+		row, err := w.claim(ctx, p, o)
+		var none *NoFreeBoxError
+		if !errors.As(err, &none) {
+			return row, err
+		}
+		if !reaped {
+			reaped = true
+			if n, err := w.reapPool(ctx, p, o); err != nil {
+				return LeaseRow{}, err
+			} else if n > 0 {
+				continue
+			}
+		}
+		if time.Since(start) >= o.Wait {
+			none.Waited = o.Wait
+			return LeaseRow{}, none
+		}
+		select {
+		case <-ctx.Done():
+			return LeaseRow{}, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// claim claims the first ready free box of p as observed.
+func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (LeaseRow, error) {
+	obs := w.Observed[p.Host]
+	leases := obs.Leases(w.Config.Fleet)
+	none := &NoFreeBoxError{Pool: p.Name, Size: p.Size}
+	var ready []string
+	for _, b := range w.Config.Boxes {
+		if b.Pool != p.Name {
+			continue
+		}
+		switch r := obs.Of(b.Name); {
+		case leases[b.Name].Held():
+			none.Leased++
+		case r.Empty():
+			none.Absent++
+		case !poolBoxReady(r):
+			none.Unready++
+		default:
+			ready = append(ready, b.Name)
+		}
+	}
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	id, err := newLeaseID()
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	for _, name := range ready {
+		r := obs.Of(name)
+		agent, _ := r.Container(compose.AgentService)
+		m := reconcile.LeaseMark{Name: compose.LeaseName(name, reconcile.LeaseClaim, 0), Box: name, Fleet: w.Config.Fleet,
+			Kind: reconcile.LeaseClaim, Pool: p.Name, Holder: o.Holder, Lease: id, Expires: time.Now().Add(o.TTL).UTC().Truncate(time.Second)}
+		markID, err := e.CreateLeaseMark(ctx, agent.Image, m)
+		if errors.Is(err, reconcile.ErrLeaseTaken) {
+			continue // another claim was first
+		}
+		if err != nil {
+			return LeaseRow{}, fmt.Errorf("claiming %s: %w", name, err)
+		}
+		m.ID = markID
+		row, err := w.leasedRow(ctx, p, r, reconcile.Lease{Box: name, Pool: p.Name, Claim: &m})
+		if err != nil {
+			// The claim stands until it expires or is released; say which box.
+			return row, fmt.Errorf("claimed %s, but: %w", name, err)
+		}
+		return row, nil
+	}
+	return LeaseRow{}, none
+}
+
+// poolBoxReady reports whether a pool box's containers all run: apply made
+// it and waited for it, and nothing has stopped it since.
+func poolBoxReady(r reconcile.Resources) bool {
+	if _, ok := r.Container(compose.AgentService); !ok {
+		return false
+	}
+	if _, ok := r.Container(compose.ExecutorService); !ok {
+		return false
+	}
+	for _, c := range r.Containers {
+		if c.State != "running" || strings.Contains(c.Status, "(unhealthy)") {
+			return false
+		}
+	}
+	return true
+}
+
+func newLeaseID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// leasedRow is the row of a box just claimed or renewed: its token is read
+// from its executor's container (the engine's copy is the one that counts:
+// another working directory may have made the box) and stored here.
+func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r reconcile.Resources, l reconcile.Lease) (LeaseRow, error) {
+	row := rowOfLease(p.Host, l, time.Now())
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return row, err
+	}
+	exec, ok := r.Container(compose.ExecutorService)
+	if !ok {
+		return row, fmt.Errorf("box %s has no executor container", l.Box)
+	}
+	env, err := e.ContainerEnv(ctx, exec.ID)
+	if err != nil {
+		return row, err
+	}
+	token, ok := reconcile.TokenFromEnv(env)
+	if !ok {
+		return row, fmt.Errorf("box %s's executor has no token", l.Box)
+	}
+	if err := w.Tokens.Put(l.Box, token); err != nil {
+		return row, err
+	}
+	row.TokenFile = w.opts.Shown(w.Tokens.Dir + string(os.PathSeparator) + l.Box + ".env")
+	for _, port := range exec.Ports {
+		if port.ContainerPort == compose.ExecutorPort {
+			_, row.Executor = e.ExecutorReach(port.HostIP, port.HostPort)
+		}
+	}
+	return row, nil
+}
+
+// rowOfLease is box l.Box's row as its lease tells it at now.
+func rowOfLease(host string, l reconcile.Lease, now time.Time) LeaseRow {
+	row := LeaseRow{Box: l.Box, Pool: l.Pool, Host: host, State: "free"}
+	if l.Claim != nil {
+		row.Holder, row.Lease = l.Claim.Holder, l.Claim.Lease
+		row.Expires = l.Expires().UTC().Format(time.RFC3339)
+		row.State = "leased"
+		if l.ExpiredAt(now) {
+			row.State = "expired"
+		}
+	}
+	if l.Reset != nil {
+		row.State = "resetting"
+	}
+	return row
+}
+
+// leaseOf observes box name's host and returns its pool and lease; a box
+// that is no pool's is an error.
+func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconcile.Lease, reconcile.Resources, error) {
+	p, ok := w.Config.PoolOf(name)
+	if !ok {
+		return spec.Pool{}, reconcile.Lease{}, reconcile.Resources{}, hint.Wrap(fmt.Errorf("%s is no pool's box", name), "boxes leases lists the pools' boxes")
+	}
+	if err := w.Observe(ctx, p.Host); err != nil {
+		return p, reconcile.Lease{}, reconcile.Resources{}, err
+	}
+	obs := w.Observed[p.Host]
+	l := obs.Leases(w.Config.Fleet)[name]
+	l.Box, l.Pool = name, p.Name
+	return p, l, obs.Of(name), nil
+}
+
+// Renew extends box name's lease to o.TTL from now. An expired lease is
+// not renewed: it is the reaper's.
+func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (LeaseRow, error) {
+	if err := checkTTL(o.TTL); err != nil {
+		return LeaseRow{}, err
+	}
+	p, l, r, err := w.leaseOf(ctx, name)
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	now := time.Now()
+	switch {
+	case l.Reset != nil:
+		return LeaseRow{}, fmt.Errorf("%s is being reset: its lease has ended", name)
+	case l.Claim == nil:
+		return LeaseRow{}, hint.Wrap(fmt.Errorf("%s is not leased", name), "boxes lease %s claims a free box", p.Name)
+	case l.ExpiredAt(now):
+		return LeaseRow{}, hint.Wrap(fmt.Errorf("the lease of %s expired at %s: an expired lease is not renewed", name, l.Expires().UTC().Format(time.RFC3339)),
+			"boxes lease %s claims a fresh box", p.Name)
+	}
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	agent, _ := r.Container(compose.AgentService)
+	m := reconcile.LeaseMark{Name: compose.LeaseName(name, reconcile.LeaseRenew, now.UnixNano()), Box: name, Fleet: w.Config.Fleet,
+		Kind: reconcile.LeaseRenew, Pool: p.Name, Holder: l.Claim.Holder, Lease: l.Claim.Lease, Expires: now.Add(o.TTL).UTC().Truncate(time.Second)}
+	if m.ID, err = e.CreateLeaseMark(ctx, agent.Image, m); err != nil {
+		return LeaseRow{}, fmt.Errorf("renewing %s: %w", name, err)
+	}
+	l.Renewals = append(l.Renewals, m)
+	return w.leasedRow(ctx, p, r, l)
+}
+
+// Release ends box name's lease: the box is deleted, with its data and
+// token, and the pool made whole again (ResetPoolBox).
+func (w *Workspace) Release(ctx context.Context, name string, o LeaseOptions) error {
+	p, l, _, err := w.leaseOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	if l.Claim == nil && l.Reset == nil {
+		return hint.Wrap(fmt.Errorf("%s is not leased: nothing to release", name), "boxes leases lists the pools' boxes")
+	}
+	return w.reset(ctx, p, l, o)
+}
+
+// reset deletes a leased box and its lease, then tops its pool up. The
+// reset's own marker is made first (so that one process alone resets the
+// box) and removed last (so that a kill half-way leaves the name taken, and
+// the next reap finishes the work).
+func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o LeaseOptions) error {
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return err
+	}
+	if l.Reset != nil {
+		if !resetStale(*l.Reset, time.Now()) {
+			return fmt.Errorf("%s is being reset by %s since %s", l.Box, l.Reset.By, l.Reset.Started.Format(time.RFC3339))
+		}
+		if err := e.RemoveContainer(ctx, l.Reset.ID); err != nil {
+			return err
+		}
+	}
+	image := w.Image()
+	if agent, ok := w.Observed[p.Host].Of(l.Box).Container(compose.AgentService); ok {
+		image = agent.Image
+	}
+	host, _ := os.Hostname()
+	m := reconcile.LeaseMark{Name: compose.LeaseName(l.Box, reconcile.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
+		Kind: reconcile.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: strconv.Itoa(os.Getpid()) + "@" + host}
+	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
+		if errors.Is(err, reconcile.ErrLeaseTaken) {
+			return fmt.Errorf("%s is being reset by another boxes", l.Box)
+		}
+		return err
+	}
+	o.step("resetting %s (pool %s): deleting it with its data and token", l.Box, p.Name)
+	if r := w.Observed[p.Host].Of(l.Box); !r.Empty() {
+		if _, plan := w.Removal(l.Box, p.Host, r); plan != nil {
+			ao := o.Apply
+			ao.resetting = l.Box
+			if err := w.Apply(ctx, plan, ao); err != nil {
+				return fmt.Errorf("resetting %s: %w", l.Box, err)
+			}
+		}
+	}
+	if err := w.Tokens.Remove(l.Box); err != nil {
+		return err
+	}
+	l.Reset = &m
+	for _, mark := range l.Marks() {
+		if err := e.RemoveContainer(ctx, mark.ID); err != nil {
+			return fmt.Errorf("resetting %s: removing %s: %w", l.Box, mark.Name, err)
+		}
+	}
+	return w.topUp(ctx, p, o)
+}
+
+// resetStale reports whether reset m was cut short: its process, on this
+// machine, is gone; or, on another, it began too long ago.
+func resetStale(m reconcile.LeaseMark, now time.Time) bool {
+	pid, machine, ok := strings.Cut(m.By, "@")
+	host, _ := os.Hostname()
+	if n, err := strconv.Atoi(pid); ok && err == nil && machine == host {
+		return syscall.Kill(n, 0) == syscall.ESRCH
+	}
+	return now.Sub(m.Started) > staleReset
+}
+
+// topUp makes p's missing free boxes, as apply would.
+func (w *Workspace) topUp(ctx context.Context, p spec.Pool, o LeaseOptions) error {
+	if err := w.Observe(ctx, p.Host); err != nil {
+		return err
+	}
+	var missing []string
+	for _, b := range w.Config.Boxes {
+		if b.Pool == p.Name && w.Observed[p.Host].Of(b.Name).Empty() {
+			missing = append(missing, b.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !w.applyLocked {
+		if err := w.LockApply("boxes release"); err != nil {
+			o.step("pool %s: not making %s now: %v; the next apply makes them", p.Name, strings.Join(missing, ", "), err)
+			return nil
+		}
+	}
+	o.step("pool %s: making %s", p.Name, strings.Join(missing, ", "))
+	plan, err := w.Plan(ctx, reconcile.PlanOptions{Target: missing})
+	if err == nil {
+		err = w.Apply(ctx, plan, o.Apply)
+	}
+	if err != nil {
+		o.step("pool %s: making %s failed: %v; the next apply makes them", p.Name, strings.Join(missing, ", "), err)
+	}
+	return nil
+}
+
+// reapPool resets p's expired leases, the resets cut short, and the lease
+// markers of boxes that are gone; it returns how many boxes it reset.
+func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (int, error) {
+	obs := w.Observed[p.Host]
+	leases := obs.Leases(w.Config.Fleet)
+	names := make([]string, 0, len(leases))
+	for name := range leases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	now := time.Now()
+	n := 0
+	for _, name := range names {
+		l := leases[name]
+		if owner, ok := w.Config.PoolOf(name); !ok || owner.Name != p.Name {
+			continue
+		}
+		due := l.Claim != nil && l.ExpiredAt(now.Add(-reapGrace))
+		// An apply's guard (see guardPool) whose apply died, too.
+		cut := (l.Reset != nil && resetStale(*l.Reset, now)) || (l.Claim != nil && l.Claim.By != "" && resetStale(*l.Claim, now))
+		orphan := l.Claim == nil && l.Reset == nil // renewals of a lease released half-way
+		if !due && !cut && !orphan {
+			continue
+		}
+		if due {
+			o.step("the lease of %s (holder %q) expired at %s", name, l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
+		}
+		if err := w.reset(ctx, p, l, o); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Leases lists the boxes of every pool with their leases; with reap, it
+// first resets the expired leases (and the resets cut short).
+func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]LeaseRow, error) {
+	hosts := map[string]bool{}
+	var list []string
+	for _, p := range w.Config.Pools {
+		if !hosts[p.Host] {
+			hosts[p.Host] = true
+			list = append(list, p.Host)
+		}
+	}
+	if len(list) == 0 {
+		return []LeaseRow{}, nil
+	}
+	if err := w.Observe(ctx, list...); err != nil {
+		return nil, err
+	}
+	if reap {
+		for _, p := range w.Config.Pools {
+			if _, err := w.reapPool(ctx, p, o); err != nil {
+				return nil, err
+			}
+		}
+		if err := w.Observe(ctx, list...); err != nil {
+			return nil, err
+		}
+	}
+	rows := []LeaseRow{}
+	now := time.Now()
+	for _, b := range w.Config.Boxes {
+		if b.Pool == "" {
+			continue
+		}
+		l := w.Observed[b.Host].Leases(w.Config.Fleet)[b.Name]
+		l.Box, l.Pool = b.Name, b.Pool
+		row := rowOfLease(b.Host, l, now)
+		if r := w.Observed[b.Host].Of(b.Name); row.State == "free" && r.Empty() {
+			row.State = "absent" // apply makes it
+		} else if row.State == "free" && !poolBoxReady(r) {
+			row.State = "not running"
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// ReapExpired resets the expired leases of every pool (apply's last step).
+func (w *Workspace) ReapExpired(ctx context.Context, o LeaseOptions) (int, error) {
+	total := 0
+	for _, p := range w.Config.Pools {
+		if err := w.Observe(ctx, p.Host); err != nil {
+			return total, err
+		}
+		n, err := w.reapPool(ctx, p, o)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// guardPool claims, for the length of an apply, each free pool box p
+// deletes or recreates, so that no lease takes it under the apply; a box
+// leased since the plan was made is left out of it, with a warning. The
+// returned func removes the claims. skip is a box a reset deletes, whose
+// lease the reset holds.
+func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip string) (*reconcile.Plan, func(), error) {
+	type mark struct {
+		e  Engine
+		id string
+	}
+	var marks []mark
+	unguard := func() {
+		for _, m := range marks {
+			if err := m.e.RemoveContainer(context.WithoutCancel(ctx), m.id); err != nil {
+				w.opts.Warn("removing apply's claim on a pool box: %v (boxes leases --reap removes it)", err)
+			}
+		}
+	}
+	if len(w.Config.Pools) == 0 {
+		return p, unguard, nil
+	}
+	out := *p
+	out.Boxes = nil
+	host, _ := os.Hostname()
+	for _, b := range p.Boxes {
+		pool, ok := w.Config.PoolOf(b.Name)
+		if !ok || pool.Host != b.Host || b.Name == skip || (b.Action != reconcile.Delete && b.Action != reconcile.Recreate) {
+			out.Boxes = append(out.Boxes, b)
+			continue
+		}
+		e, err := w.Engine(ctx, b.Host)
+		if err != nil {
+			unguard()
+			return nil, nil, err
+		}
+		image := w.Image()
+		if o := w.Observed[b.Host]; o != nil {
+			if agent, ok := o.Of(b.Name).Container(compose.AgentService); ok {
+				image = agent.Image
+			}
+		}
+		now := time.Now().UTC()
+		m := reconcile.LeaseMark{Name: compose.LeaseName(b.Name, reconcile.LeaseClaim, 0), Box: b.Name, Fleet: w.Config.Fleet,
+			Kind: reconcile.LeaseClaim, Pool: pool.Name, Holder: "boxes apply", Lease: "apply", Expires: now.Add(MaxLeaseTTL),
+			Started: now, By: strconv.Itoa(os.Getpid()) + "@" + host}
+		id, err := e.CreateLeaseMark(ctx, image, m)
+		if errors.Is(err, reconcile.ErrLeaseTaken) {
+			w.opts.Warn("%s was leased since the plan was made: it is left as it is until its release", b.Name)
+			continue
+		}
+		if err != nil {
+			unguard()
+			return nil, nil, fmt.Errorf("claiming %s for the apply: %w", b.Name, err)
+		}
+		marks = append(marks, mark{e, id})
+		out.Boxes = append(out.Boxes, b)
+	}
+	return &out, unguard, nil
+}
