@@ -3,9 +3,11 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -29,8 +31,21 @@ func (w *Workspace) LockedBox(ctx context.Context, name, what string) (string, r
 }
 
 // LockedRemoval is LockedBox for rm, which alone reaches a box of no fleet.
+// A leased pool box is refused: release ends its lease, and resets it.
 func (w *Workspace) LockedRemoval(ctx context.Context, name string) (string, reconcile.Resources, error) {
-	return w.lockedBox(ctx, name, "boxes rm", w.ObserveRemoval)
+	host, r, err := w.lockedBox(ctx, name, "boxes rm", w.ObserveRemoval)
+	if err != nil {
+		return host, r, err
+	}
+	if l := w.Observed[host].Leases(w.Config.Fleet)[name]; l.Held() {
+		held := "being reset"
+		if l.Claim != nil {
+			held = fmt.Sprintf("leased by %q until %s", l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
+		}
+		return "", reconcile.Resources{}, hint.Wrap(fmt.Errorf("%s is %s; nothing was changed", name, held),
+			"boxes release %s ends the lease and resets the box", name)
+	}
+	return host, r, nil
 }
 
 func (w *Workspace) lockedBox(ctx context.Context, name, what string, observe func(context.Context, string) (string, reconcile.Resources, error)) (string, reconcile.Resources, error) {

@@ -1,0 +1,380 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
+)
+
+// poolBoxes are the names a test pool's boxes can take: removed, with their
+// lease markers, before and after the test.
+func poolBoxes(pool string) []string {
+	var out []string
+	for n := 1; n <= 16; n++ {
+		out = append(out, spec.PoolBoxName(pool, n))
+	}
+	return out
+}
+
+// removePool removes the boxes of pool and the lease markers of its boxes,
+// each by the ID the engine lists.
+func removePool(pool string) {
+	names := poolBoxes(pool)
+	removeBoxes(names...)
+	for _, b := range names {
+		ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+compose.LeaseBoxLabel+"="+b).Output()
+		for _, id := range strings.Fields(string(ids)) {
+			_ = exec.Command("docker", "rm", "-f", id).Run()
+		}
+	}
+}
+
+// leaseRows are boxes leases --json in dir.
+func leaseRowsIn(t *testing.T, dir string) []workspace.LeaseRow {
+	t.Helper()
+	r := boxes(t, dir, "leases", "--json")
+	if r.code != 0 {
+		t.Fatalf("leases: %+v", r)
+	}
+	var rows []workspace.LeaseRow
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("leases --json: %v\n%s", err, r.stdout)
+	}
+	return rows
+}
+
+// statusWith is the HTTP status box's executor at url answers a request
+// bearing token.
+func statusWith(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// leaseMarks are the names of the lease markers of the engine's boxes of pool.
+func leaseMarks(t *testing.T, pool string) []string {
+	t.Helper()
+	out := dockerOut(t, "ps", "-a", "--filter", "label="+compose.LeaseLabel, "--format", "{{.Names}}")
+	var marks []string
+	for _, name := range strings.Fields(out) {
+		if strings.HasPrefix(name, compose.ProjectName(pool+"-")) {
+			marks = append(marks, name)
+		}
+	}
+	sort.Strings(marks)
+	return marks
+}
+
+// A pool on the real engine: eight processes claiming its three free boxes
+// at once get three distinct boxes and five clear refusals; a second
+// working directory, with its own .boxes, sees the same leases and leases
+// from the same engine; release resets a box (the old token gets 401, the
+// holder's file is gone); an expired lease is reaped. Real engine: the
+// claim is the engine's refusal of a second container of one name, which
+// only a real engine decides between processes, and a reset deletes and
+// makes real containers and volumes.
+func TestIntegrationPoolLeases(t *testing.T) {
+	image, _ := startIntegration(t)
+	const pool = "it-pool"
+	removePool(pool)
+	t.Cleanup(func() { removePool(pool) })
+	bin := buildBoxes(t)
+	config := fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 3}\n", pool)
+	dir, dir2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{dir, dir2} {
+		writeFile(t, filepath.Join(d, "boxes.yaml"), config)
+		if r := boxes(t, d, "lock", "image", image); r.code != 0 {
+			t.Fatalf("lock: %+v", r)
+		}
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+
+	// Eight claims at once.
+	type result struct {
+		code   int
+		row    workspace.LeaseRow
+		stderr string
+	}
+	results := make([]result, 8)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "-f", filepath.Join(dir, "boxes.yaml"), "lease", pool, "--holder", fmt.Sprintf("h%d", i), "--json")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			results[i].stderr = errb.String()
+			if err != nil {
+				results[i].code = cmd.ProcessState.ExitCode()
+				return
+			}
+			if err := json.Unmarshal(out.Bytes(), &results[i].row); err != nil {
+				results[i].code = -1
+				results[i].stderr += "\nstdout: " + out.String()
+			}
+		}()
+	}
+	wg.Wait()
+	won := map[string]string{}
+	for i, r := range results {
+		switch {
+		case r.code == 0:
+			if other, dup := won[r.row.Box]; dup {
+				t.Errorf("%s was leased twice: to %s and to %s", r.row.Box, other, r.row.Holder)
+			}
+			won[r.row.Box] = r.row.Holder
+			if r.row.Holder != fmt.Sprintf("h%d", i) || r.row.Pool != pool || r.row.State != "leased" || r.row.Executor == "" {
+				t.Errorf("lease %d: %+v", i, r.row)
+			}
+			if exp, err := time.Parse(time.RFC3339, r.row.Expires); err != nil || time.Until(exp) < 25*time.Minute {
+				t.Errorf("lease %d expires %q, want RFC 3339 about 30 minutes from now", i, r.row.Expires)
+			}
+		case r.code == 1 && strings.Contains(r.stderr, "pool "+pool+" has no free box ready"):
+		default:
+			t.Errorf("lease %d: exit %d: %s", i, r.code, r.stderr)
+		}
+	}
+	if len(won) != 3 {
+		t.Fatalf("%d boxes leased by 8 claims of 3 free boxes, want 3: %v", len(won), won)
+	}
+	if marks := leaseMarks(t, pool); len(marks) != 3 {
+		t.Errorf("lease markers %v, want the three claims", marks)
+	}
+
+	// The other working directory sees the leases, tops the pool up, and
+	// leases from it with its own .boxes.
+	seen := 0
+	for _, row := range leaseRowsIn(t, dir2) {
+		switch {
+		case won[row.Box] != "":
+			seen++
+			if row.State != "leased" || won[row.Box] != row.Holder {
+				t.Errorf("from the second directory: %+v, want leased to %q", row, won[row.Box])
+			}
+		case row.State != "absent":
+			t.Errorf("from the second directory: %+v, want the pool's other boxes absent (all leased, none made since)", row)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("the second directory sees %d of the 3 leases", seen)
+	}
+	if r := boxes(t, dir2, "apply", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "pool "+pool+": 3 to create, 3 free wanted, 0 free, 3 leased") {
+		t.Fatalf("apply from the second directory: %+v", r)
+	}
+	r := boxes(t, dir2, "lease", pool, "--holder", "second", "--json")
+	if r.code != 0 {
+		t.Fatalf("lease from the second directory: %+v", r)
+	}
+	var second workspace.LeaseRow
+	if err := json.Unmarshal([]byte(r.stdout), &second); err != nil || won[second.Box] != "" || statusWith(t, second.Executor, mustToken(t, dir2, second.Box)) != http.StatusOK {
+		t.Fatalf("second directory's lease: %+v %v", second, err)
+	}
+
+	// Release: the holder's file and token are gone with the box.
+	var leased string
+	for box := range won {
+		leased = box
+		break
+	}
+	oldToken := mustToken(t, dir, leased)
+	if r := boxes(t, dir, "exec", leased, "--", "sh", "-c", "echo mine > /data/home/agent/holders-file"); r.code != 0 {
+		t.Fatalf("exec: %+v", r)
+	}
+	if r := boxes(t, dir, "release", leased); r.code != 0 || r.stdout != "released "+leased+": it is reset\n" {
+		t.Fatalf("release: %+v", r)
+	}
+	var after workspace.LeaseRow
+	for _, row := range leaseRowsIn(t, dir) {
+		if row.Box == leased {
+			after = row
+		}
+	}
+	if after.State != "free" {
+		t.Fatalf("%s after its release: %+v, want free", leased, after)
+	}
+	if r := boxes(t, dir, "exec", leased, "--", "test", "!", "-e", "/data/home/agent/holders-file"); r.code != 0 {
+		t.Errorf("the holder's file is still there after the release: %+v", r)
+	}
+	url := executorURL(t, dir, leased)
+	if got := statusWith(t, url, oldToken); got != http.StatusUnauthorized {
+		t.Errorf("the old token gets %d from the reset box, want 401", got)
+	}
+	if got := statusWith(t, url, mustToken(t, dir, leased)); got != http.StatusOK {
+		t.Errorf("the new token gets %d, want 200", got)
+	}
+
+	// An expired lease: not renewed, and reaped.
+	var expired string
+	for box, holder := range won {
+		if box != leased {
+			expired = box
+			dockerOut(t, "rm", "-f", compose.LeaseName(box, "claim", 0))
+			agentImage := dockerOut(t, "inspect", "-f", "{{.Image}}", compose.ContainerName(box, compose.AgentService))
+			dockerOut(t, "create", "--name", compose.LeaseName(box, "claim", 0), "--network", "none",
+				"--label", compose.LeaseLabel+"=claim", "--label", compose.LeaseBoxLabel+"="+box, "--label", compose.FleetLabel+"=it",
+				"--label", compose.PoolLabel+"="+pool, "--label", compose.LeaseHolderLabel+"="+holder, "--label", compose.LeaseIDLabel+"=old",
+				"--label", compose.LeaseExpiresLabel+"="+time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), agentImage, "true")
+			break
+		}
+	}
+	before := dockerOut(t, "inspect", "-f", "{{.Id}}", compose.ContainerName(expired, compose.AgentService))
+	if r := boxes(t, dir, "renew", expired); r.code != 1 || !strings.Contains(r.stderr, "an expired lease is not renewed") {
+		t.Errorf("renew of an expired lease: %+v", r)
+	}
+	if r := boxes(t, dir, "leases", "--reap"); r.code != 0 || !strings.Contains(r.stderr, "the lease of "+expired) {
+		t.Fatalf("leases --reap: %+v", r)
+	}
+	// Reset: deleted, and made again only if the pool lacks free boxes.
+	if out, err := exec.Command("docker", "inspect", before).CombinedOutput(); err == nil {
+		t.Errorf("%s's agent container %.12s is left after the reap:\n%.200s", expired, before, out)
+	}
+	for _, m := range leaseMarks(t, pool) {
+		if strings.HasPrefix(m, compose.ProjectName(expired)+".") {
+			t.Errorf("marker %s is left after the reap", m)
+		}
+	}
+}
+
+// executorURL is box's executor URL as boxes ls --json shows it in dir.
+func executorURL(t *testing.T, dir, box string) string {
+	t.Helper()
+	r := boxes(t, dir, "ls", "--json")
+	var rows []struct {
+		Name string `json:"name"`
+		URL  string `json:"executor_url"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("ls --json: %v\n%s", err, r.stdout)
+	}
+	for _, row := range rows {
+		if row.Name == box && row.URL != "" {
+			return row.URL
+		}
+	}
+	t.Fatalf("no executor URL for %s in %s", box, r.stdout)
+	return ""
+}
+
+// Kills in the middle of lease and release converge: after each, the next
+// leases --reap leaves every box of the pool leased to one holder or free
+// and running, with no reset left and no marker of a box that is gone.
+// Real engine: what a SIGKILL leaves half-made on it. BOXES_KILL_TRIALS
+// sets how many kills of each (make test-long runs more).
+func TestIntegrationPoolKills(t *testing.T) {
+	image, _ := startIntegration(t)
+	const pool = "it-kpool"
+	removePool(pool)
+	t.Cleanup(func() { removePool(pool) })
+	bin := buildBoxes(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 2}\n", pool))
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	trials := trialsFrom(t, "BOXES_KILL_TRIALS", 2)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 20))
+	killed := func(after time.Duration, args ...string) {
+		cmd := exec.Command(bin, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(after):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+	for i := range trials {
+		// A claim killed at some point.
+		killed(time.Duration(rng.IntN(120))*time.Millisecond, "lease", pool, "--holder", fmt.Sprintf("k%d", i))
+		converged(t, dir, pool)
+		// A release killed at some point of its reset, of a box leased now.
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply: %+v", r)
+		}
+		r := boxes(t, dir, "lease", pool, "--holder", "victim", "--json")
+		var row workspace.LeaseRow
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil {
+			t.Fatalf("lease: %+v", r)
+		}
+		killed(time.Duration(200+rng.IntN(2500))*time.Millisecond, "release", row.Box)
+		converged(t, dir, pool)
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply after trial %d: %+v", i, r)
+		}
+		for _, row := range leaseRowsIn(t, dir) {
+			if row.State != "free" && row.State != "leased" {
+				t.Errorf("after trial %d and an apply, %s is %s", i, row.Box, row.State)
+			}
+		}
+	}
+}
+
+// converged runs leases --reap and checks that each box of pool is leased
+// to one holder, or free and running; no reset is left, and no marker is
+// left of a box that is gone.
+func converged(t *testing.T, dir, pool string) {
+	t.Helper()
+	if r := boxes(t, dir, "leases", "--reap"); r.code != 0 {
+		t.Fatalf("leases --reap: %+v", r)
+	}
+	rows := leaseRowsIn(t, dir)
+	have := map[string]bool{}
+	for _, row := range rows {
+		have[row.Box] = true
+		switch row.State {
+		case "leased":
+			if row.Holder == "" {
+				t.Errorf("%s is leased to no one", row.Box)
+			}
+		case "free", "absent":
+		case "not running":
+			// A box the reset's top-up was making when killed: free,
+			// made anew (no holder's data), and finished by apply.
+		default:
+			t.Errorf("%s is %s after the reap", row.Box, row.State)
+		}
+	}
+	for _, m := range leaseMarks(t, pool) {
+		box, _, _ := strings.Cut(strings.TrimPrefix(m, compose.ProjectPrefix), ".")
+		if strings.Contains(m, ".lease-reset") {
+			t.Errorf("reset marker %s is left after the reap", m)
+		}
+		if !have[box] {
+			t.Errorf("marker %s is left of a box the pool does not have", m)
+		}
+	}
+}
