@@ -193,6 +193,12 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 			ready = append(ready, b.Name)
 		}
 	}
+	// The lowest numbers first, as people count.
+	sort.Slice(ready, func(i, j int) bool {
+		a, _ := spec.PoolBoxNumber(p.Name, ready[i])
+		b, _ := spec.PoolBoxNumber(p.Name, ready[j])
+		return a < b
+	})
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
 		return LeaseRow{}, err

@@ -24,7 +24,7 @@ import (
 // lease markers, before and after the test.
 func poolBoxes(pool string) []string {
 	var out []string
-	for n := 1; n <= 16; n++ {
+	for n := 1; n <= 40; n++ {
 		out = append(out, spec.PoolBoxName(pool, n))
 	}
 	return out
