@@ -637,7 +637,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if err != nil {
 		return bp, err
 	}
-	if len(reasons) > 0 && leased(in, b) && !in.Replace[b.Name] {
+	if len(reasons) > 0 && leased(in, b) {
 		bp.Held = reasons
 		return planState(b, r, bp, frozen), nil
 	}
