@@ -14,6 +14,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,14 +32,33 @@ const MaxOutput = 1 << 20
 // or confined to a box's agent container.
 var Tools = []string{"list_boxes", "plan", "exec", "logs", "doctor"}
 
-// New returns the server. file is the boxes.yaml every command reads.
+// New returns the read-only server. file is the boxes.yaml every command
+// reads.
 func New(run Runner, file, version string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "boxes", Version: version}, &mcp.ServerOptions{
-		Instructions: "boxes keeps agent boxes on Docker as boxes.yaml declares them. " +
-			"These tools read the fleet and run commands inside a box's agent container; " +
-			"changing the fleet is done by a person with boxes plan and boxes apply.",
-	})
-	t := &tools{run: run, file: file}
+	s, _ := NewWith(run, file, version, Options{})
+	return s
+}
+
+// Options choose what the server offers beyond the read-only tools.
+type Options struct {
+	// AllowLease adds the lease tools (LeaseTools): the session leases pool
+	// boxes, works in those it holds, and gives them back.
+	AllowLease bool
+}
+
+// NewWith returns the server with o's tools, and the end of its session:
+// called once the session is over (its input closed, or a signal), it
+// releases every pool box the session still holds.
+func NewWith(run Runner, file, version string, o Options) (*mcp.Server, func(context.Context) error) {
+	instructions := "boxes keeps agent boxes on Docker as boxes.yaml declares them. " +
+		"These tools read the fleet and run commands inside a box's agent container; " +
+		"changing the fleet is done by a person with boxes plan and boxes apply."
+	if o.AllowLease {
+		instructions += " lease claims a box of a pool for this session; exec, read_file and write_file " +
+			"then work in it, and release (or the end of the session) resets it and gives it back."
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "boxes", Version: version}, &mcp.ServerOptions{Instructions: instructions})
+	t := &tools{run: run, file: file, held: map[string]bool{}}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_boxes",
@@ -51,7 +72,7 @@ func New(run Runner, file, version string) *mcp.Server {
 	}, t.plan)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "exec",
-		Description: "Run a command in a box's agent container as the user agent, from its home, with no standard input. Returns its exit code, standard output and standard error.",
+		Description: "Run a command in a box's agent container as the user agent, from its home, with no standard input, for at most timeout_seconds (exit code 124 when stopped). Returns its exit code, standard output and standard error (each cut at 1 MiB). A pool's box only while this session holds it.",
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 	}, t.exec)
 	mcp.AddTool(s, &mcp.Tool{
@@ -64,7 +85,10 @@ func New(run Runner, file, version string) *mcp.Server {
 		Description: "Check a box: both containers up, images match the lock, the agent publishes nothing, the executor answers MCP with its token, and hb doctor inside. JSON, as boxes doctor --json prints it.",
 		Annotations: readOnly,
 	}, t.doctor)
-	return s
+	if o.AllowLease {
+		t.addLeaseTools(s)
+	}
+	return s, t.end
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -72,6 +96,10 @@ func ptr[T any](v T) *T { return &v }
 type tools struct {
 	run  Runner
 	file string
+
+	mu sync.Mutex
+	// held are the pool boxes this session leased and has not released.
+	held map[string]bool
 }
 
 // Result is what every tool returns: the command's exit code and output.
@@ -136,7 +164,14 @@ func (t *tools) plan(ctx context.Context, _ *mcp.CallToolRequest, in PlanInput) 
 type ExecInput struct {
 	Box     string   `json:"box" jsonschema:"the box's name"`
 	Command []string `json:"command" jsonschema:"the program and its arguments, e.g. [\"sh\", \"-c\", \"ls ~\"]"`
+	Timeout int      `json:"timeout_seconds,omitempty" jsonschema:"stop the command after this many seconds (default 600, at most 3600)"`
 }
+
+// The bounds of exec's time.
+const (
+	DefaultExecTimeout = 600
+	MaxExecTimeout     = 3600
+)
 
 func (t *tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, Result, error) {
 	if err := boxName(in.Box); err != nil {
@@ -145,8 +180,25 @@ func (t *tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) 
 	if len(in.Command) == 0 {
 		return nil, Result{}, errors.New("exec needs a command")
 	}
-	args := append([]string{"exec", in.Box, "--"}, in.Command...)
+	if err := t.mayWorkIn(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	timeout := in.Timeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultExecTimeout
+	case timeout < 0 || timeout > MaxExecTimeout:
+		return nil, Result{}, fmt.Errorf("timeout_seconds %d: want 1 to %d", timeout, MaxExecTimeout)
+	}
+	// coreutils' timeout stops the command in the box (exit code 124); the
+	// deadline here is the backstop should the box not answer.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+30)*time.Second)
+	defer cancel()
+	args := append([]string{"exec", in.Box, "--", "timeout", "-k", "5", strconv.Itoa(timeout)}, in.Command...)
 	res, out, err := t.invoke(ctx, args, true)
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, out, fmt.Errorf("the box did not answer within %d seconds", timeout+30)
+	}
 	// boxes itself failed (no such box, box not running): a tool error, so
 	// that it is not read as the command's own exit code.
 	if err == nil && out.ExitCode != 0 && (strings.HasPrefix(out.Stderr, "boxes: error: ") || strings.Contains(out.Stderr, "\nboxes: error: ")) {

@@ -116,7 +116,7 @@ func TestCommandLines(t *testing.T) {
 	}
 	want := [][]string{
 		{"-f", "/w/boxes.yaml", "ls", "--json", "--all"},
-		{"-f", "/w/boxes.yaml", "exec", "alpha", "--", "sh", "-c", "echo hello; exit 3"},
+		{"-f", "/w/boxes.yaml", "exec", "alpha", "--", "timeout", "-k", "5", "600", "sh", "-c", "echo hello; exit 3"},
 		{"-f", "/w/boxes.yaml", "doctor", "alpha", "--json"},
 		{"-f", "/w/boxes.yaml", "logs", "zed", "agent", "-n", "200"},
 	}
@@ -143,6 +143,7 @@ func TestBadArgumentsRunNothing(t *testing.T) {
 	}{
 		{"exec", map[string]any{"box": "--help", "command": []string{"id"}}, "not a box name"},
 		{"exec", map[string]any{"box": "alpha", "command": []string{}}, "needs a command"},
+		{"exec", map[string]any{"box": "alpha", "command": []string{"id"}, "timeout_seconds": 3601}, "want 1 to 3600"},
 		{"logs", map[string]any{"box": "alpha", "service": "db"}, "want agent or executor"},
 		{"doctor", map[string]any{"box": ""}, "box name is needed"},
 		{"plan", map[string]any{"target": []string{"-f"}}, "not a box name"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -15,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/mcpserver"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -377,4 +381,98 @@ func converged(t *testing.T, dir, pool string) {
 			t.Errorf("marker %s is left of a box the pool does not have", m)
 		}
 	}
+}
+
+// An MCP session of boxes mcp --allow lease, over its real standard input
+// and output: it leases a pool box, runs a command in it, writes and reads
+// a file, cannot touch the pool's other box; once its input closes, the
+// box it held is reset and free. Real engine: the file and the command
+// are in the box's real /data, and the reset makes the box anew.
+func TestIntegrationMCPLease(t *testing.T) {
+	image, _ := startIntegration(t)
+	const pool = "it-mpool"
+	removePool(pool)
+	t.Cleanup(func() { removePool(pool) })
+	bin := buildBoxes(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "boxes.yaml")
+	writeFile(t, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 2}\n", pool))
+	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock: %+v", r)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	ctx := context.Background()
+	server := exec.Command(bin, "-f", config, "mcp", "--allow", "lease")
+	var serverErr bytes.Buffer
+	server.Stderr = &serverErr
+	// The SDK's client signals a server that has not exited 5 s after its
+	// input closed; a release takes about 2 s, longer on a busy machine.
+	transport := &mcp.CommandTransport{Command: server, TerminateDuration: 2 * time.Minute}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res, res.Content[0].(*mcp.TextContent).Text
+	}
+	res, out := call("lease", map[string]any{"pool": pool, "holder": "mcp-test", "ttl": "10m"})
+	var l mcpserver.Lease
+	if res.IsError || json.Unmarshal([]byte(out), &l) != nil || l.Box != spec.PoolBoxName(pool, 1) || l.Holder != "mcp-test" {
+		t.Fatalf("lease: %v %s", res.IsError, out)
+	}
+	other := spec.PoolBoxName(pool, 2)
+	before := dockerOut(t, "inspect", "-f", "{{.Id}}", compose.ContainerName(l.Box, compose.AgentService))
+	if res, out := call("write_file", map[string]any{"box": l.Box, "path": "work/it's here.txt", "content": "from the session\n"}); res.IsError {
+		t.Fatalf("write_file: %s", out)
+	}
+	if res, out := call("read_file", map[string]any{"box": l.Box, "path": "work/it's here.txt"}); res.IsError || out != "from the session\n" {
+		t.Errorf("read_file: %v %q", res.IsError, out)
+	}
+	res, out = call("exec", map[string]any{"box": l.Box, "command": []string{"sh", "-c", "cat work/*.txt; id -un"}})
+	var r mcpserver.Result
+	if res.IsError || json.Unmarshal([]byte(out), &r) != nil || r.ExitCode != 0 || r.Stdout != "from the session\nagent\n" {
+		t.Errorf("exec: %v %s", res.IsError, out)
+	}
+	if res, out := call("exec", map[string]any{"box": l.Box, "command": []string{"sleep", "30"}, "timeout_seconds": 1}); res.IsError || !strings.Contains(out, `"exit_code":124`) {
+		t.Errorf("exec past its time: %v %s", res.IsError, out)
+	}
+	if res, out := call("exec", map[string]any{"box": other, "command": []string{"true"}}); !res.IsError || !strings.Contains(out, "does not hold") {
+		t.Errorf("exec in the pool's other box: %v %s", res.IsError, out)
+	}
+	if row := leaseRowOf(t, dir, l.Box); row.State != "leased" || row.Holder != "mcp-test" {
+		t.Fatalf("while the session holds it: %+v", row)
+	}
+
+	// The session ends: its input closes.
+	if err := cs.Close(); err != nil {
+		t.Logf("closing the session: %v", err)
+	}
+	if row := leaseRowOf(t, dir, l.Box); row.State != "free" {
+		t.Fatalf("after the session: %+v\n%s", row, serverErr.String())
+	}
+	if now := dockerOut(t, "inspect", "-f", "{{.Id}}", compose.ContainerName(l.Box, compose.AgentService)); now == before {
+		t.Errorf("%s was not reset when the session ended", l.Box)
+	}
+	if r := boxes(t, dir, "exec", l.Box, "--", "test", "!", "-e", "work/it's here.txt"); r.code != 0 {
+		t.Errorf("the session's file is left after the reset: %+v", r)
+	}
+}
+
+// leaseRowOf is box's row of boxes leases --json in dir.
+func leaseRowOf(t *testing.T, dir, box string) workspace.LeaseRow {
+	t.Helper()
+	for _, row := range leaseRowsIn(t, dir) {
+		if row.Box == box {
+			return row
+		}
+	}
+	t.Fatalf("no row of %s in boxes leases", box)
+	return workspace.LeaseRow{}
 }

@@ -1,0 +1,284 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hermes-box/boxes/spec"
+)
+
+// LeaseTools are the tools --allow lease adds.
+var LeaseTools = []string{"lease", "renew", "release", "read_file", "write_file"}
+
+// Home is where read_file and write_file work, in a held box.
+const Home = "/data/home/agent"
+
+// The bounds of what the file tools move.
+const (
+	MaxRead  = 1 << 20
+	MaxWrite = 64 << 10
+)
+
+func (t *tools) addLeaseTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "lease",
+		Description: "Claim a free box of a pool of boxes.yaml for this session (boxes lease --json): its name, executor URL and expiry. The session may then exec in it, read and write its files; release, or the end of the session, resets it.",
+	}, t.lease)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "renew",
+		Description: "Extend the lease of a box this session holds, to ttl from now (boxes renew --json).",
+	}, t.renew)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "release",
+		Description: "Give back a box this session holds: it is reset (deleted with its data and token, made again) and free for others.",
+	}, t.release)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "read_file",
+		Description: "Read a file under /data/home/agent of a box this session holds: its first max_bytes (default and at most 1 MiB).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, t.readFile)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "write_file",
+		Description: "Write a text file (at most 64 KiB) under /data/home/agent of a box this session holds, making its directories; an existing file is replaced.",
+	}, t.writeFile)
+}
+
+// LeaseInput asks for a box of a pool.
+type LeaseInput struct {
+	Pool   string `json:"pool" jsonschema:"the pool's name, as under pools: in boxes.yaml"`
+	Holder string `json:"holder,omitempty" jsonschema:"who holds the lease, for people reading boxes leases (default: boxes mcp)"`
+	TTL    string `json:"ttl,omitempty" jsonschema:"how long the lease lasts, 1m to 8h (default 30m)"`
+	Wait   string `json:"wait,omitempty" jsonschema:"how long to wait for a free box, at most 10m (default: not at all)"`
+}
+
+// Lease is what lease and renew return: boxes lease --json's object.
+type Lease struct {
+	Box      string `json:"box"`
+	Pool     string `json:"pool"`
+	Holder   string `json:"holder"`
+	Expires  string `json:"expires"`
+	Executor string `json:"executor,omitempty"`
+}
+
+func (t *tools) lease(ctx context.Context, _ *mcp.CallToolRequest, in LeaseInput) (*mcp.CallToolResult, Result, error) {
+	if err := boxName(in.Pool); err != nil {
+		return nil, Result{}, fmt.Errorf("pool: %w", err)
+	}
+	holder := in.Holder
+	if holder == "" {
+		holder = "boxes mcp"
+	}
+	if len(holder) > 200 || strings.ContainsAny(holder, "\n\r\x00") {
+		return nil, Result{}, errors.New("holder: at most 200 characters on one line")
+	}
+	ttl, err := duration("ttl", in.TTL, 30*time.Minute, time.Minute, 8*time.Hour)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	wait, err := duration("wait", in.Wait, 0, 0, 10*time.Minute)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	res, out, err := t.invoke(ctx, []string{"lease", in.Pool, "--holder", holder, "--ttl", ttl.String(), "--wait", wait.String(), "--json"}, false)
+	if err != nil || res.IsError {
+		return res, out, err
+	}
+	var l Lease
+	if err := json.Unmarshal([]byte(out.Stdout), &l); err != nil || l.Box == "" {
+		return nil, out, fmt.Errorf("boxes lease printed no lease: %q", out.Stdout)
+	}
+	t.mu.Lock()
+	t.held[l.Box] = true
+	t.mu.Unlock()
+	return res, out, nil
+}
+
+// duration reads a tool's duration argument: def when empty, else within
+// [min, max].
+func duration(name, s string, def, min, max time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: a duration such as 30m or 2h", name, s)
+	}
+	if d < min || d > max {
+		return 0, fmt.Errorf("%s %s: want %s to %s", name, d, min, max)
+	}
+	return d, nil
+}
+
+// heldBox refuses a box this session does not hold.
+func (t *tools) heldBox(box string) error {
+	if err := boxName(box); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.held[box] {
+		return fmt.Errorf("this session holds no box %s: lease one first", box)
+	}
+	return nil
+}
+
+// mayWorkIn refuses a pool's box this session does not hold: a box lent
+// to someone else, or free for anyone, is not this session's to touch.
+func (t *tools) mayWorkIn(box string) error {
+	cfg, err := spec.Load(t.file)
+	if err != nil {
+		return nil // boxes itself will say what is wrong with the file
+	}
+	if p, ok := cfg.PoolOf(box); ok {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.held[box] {
+			return fmt.Errorf("%s is a box of pool %s that this session does not hold: lease one from the pool", box, p.Name)
+		}
+	}
+	return nil
+}
+
+// RenewInput extends a lease.
+type RenewInput struct {
+	Box string `json:"box" jsonschema:"a box this session holds"`
+	TTL string `json:"ttl,omitempty" jsonschema:"how long from now, 1m to 8h (default 30m)"`
+}
+
+func (t *tools) renew(ctx context.Context, _ *mcp.CallToolRequest, in RenewInput) (*mcp.CallToolResult, Result, error) {
+	if err := t.heldBox(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	ttl, err := duration("ttl", in.TTL, 30*time.Minute, time.Minute, 8*time.Hour)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	return t.invoke(ctx, []string{"renew", in.Box, "--ttl", ttl.String(), "--json"}, false)
+}
+
+// ReleaseInput names the box to give back.
+type ReleaseInput struct {
+	Box string `json:"box" jsonschema:"a box this session holds"`
+}
+
+func (t *tools) release(ctx context.Context, _ *mcp.CallToolRequest, in ReleaseInput) (*mcp.CallToolResult, Result, error) {
+	if err := t.heldBox(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	res, out, err := t.invoke(ctx, []string{"release", in.Box}, false)
+	if err == nil && !res.IsError {
+		t.mu.Lock()
+		delete(t.held, in.Box)
+		t.mu.Unlock()
+	}
+	return res, out, err
+}
+
+// homePath is p, relative to the agent's home, as an absolute path in the
+// box; a path that would leave the home is refused.
+func homePath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("path: a file's path under /data/home/agent is needed")
+	case len(p) > 4096 || strings.ContainsRune(p, 0):
+		return "", errors.New("path: at most 4096 bytes, with no NUL")
+	case strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("path %q: give it relative to /data/home/agent", p)
+	}
+	clean := path.Clean(p)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("path %q leaves /data/home/agent", p)
+	}
+	return Home + "/" + clean, nil
+}
+
+// ReadInput names a file to read.
+type ReadInput struct {
+	Box      string `json:"box" jsonschema:"a box this session holds"`
+	Path     string `json:"path" jsonschema:"the file, relative to /data/home/agent"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"read at most this many bytes (default and at most 1048576)"`
+}
+
+func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, Result, error) {
+	if err := t.heldBox(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	full, err := homePath(in.Path)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	n := in.MaxBytes
+	switch {
+	case n == 0:
+		n = MaxRead
+	case n < 0 || n > MaxRead:
+		return nil, Result{}, fmt.Errorf("max_bytes %d: want 1 to %d", n, MaxRead)
+	}
+	return t.invoke(ctx, []string{"exec", in.Box, "--", "head", "-c", strconv.Itoa(n), "--", full}, false)
+}
+
+// WriteInput is a file to write.
+type WriteInput struct {
+	Box     string `json:"box" jsonschema:"a box this session holds"`
+	Path    string `json:"path" jsonschema:"the file, relative to /data/home/agent"`
+	Content string `json:"content" jsonschema:"the file's text, at most 65536 bytes of UTF-8"`
+}
+
+func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, Result, error) {
+	if err := t.heldBox(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	full, err := homePath(in.Path)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if len(in.Content) > MaxWrite || !utf8.ValidString(in.Content) || strings.ContainsRune(in.Content, 0) {
+		return nil, Result{}, fmt.Errorf("content: at most %d bytes of UTF-8 text with no NUL", MaxWrite)
+	}
+	// The content and the path are arguments, never parsed by the shell.
+	script := `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`
+	res, out, err := t.invoke(ctx, []string{"exec", in.Box, "--", "sh", "-c", script, "write_file", in.Content, full}, false)
+	if err == nil && !res.IsError {
+		msg := fmt.Sprintf("wrote %d bytes to %s", len(in.Content), full)
+		res.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
+		out.Stdout = msg
+	}
+	return res, out, err
+}
+
+// end releases every box the session still holds, each reset; the errors
+// of those that could not be are joined.
+func (t *tools) end(ctx context.Context) error {
+	t.mu.Lock()
+	boxes := make([]string, 0, len(t.held))
+	for b := range t.held {
+		boxes = append(boxes, b)
+	}
+	t.mu.Unlock()
+	sort.Strings(boxes)
+	var errs []error
+	for _, b := range boxes {
+		res, out, err := t.invoke(ctx, []string{"release", b}, false)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("releasing %s: %w", b, err))
+		case res.IsError:
+			errs = append(errs, fmt.Errorf("releasing %s: %s", b, strings.TrimSpace(out.Stderr)))
+		default:
+			t.mu.Lock()
+			delete(t.held, b)
+			t.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
