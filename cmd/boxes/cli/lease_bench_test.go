@@ -45,7 +45,9 @@ func BenchmarkPoolLease(b *testing.B) {
 	}
 	dir := b.TempDir()
 	config := filepath.Join(dir, "boxes.yaml")
-	size := func(n int) { writeBench(b, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: %d}\n", pool, n)) }
+	size := func(n int) {
+		writeBench(b, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: %d}\n", pool, n))
+	}
 	size(8)
 	run := func(args ...string) time.Duration {
 		b.Helper()
