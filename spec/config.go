@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -552,16 +551,8 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 		p.errorf(e.key, "a box name is a lowercase DNS label: a letter, then up to 30 letters, digits or dashes (so hbl-NAME is a valid compose project name)", "bad box name %q", name)
 		ok = false
 	}
-	b := Box{Name: name, State: Running, Settings: defaults, Line: e.key.Line}
-	b.Env = map[string]string{}
-	for k, v := range defaults.Env {
-		b.Env[k] = v
-	}
 	// Each box owns its lists: one box's cannot change another's.
-	b.Egress.Allow = slices.Clone(defaults.Egress.Allow)
-	b.Private = slices.Clone(defaults.Private)
-	b.Credentials = slices.Clone(defaults.Credentials)
-	b.DNS = slices.Clone(defaults.DNS)
+	b := Box{Name: name, State: Running, Settings: defaults.clone(), Line: e.key.Line}
 	if e.value.Tag == "!!null" {
 		return b, ok
 	}

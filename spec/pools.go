@@ -80,16 +80,7 @@ func (c *Config) PoolOf(name string) (Pool, bool) {
 
 // PoolBox is box name of pool p, with the pool's settings.
 func (p Pool) PoolBox(name, fleet string) Box {
-	b := Box{Name: name, Fleet: fleet, Host: p.Host, State: Running, Settings: p.Settings, Pool: p.Name, Line: p.Line}
-	b.Env = map[string]string{}
-	for k, v := range p.Env {
-		b.Env[k] = v
-	}
-	b.Egress.Allow = slices.Clone(p.Egress.Allow)
-	b.Private = slices.Clone(p.Private)
-	b.Credentials = slices.Clone(p.Credentials)
-	b.DNS = slices.Clone(p.DNS)
-	return b
+	return Box{Name: name, Fleet: fleet, Host: p.Host, State: Running, Settings: p.Settings.clone(), Pool: p.Name, Line: p.Line}
 }
 
 // pools reads pools: into cfg, each pool's settings over defaults.

@@ -4,7 +4,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -226,4 +228,18 @@ type Credential struct {
 	// written ("~/" is the home directory; a relative PATH is relative to
 	// boxes.yaml's directory).
 	From string
+}
+
+// clone is s with its own map and lists, so that changing a box's cannot
+// change another's.
+func (s Settings) clone() Settings {
+	s.Env = maps.Clone(s.Env)
+	if s.Env == nil {
+		s.Env = map[string]string{}
+	}
+	s.Egress.Allow = slices.Clone(s.Egress.Allow)
+	s.Private = slices.Clone(s.Private)
+	s.Credentials = slices.Clone(s.Credentials)
+	s.DNS = slices.Clone(s.DNS)
+	return s
 }

@@ -414,14 +414,7 @@ func TestIntegrationMCPLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(name string, args map[string]any) (*mcp.CallToolResult, string) {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return res, res.Content[0].(*mcp.TextContent).Text
-	}
+	call := mcpCaller(t, cs)
 	res, out := call("lease", map[string]any{"pool": pool, "holder": "mcp-test", "ttl": "10m"})
 	var l mcpserver.Lease
 	if res.IsError || json.Unmarshal([]byte(out), &l) != nil || l.Box != spec.PoolBoxName(pool, 1) || l.Holder != "mcp-test" {

@@ -36,14 +36,7 @@ func TestIntegrationMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	call := func(name string, args map[string]any) (*mcp.CallToolResult, string) {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return res, res.Content[0].(*mcp.TextContent).Text
-	}
+	call := mcpCaller(t, cs)
 
 	res, out := call("exec", map[string]any{"box": "it-alpha", "command": []string{"sh", "-c", "id -un; pwd; echo oops >&2; exit 7"}})
 	var r mcpserver.Result
@@ -68,5 +61,18 @@ func TestIntegrationMCP(t *testing.T) {
 	}
 	if res, out := call("exec", map[string]any{"box": "it-nobox", "command": []string{"true"}}); !res.IsError {
 		t.Errorf("exec in an undeclared box: %s", out)
+	}
+}
+
+// mcpCaller calls session cs's tools: the result and its text; an error of
+// the protocol fails the test.
+func mcpCaller(t *testing.T, cs *mcp.ClientSession) func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+	return func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res, res.Content[0].(*mcp.TextContent).Text
 	}
 }
