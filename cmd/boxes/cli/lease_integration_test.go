@@ -286,7 +286,7 @@ func executorURL(t *testing.T, dir, box string) string {
 	return ""
 }
 
-// Kills in the middle of lease and release converge: after each, the next
+// Kills in the middle of lease, renew and release converge: after each, the next
 // leases --reap leaves every box of the pool leased to one holder or free
 // and running, with no reset left and no marker of a box that is gone.
 // Real engine: what a SIGKILL leaves half-made on it. BOXES_KILL_TRIALS
@@ -333,6 +333,12 @@ func TestIntegrationPoolKills(t *testing.T) {
 		var row workspace.LeaseRow
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil {
 			t.Fatalf("lease: %+v", r)
+		}
+		// A renew killed at some point: the lease stands, renewed or not.
+		killed(time.Duration(rng.IntN(120))*time.Millisecond, "renew", row.Box, "--ttl", "1h")
+		converged(t, dir, pool)
+		if after := leaseRowOf(t, dir, row.Box); after.State != "leased" || after.Holder != "victim" {
+			t.Errorf("after a renew killed: %+v, want leased to victim", after)
 		}
 		killed(time.Duration(200+rng.IntN(2500))*time.Millisecond, "release", row.Box)
 		converged(t, dir, pool)

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/benchtable"
+)
+
+// BenchmarkSnapshot measures boxes snapshot of a running box holding
+// 200 MiB of random data in /data (the whole command: the box quiesced and
+// paused, measured, copied by a helper container, resumed; median of 3)
+// against a plain copy of the same volume into a new one by a helper
+// container on the same engine (docker run cp -a, median of 3).
+func BenchmarkSnapshot(b *testing.B) {
+	if testing.Short() {
+		b.Skip("real Docker engine")
+	}
+	image := os.Getenv("BOXES_TEST_IMAGE")
+	if image == "" {
+		image = "hermes-box-lite:test"
+	}
+	const box = "it-bench-snap"
+	copies := []string{box + "-copy1", box + "-copy2", box + "-copy3"}
+	cleanup := func() {
+		removeBoxes(box)
+		for _, v := range copies {
+			_ = exec.Command("docker", "volume", "rm", "-f", v).Run()
+		}
+	}
+	cleanup()
+	b.Cleanup(cleanup)
+	bin := filepath.Join(b.TempDir(), "boxes")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := b.TempDir()
+	config := filepath.Join(dir, "boxes.yaml")
+	if err := os.WriteFile(config, []byte("version: 1\nfleet: it\nboxes:\n  "+box+": {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, args ...string) time.Duration {
+		b.Helper()
+		start := time.Now()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return time.Since(start)
+	}
+	run(bin, "-f", config, "lock", "image", image)
+	run(bin, "-f", config, "apply", "--auto-approve")
+	agent := compose.ContainerName(box, compose.AgentService)
+	run("docker", "exec", "-u", "agent", agent, "sh", "-c", "head -c 209715200 /dev/urandom > /data/home/agent/blob")
+
+	var snaps, plain []time.Duration
+	for i := range 3 {
+		snaps = append(snaps, run(bin, "-f", config, "snapshot", box, fmt.Sprintf("bench-%d", i)))
+		run("docker", "volume", "create", copies[i])
+		plain = append(plain, run("docker", "run", "--rm", "--network", "none", "-u", "0", "--entrypoint", "cp",
+			"-v", compose.VolumeName(box, compose.AgentVolume)+":/s:ro", "-v", copies[i]+":/d", image, "-a", "/s/.", "/d/"))
+	}
+	b.Logf("snapshots %v; plain copies %v", snaps, plain)
+	benchtable.Report(b, benchtable.Row{Figure: "boxes snapshot of 200 MiB of random data, running box (median of 3)", Value: median(snaps).Seconds(), Unit: "s",
+		Baseline: "cp -a of the volume into a new one by a helper container", Base: median(plain).Seconds()})
+}
