@@ -51,7 +51,7 @@ test: lint-workflow test-image
 	$(GO) test -count=1 -timeout 40m ./...
 
 # The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move,
-# and 50 of each of lease and release.
+# and 50 of each of lease, renew and release.
 test-long: test-image
 	BOXES_KILL_TRIALS=50 BOXES_RESTORE_KILL_TRIALS=15 $(GO) test -count=1 -timeout 120m -run 'TestIntegrationRandomKills|TestIntegrationPoolKills' -v ./cmd/boxes/cli/
 
