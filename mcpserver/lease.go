@@ -66,8 +66,15 @@ type Lease struct {
 	Box      string `json:"box"`
 	Pool     string `json:"pool"`
 	Holder   string `json:"holder"`
+	Lease    string `json:"lease"`
 	Expires  string `json:"expires"`
 	Executor string `json:"executor,omitempty"`
+}
+
+// held is a lease this session holds: its ID and its end.
+type held struct {
+	id      string
+	expires time.Time
 }
 
 func (t *tools) lease(ctx context.Context, _ *mcp.CallToolRequest, in LeaseInput) (*mcp.CallToolResult, Result, error) {
@@ -93,14 +100,26 @@ func (t *tools) lease(ctx context.Context, _ *mcp.CallToolRequest, in LeaseInput
 	if err != nil || res.IsError {
 		return res, out, err
 	}
+	if err := t.hold(out.Stdout); err != nil {
+		return nil, out, err
+	}
+	return res, out, nil
+}
+
+// hold records the lease boxes lease or renew printed as this session's.
+func (t *tools) hold(printed string) error {
 	var l Lease
-	if err := json.Unmarshal([]byte(out.Stdout), &l); err != nil || l.Box == "" {
-		return nil, out, fmt.Errorf("boxes lease printed no lease: %q", out.Stdout)
+	if err := json.Unmarshal([]byte(printed), &l); err != nil || l.Box == "" || l.Lease == "" {
+		return fmt.Errorf("boxes printed no lease: %q", printed)
+	}
+	expires, err := time.Parse(time.RFC3339, l.Expires)
+	if err != nil {
+		return fmt.Errorf("boxes printed a lease with no expiry: %q", printed)
 	}
 	t.mu.Lock()
-	t.held[l.Box] = true
+	t.held[l.Box] = held{id: l.Lease, expires: expires}
 	t.mu.Unlock()
-	return res, out, nil
+	return nil
 }
 
 // duration reads a tool's duration argument: def when empty, else within
@@ -119,17 +138,22 @@ func duration(name, s string, def, min, max time.Duration) (time.Duration, error
 	return d, nil
 }
 
-// heldBox refuses a box this session does not hold.
-func (t *tools) heldBox(box string) error {
+// heldBox refuses a box this session does not hold, or whose lease has
+// ended (its box may be someone else's since); it returns the lease's ID.
+func (t *tools) heldBox(box string) (string, error) {
 	if err := boxName(box); err != nil {
-		return err
+		return "", err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.held[box] {
-		return fmt.Errorf("this session holds no box %s: lease one first", box)
+	h, ok := t.held[box]
+	if !ok {
+		return "", fmt.Errorf("this session holds no box %s: lease one first", box)
 	}
-	return nil
+	if !time.Now().Before(h.expires) {
+		return "", fmt.Errorf("this session's lease of %s ended at %s: lease a box again", box, h.expires.Format(time.RFC3339))
+	}
+	return h.id, nil
 }
 
 // mayWorkIn refuses a pool's box this session does not hold: a box lent
@@ -141,10 +165,13 @@ func (t *tools) mayWorkIn(box string) error {
 	}
 	if p, ok := cfg.PoolOf(box); ok {
 		t.mu.Lock()
-		defer t.mu.Unlock()
-		if !t.held[box] {
+		_, mine := t.held[box]
+		t.mu.Unlock()
+		if !mine {
 			return fmt.Errorf("%s is a box of pool %s that this session does not hold: lease one from the pool", box, p.Name)
 		}
+		_, err := t.heldBox(box)
+		return err
 	}
 	return nil
 }
@@ -156,14 +183,21 @@ type RenewInput struct {
 }
 
 func (t *tools) renew(ctx context.Context, _ *mcp.CallToolRequest, in RenewInput) (*mcp.CallToolResult, Result, error) {
-	if err := t.heldBox(in.Box); err != nil {
+	id, err := t.heldBox(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	ttl, err := duration("ttl", in.TTL, 30*time.Minute, time.Minute, 8*time.Hour)
 	if err != nil {
 		return nil, Result{}, err
 	}
-	return t.invoke(ctx, []string{"renew", in.Box, "--ttl", ttl.String(), "--json"}, false)
+	res, out, err := t.invoke(ctx, []string{"renew", in.Box, "--lease", id, "--ttl", ttl.String(), "--json"}, false)
+	if err == nil && !res.IsError {
+		if err := t.hold(out.Stdout); err != nil {
+			return nil, out, err
+		}
+	}
+	return res, out, err
 }
 
 // ReleaseInput names the box to give back.
@@ -172,10 +206,11 @@ type ReleaseInput struct {
 }
 
 func (t *tools) release(ctx context.Context, _ *mcp.CallToolRequest, in ReleaseInput) (*mcp.CallToolResult, Result, error) {
-	if err := t.heldBox(in.Box); err != nil {
+	id, err := t.heldBox(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
-	res, out, err := t.invoke(ctx, []string{"release", in.Box}, false)
+	res, out, err := t.invoke(ctx, []string{"release", in.Box, "--lease", id}, false)
 	if err == nil && !res.IsError {
 		t.mu.Lock()
 		delete(t.held, in.Box)
@@ -210,7 +245,7 @@ type ReadInput struct {
 }
 
 func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, Result, error) {
-	if err := t.heldBox(in.Box); err != nil {
+	if _, err := t.heldBox(in.Box); err != nil {
 		return nil, Result{}, err
 	}
 	full, err := homePath(in.Path)
@@ -235,7 +270,7 @@ type WriteInput struct {
 }
 
 func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, Result, error) {
-	if err := t.heldBox(in.Box); err != nil {
+	if _, err := t.heldBox(in.Box); err != nil {
 		return nil, Result{}, err
 	}
 	full, err := homePath(in.Path)
@@ -261,14 +296,17 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteI
 func (t *tools) end(ctx context.Context) error {
 	t.mu.Lock()
 	boxes := make([]string, 0, len(t.held))
-	for b := range t.held {
+	ids := map[string]string{}
+	for b, h := range t.held {
 		boxes = append(boxes, b)
+		ids[b] = h.id
 	}
 	t.mu.Unlock()
 	sort.Strings(boxes)
 	var errs []error
 	for _, b := range boxes {
-		res, out, err := t.invoke(ctx, []string{"release", b}, false)
+		// --lease: a lease that ended meanwhile is another's box now.
+		res, out, err := t.invoke(ctx, []string{"release", b, "--lease", ids[b]}, false)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("releasing %s: %w", b, err))

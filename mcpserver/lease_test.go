@@ -32,9 +32,13 @@ func (f *fakePool) run(_ context.Context, args []string, stdout, stderr io.Write
 	switch args[2] {
 	case "lease":
 		f.next++
-		fmt.Fprintf(stdout, `{"box": "p-%d", "pool": "p", "holder": %q, "expires": "2026-12-04T13:00:00Z"}`, f.next, args[5])
+		expires := "2099-01-01T00:00:00Z"
+		if args[5] == "short" {
+			expires = "2000-01-01T00:00:00Z" // a lease that has ended since
+		}
+		fmt.Fprintf(stdout, `{"box": "p-%d", "pool": "p", "holder": %q, "lease": "id%d", "expires": %q}`, f.next, args[5], f.next, expires)
 	case "renew":
-		fmt.Fprintf(stdout, `{"box": %q, "pool": "p"}`, args[3])
+		fmt.Fprintf(stdout, `{"box": %q, "pool": "p", "lease": %q, "expires": "2099-01-02T00:00:00Z"}`, args[3], args[5])
 	case "release":
 		fmt.Fprintf(stdout, "released %s: it is reset\n", args[3])
 	case "exec":
@@ -170,10 +174,10 @@ func TestLeaseSession(t *testing.T) {
 		{"exec", "alpha", "--", "timeout", "-k", "5", "600", "true"},
 		{"exec", "p-1", "--", "sh", "-c", `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`, "write_file", "a 'quoted' $line\n", "/data/home/agent/work/notes.txt"},
 		{"exec", "p-1", "--", "head", "-c", "10", "--", "/data/home/agent/work/notes.txt"},
-		{"renew", "p-2", "--ttl", "2h0m0s", "--json"},
-		{"release", "p-1"},
-		// The end of the session: what it still holds.
-		{"release", "p-2"},
+		{"renew", "p-2", "--lease", "id2", "--ttl", "2h0m0s", "--json"},
+		{"release", "p-1", "--lease", "id1"},
+		// The end of the session: what it still holds, that lease only.
+		{"release", "p-2", "--lease", "id2"},
 	}
 	if got := f.commands(); !reflect.DeepEqual(got, want) {
 		t.Errorf("command lines\n got %q\nwant %q", got, want)
@@ -213,5 +217,33 @@ func TestLeaseToolsRefuseBadArguments(t *testing.T) {
 	}
 	if got := f.commands(); len(got) != before {
 		t.Errorf("bad arguments ran %q", got[before:])
+	}
+}
+
+// A lease that has ended is not this session's any more: its box may be
+// someone else's, so exec, the file tools and renew refuse it.
+func TestEndedLeaseIsRefused(t *testing.T) {
+	f := &fakePool{}
+	cs, _ := leaseSession(t, f)
+	if res := call(t, cs, "lease", map[string]any{"pool": "p", "holder": "short"}); res.IsError {
+		t.Fatalf("lease: %s", text(res))
+	}
+	before := len(f.commands())
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"exec", map[string]any{"box": "p-1", "command": []string{"id"}}},
+		{"read_file", map[string]any{"box": "p-1", "path": "x"}},
+		{"write_file", map[string]any{"box": "p-1", "path": "x", "content": "y"}},
+		{"renew", map[string]any{"box": "p-1"}},
+		{"logs", map[string]any{"box": "p-1"}},
+	} {
+		if msg := toolError(t, cs, tc.tool, tc.args); !strings.Contains(msg, "this session's lease of p-1 ended at 2000-01-01T00:00:00Z") {
+			t.Errorf("%s: %q", tc.tool, msg)
+		}
+	}
+	if got := f.commands(); len(got) != before {
+		t.Errorf("an ended lease ran %q", got[before:])
 	}
 }

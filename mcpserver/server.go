@@ -58,7 +58,7 @@ func NewWith(run Runner, file, version string, o Options) (*mcp.Server, func(con
 			"then work in it, and release (or the end of the session) resets it and gives it back."
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "boxes", Version: version}, &mcp.ServerOptions{Instructions: instructions})
-	t := &tools{run: run, file: file, held: map[string]bool{}}
+	t := &tools{run: run, file: file, held: map[string]held{}}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_boxes",
@@ -99,7 +99,7 @@ type tools struct {
 
 	mu sync.Mutex
 	// held are the pool boxes this session leased and has not released.
-	held map[string]bool
+	held map[string]held
 }
 
 // Result is what every tool returns: the command's exit code and output.
@@ -218,6 +218,9 @@ func (t *tools) logs(ctx context.Context, _ *mcp.CallToolRequest, in LogsInput) 
 	if err := boxName(in.Box); err != nil {
 		return nil, Result{}, err
 	}
+	if err := t.mayWorkIn(in.Box); err != nil {
+		return nil, Result{}, err
+	}
 	service := in.Service
 	switch service {
 	case "":
@@ -240,6 +243,9 @@ type DoctorInput struct {
 
 func (t *tools) doctor(ctx context.Context, _ *mcp.CallToolRequest, in DoctorInput) (*mcp.CallToolResult, Result, error) {
 	if err := boxName(in.Box); err != nil {
+		return nil, Result{}, err
+	}
+	if err := t.mayWorkIn(in.Box); err != nil {
 		return nil, Result{}, err
 	}
 	// doctor exits 1 when it finds a problem; its report is still the answer.

@@ -235,6 +235,10 @@ type Plan struct {
 	Images []ImageTransfer `json:"images,omitempty"`
 	// Pools are what the plan does to each pool of boxes.yaml.
 	Pools []PoolPlan `json:"pools,omitempty"`
+	// LeasedKept are the leased boxes boxes.yaml no longer declares (their
+	// pool gone, or moved to another host): kept for their holders, and
+	// deleted by their reset when released or expired.
+	LeasedKept []string `json:"leased_kept,omitempty"`
 }
 
 // Summary counts the actions of a plan.
@@ -534,6 +538,7 @@ func NewPlan(in Input) (*Plan, error) {
 	p.Images = images
 	if len(in.Target) == 0 {
 		p.Pools = poolPlans(in, p)
+		p.LeasedKept = leasedKept(in)
 	}
 	return p, nil
 }
@@ -595,6 +600,9 @@ func deletions(in Input) []deletion {
 			r := o.Of(name)
 			if !r.Owned(fleet) || r.HeldBy(fleet) != "" {
 				continue
+			}
+			if o.Leases(fleet)[name].Held() {
+				continue // leased: deleted by its reset (see LeasedKept)
 			}
 			out = append(out, deletion{host, name, r})
 		}

@@ -159,3 +159,22 @@ func poolPlans(in Input, p *Plan) []PoolPlan {
 	}
 	return out
 }
+
+// leasedKept are the leased boxes of in's fleet that boxes.yaml does not
+// declare, on any host observed, by name.
+func leasedKept(in Input) []string {
+	declared := map[[2]string]bool{}
+	for _, b := range in.Config.Boxes {
+		declared[[2]string{b.Host, b.Name}] = true
+	}
+	var out []string
+	for host, o := range in.Observed {
+		for name, l := range o.Leases(in.Config.Fleet) {
+			if l.Held() && !declared[[2]string{host, name}] && !o.Of(name).Empty() {
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

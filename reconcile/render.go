@@ -142,7 +142,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 			}
 		}
 	}
-	if len(p.Pools) > 0 {
+	if len(p.Pools) > 0 || len(p.LeasedKept) > 0 {
 		fmt.Fprintln(w)
 		p.renderPools(w)
 	}
@@ -213,8 +213,11 @@ type JSONPlan struct {
 	// Images bring the image to the hosts that lack it, before their boxes.
 	Images []ImageTransfer `json:"images"`
 	// Pools are what the plan does to each pool; absent without pools.
-	Pools   []PoolPlan `json:"pools,omitempty"`
-	Summary Summary    `json:"summary"`
+	Pools []PoolPlan `json:"pools,omitempty"`
+	// LeasedKept are the leased boxes no longer declared, kept until their
+	// lease ends.
+	LeasedKept []string `json:"leased_kept,omitempty"`
+	Summary    Summary  `json:"summary"`
 }
 
 // JSONBox is one box in a JSONPlan. Actions follows Terraform: a recreate is
@@ -246,6 +249,7 @@ func (p *Plan) JSON() JSONPlan {
 	}
 	out.Images = append([]ImageTransfer{}, p.Images...)
 	out.Pools = p.Pools
+	out.LeasedKept = p.LeasedKept
 	for _, b := range p.Boxes {
 		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
 		if jb.Causes == nil {
@@ -348,5 +352,8 @@ func ExecutorURL(bind string, port int) string {
 func (p *Plan) renderPools(w io.Writer) {
 	for _, pp := range p.Pools {
 		fmt.Fprintf(w, "  %s\n", pp)
+	}
+	for _, name := range p.LeasedKept {
+		fmt.Fprintf(w, "  %s is leased and no longer declared: it is deleted when its lease ends\n", name)
 	}
 }

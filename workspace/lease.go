@@ -43,6 +43,9 @@ type LeaseOptions struct {
 	TTL time.Duration
 	// Wait is how long lease waits for a free box; 0 fails at once.
 	Wait time.Duration
+	// Lease is the lease renew and release act on (its ID, from lease
+	// --json): another's is refused. "" acts on whichever lease there is.
+	Lease string
 	// Apply is how resets delete and make boxes.
 	Apply ApplyOptions
 	// Step reports what a reset or a reap does, in words.
@@ -207,6 +210,7 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 	if err != nil {
 		return LeaseRow{}, err
 	}
+	var lastErr error
 	for _, name := range ready {
 		r := obs.Of(name)
 		agent, _ := r.Container(compose.AgentService)
@@ -222,10 +226,19 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 		m.ID = markID
 		row, err := w.leasedRow(ctx, p, r, reconcile.Lease{Box: name, Pool: p.Name, Claim: &m})
 		if err != nil {
-			// The claim stands until it expires or is released; say which box.
-			return row, fmt.Errorf("claimed %s, but: %w", name, err)
+			// The box seen is gone (reset since it was looked at), or its
+			// token cannot be had: the claim is given up, and the next
+			// box tried.
+			if rerr := e.RemoveContainer(ctx, markID); rerr != nil {
+				return LeaseRow{}, fmt.Errorf("claimed %s, but: %w; and giving the claim up failed: %v", name, err, rerr)
+			}
+			lastErr = fmt.Errorf("claiming %s: %w", name, err)
+			continue
 		}
 		return row, nil
+	}
+	if lastErr != nil {
+		return LeaseRow{}, lastErr
 	}
 	return LeaseRow{}, none
 }
@@ -310,6 +323,17 @@ func rowOfLease(host string, l reconcile.Lease, now time.Time) LeaseRow {
 func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconcile.Lease, reconcile.Resources, error) {
 	p, ok := w.Config.PoolOf(name)
 	if !ok {
+		// A box of a pool boxes.yaml no longer has (or that moved to
+		// another host) keeps its lease until it is released.
+		if err := w.Observe(ctx); err != nil {
+			return p, reconcile.Lease{}, reconcile.Resources{}, err
+		}
+		for _, host := range w.Hosts() {
+			if l, held := w.Observed[host].Leases(w.Config.Fleet)[name]; held {
+				l.Box = name
+				return spec.Pool{Name: l.Pool, Host: host}, l, w.Observed[host].Of(name), nil
+			}
+		}
 		return spec.Pool{}, reconcile.Lease{}, reconcile.Resources{}, hint.Wrap(fmt.Errorf("%s is no pool's box", name), "boxes leases lists the pools' boxes")
 	}
 	if err := w.Observe(ctx, p.Host); err != nil {
@@ -321,6 +345,19 @@ func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconc
 	return p, l, obs.Of(name), nil
 }
 
+// checkHolder refuses to act on box name's lease l for a caller that
+// names another lease (id, from lease --json; "" names none), or on the
+// claim an apply holds while it changes the box.
+func checkHolder(name string, l reconcile.Lease, id string) error {
+	if l.Claim != nil && l.Claim.By != "" {
+		return fmt.Errorf("%s is held by the apply %s runs while it changes the box", name, l.Claim.By)
+	}
+	if id != "" && (l.Claim == nil || l.Claim.Lease != id) {
+		return hint.Wrap(fmt.Errorf("lease %s of %s has ended: the box is not yours any more", id, name), "boxes lease claims a fresh box")
+	}
+	return nil
+}
+
 // Renew extends box name's lease to o.TTL from now. An expired lease is
 // not renewed: it is the reaper's.
 func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (LeaseRow, error) {
@@ -329,6 +366,9 @@ func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (Lea
 	}
 	p, l, r, err := w.leaseOf(ctx, name)
 	if err != nil {
+		return LeaseRow{}, err
+	}
+	if err := checkHolder(name, l, o.Lease); err != nil {
 		return LeaseRow{}, err
 	}
 	now := time.Now()
@@ -365,13 +405,33 @@ func (w *Workspace) Release(ctx context.Context, name string, o LeaseOptions) er
 	if l.Claim == nil && l.Reset == nil {
 		return hint.Wrap(fmt.Errorf("%s is not leased: nothing to release", name), "boxes leases lists the pools' boxes")
 	}
+	if err := checkHolder(name, l, o.Lease); err != nil {
+		return err
+	}
 	return w.reset(ctx, p, l, o)
 }
 
-// reset deletes a leased box and its lease, then tops its pool up. The
-// reset's own marker is made first (so that one process alone resets the
-// box) and removed last (so that a kill half-way leaves the name taken, and
-// the next reap finishes the work).
+// ResetBusyError is a reset that another process runs, or whose lease
+// changed since it was looked at: the box is left to that process, or to
+// its new holder.
+type ResetBusyError struct{ Box, Why string }
+
+func (e *ResetBusyError) Error() string { return e.Box + " was not reset: " + e.Why }
+
+// claimID is the engine ID of l's claim marker, "" when there is none.
+func claimID(l reconcile.Lease) string {
+	if l.Claim == nil {
+		return ""
+	}
+	return l.Claim.ID
+}
+
+// reset deletes a leased box, its snapshots and its lease, then tops its
+// pool up. The reset's own marker is made first (so that one process alone
+// resets the box) and removed last (so that a kill half-way leaves the name
+// taken, and the next reap finishes the work). Once its marker is made the
+// box is looked at again: a lease that changed meanwhile (another process
+// reset the box, and someone leased it anew) is not this reset's.
 func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o LeaseOptions) error {
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
@@ -379,7 +439,7 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 	}
 	if l.Reset != nil {
 		if !resetStale(*l.Reset, time.Now()) {
-			return fmt.Errorf("%s is being reset by %s since %s", l.Box, l.Reset.By, l.Reset.Started.Format(time.RFC3339))
+			return &ResetBusyError{Box: l.Box, Why: fmt.Sprintf("%s is resetting it since %s", l.Reset.By, l.Reset.Started.Format(time.RFC3339))}
 		}
 		if err := e.RemoveContainer(ctx, l.Reset.ID); err != nil {
 			return err
@@ -394,12 +454,23 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 		Kind: reconcile.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: strconv.Itoa(os.Getpid()) + "@" + host}
 	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
 		if errors.Is(err, reconcile.ErrLeaseTaken) {
-			return fmt.Errorf("%s is being reset by another boxes", l.Box)
+			return &ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
 		}
 		return err
 	}
-	o.step("resetting %s (pool %s): deleting it with its data and token", l.Box, p.Name)
-	if r := w.Observed[p.Host].Of(l.Box); !r.Empty() {
+	if err := w.Observe(ctx, p.Host); err != nil {
+		return err
+	}
+	obs := w.Observed[p.Host]
+	now := obs.Leases(w.Config.Fleet)[l.Box]
+	if claimID(now) != claimID(l) {
+		if err := e.RemoveContainer(ctx, m.ID); err != nil {
+			return err
+		}
+		return &ResetBusyError{Box: l.Box, Why: "its lease changed since it was looked at"}
+	}
+	o.step("resetting %s (pool %s): deleting it with its data, snapshots and token", l.Box, p.Name)
+	if r := obs.Of(l.Box); !r.Empty() {
 		if _, plan := w.Removal(l.Box, p.Host, r); plan != nil {
 			ao := o.Apply
 			ao.resetting = l.Box
@@ -408,11 +479,19 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 			}
 		}
 	}
+	// A holder's snapshots of the box are the holder's files too.
+	for _, snap := range obs.SnapshotsOf(l.Box) {
+		if snap.Fleet == w.Config.Fleet {
+			if err := e.RemoveVolume(ctx, snap.Volume); err != nil {
+				return fmt.Errorf("resetting %s: removing snapshot %s: %w", l.Box, snap.Label, err)
+			}
+		}
+	}
 	if err := w.Tokens.Remove(l.Box); err != nil {
 		return err
 	}
-	l.Reset = &m
-	for _, mark := range l.Marks() {
+	// Every marker of the box, this reset's last.
+	for _, mark := range now.Marks() {
 		if err := e.RemoveContainer(ctx, mark.ID); err != nil {
 			return fmt.Errorf("resetting %s: removing %s: %w", l.Box, mark.Name, err)
 		}
@@ -423,12 +502,28 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 // resetStale reports whether reset m was cut short: its process, on this
 // machine, is gone; or, on another, it began too long ago.
 func resetStale(m reconcile.LeaseMark, now time.Time) bool {
-	pid, machine, ok := strings.Cut(m.By, "@")
-	host, _ := os.Hostname()
-	if n, err := strconv.Atoi(pid); ok && err == nil && machine == host {
-		return syscall.Kill(n, 0) == syscall.ESRCH
+	if here, dead := processHere(m); here {
+		return dead
 	}
 	return now.Sub(m.Started) > staleReset
+}
+
+// deadHere reports whether m's process ran on this machine and is gone.
+func deadHere(m reconcile.LeaseMark) bool {
+	here, dead := processHere(m)
+	return here && dead
+}
+
+// processHere reports whether marker m's process (By, PID@MACHINE) ran on
+// this machine, and then whether it is gone.
+func processHere(m reconcile.LeaseMark) (here, dead bool) {
+	pid, machine, ok := strings.Cut(m.By, "@")
+	host, _ := os.Hostname()
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil || machine != host {
+		return false, false
+	}
+	return true, syscall.Kill(n, 0) == syscall.ESRCH
 }
 
 // topUp makes p's missing free boxes, as apply would.
@@ -462,11 +557,32 @@ func (w *Workspace) topUp(ctx context.Context, p spec.Pool, o LeaseOptions) erro
 	return nil
 }
 
-// reapPool resets p's expired leases, the resets cut short, and the lease
-// markers of boxes that are gone; it returns how many boxes it reset.
-func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (int, error) {
-	obs := w.Observed[p.Host]
-	leases := obs.Leases(w.Config.Fleet)
+// reapable says why lease l is for the reaper to reset at now: expired,
+// a reset or an apply's claim cut short, or renewals left of a lease
+// released half-way; "" when it is not.
+func reapable(l reconcile.Lease, now time.Time) string {
+	switch {
+	case l.Claim != nil && l.Claim.By != "":
+		// An apply's claim (see guardPool): its apply died on this machine.
+		if deadHere(*l.Claim) || l.ExpiredAt(now.Add(-reapGrace)) {
+			return "the apply that held it is gone"
+		}
+	case l.Claim != nil && l.ExpiredAt(now.Add(-reapGrace)):
+		return fmt.Sprintf("the lease of %s (holder %q) expired at %s", l.Box, l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
+	case l.Reset != nil && resetStale(*l.Reset, now):
+		return fmt.Sprintf("the reset of %s by %s was cut short", l.Box, l.Reset.By)
+	case l.Claim == nil && l.Reset == nil:
+		return fmt.Sprintf("%s has renewals of a lease released half-way", l.Box)
+	}
+	return ""
+}
+
+// reapHost resets the reapable leases on host of the boxes pool says are
+// its; pool names the pool a box belongs to there (false: not this
+// reap's). It returns how many boxes it reset; a reset another process
+// runs, or whose lease changed meanwhile, is left.
+func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box string, l reconcile.Lease) (spec.Pool, bool), o LeaseOptions) (int, error) {
+	leases := w.Observed[host].Leases(w.Config.Fleet)
 	names := make([]string, 0, len(leases))
 	for name := range leases {
 		names = append(names, name)
@@ -476,20 +592,18 @@ func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (
 	n := 0
 	for _, name := range names {
 		l := leases[name]
-		if owner, ok := w.Config.PoolOf(name); !ok || owner.Name != p.Name {
+		l.Box = name
+		p, ok := pool(name, l)
+		why := reapable(l, now)
+		if !ok || why == "" {
 			continue
 		}
-		due := l.Claim != nil && l.ExpiredAt(now.Add(-reapGrace))
-		// An apply's guard (see guardPool) whose apply died, too.
-		cut := (l.Reset != nil && resetStale(*l.Reset, now)) || (l.Claim != nil && l.Claim.By != "" && resetStale(*l.Claim, now))
-		orphan := l.Claim == nil && l.Reset == nil // renewals of a lease released half-way
-		if !due && !cut && !orphan {
+		o.step("%s", why)
+		var busy *ResetBusyError
+		if err := w.reset(ctx, p, l, o); errors.As(err, &busy) {
+			o.step("%v", busy)
 			continue
-		}
-		if due {
-			o.step("the lease of %s (holder %q) expired at %s", name, l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
-		}
-		if err := w.reset(ctx, p, l, o); err != nil {
+		} else if err != nil {
 			return n, err
 		}
 		n++
@@ -497,35 +611,52 @@ func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (
 	return n, nil
 }
 
-// Leases lists the boxes of every pool with their leases; with reap, it
-// first resets the expired leases (and the resets cut short).
-func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]LeaseRow, error) {
-	hosts := map[string]bool{}
-	var list []string
-	for _, p := range w.Config.Pools {
-		if !hosts[p.Host] {
-			hosts[p.Host] = true
-			list = append(list, p.Host)
+// reapPool resets p's reapable leases (see reapable).
+func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (int, error) {
+	return w.reapHost(ctx, p.Host, func(box string, _ reconcile.Lease) (spec.Pool, bool) {
+		owner, ok := w.Config.PoolOf(box)
+		return p, ok && owner.Name == p.Name
+	}, o)
+}
+
+// reapOrphans resets the reapable leases of boxes whose pool boxes.yaml no
+// longer has on the host they are on, on every host observed.
+func (w *Workspace) reapOrphans(ctx context.Context, o LeaseOptions) (int, error) {
+	total := 0
+	for _, host := range w.Hosts() {
+		if w.Observed[host] == nil {
+			continue
+		}
+		n, err := w.reapHost(ctx, host, func(box string, l reconcile.Lease) (spec.Pool, bool) {
+			owner, ok := w.Config.PoolOf(box)
+			return spec.Pool{Name: l.Pool, Host: host}, !ok || owner.Host != host
+		}, o)
+		total += n
+		if err != nil {
+			return total, err
 		}
 	}
-	if len(list) == 0 {
-		return []LeaseRow{}, nil
-	}
-	if err := w.Observe(ctx, list...); err != nil {
+	return total, nil
+}
+
+// Leases lists the boxes of every pool with their leases, and the leased
+// boxes of pools boxes.yaml no longer has; with reap, it first resets the
+// reapable leases (see reapable).
+func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]LeaseRow, error) {
+	if err := w.Observe(ctx); err != nil {
 		return nil, err
 	}
 	if reap {
-		for _, p := range w.Config.Pools {
-			if _, err := w.reapPool(ctx, p, o); err != nil {
-				return nil, err
-			}
+		if _, err := w.reap(ctx, o); err != nil {
+			return nil, err
 		}
-		if err := w.Observe(ctx, list...); err != nil {
+		if err := w.Observe(ctx); err != nil {
 			return nil, err
 		}
 	}
 	rows := []LeaseRow{}
 	now := time.Now()
+	listed := map[[2]string]bool{}
 	for _, b := range w.Config.Boxes {
 		if b.Pool == "" {
 			continue
@@ -539,16 +670,27 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 			row.State = "not running"
 		}
 		rows = append(rows, row)
+		listed[[2]string{b.Host, b.Name}] = true
 	}
+	for _, host := range w.Hosts() {
+		for name, l := range w.Observed[host].Leases(w.Config.Fleet) {
+			if !listed[[2]string{host, name}] {
+				l.Box = name
+				rows = append(rows, rowOfLease(host, l, now))
+			}
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Box < rows[j].Box })
 	return rows, nil
 }
 
-// ReapExpired resets the expired leases of every pool (apply's last step).
-func (w *Workspace) ReapExpired(ctx context.Context, o LeaseOptions) (int, error) {
+// reap resets the reapable leases of every pool, and of the boxes of
+// pools boxes.yaml no longer has, on hosts observed.
+func (w *Workspace) reap(ctx context.Context, o LeaseOptions) (int, error) {
 	total := 0
 	for _, p := range w.Config.Pools {
-		if err := w.Observe(ctx, p.Host); err != nil {
-			return total, err
+		if w.Observed[p.Host] == nil {
+			continue
 		}
 		n, err := w.reapPool(ctx, p, o)
 		total += n
@@ -556,7 +698,16 @@ func (w *Workspace) ReapExpired(ctx context.Context, o LeaseOptions) (int, error
 			return total, err
 		}
 	}
-	return total, nil
+	n, err := w.reapOrphans(ctx, o)
+	return total + n, err
+}
+
+// ReapExpired resets the reapable leases everywhere (apply's last step).
+func (w *Workspace) ReapExpired(ctx context.Context, o LeaseOptions) (int, error) {
+	if err := w.Observe(ctx); err != nil {
+		return 0, err
+	}
+	return w.reap(ctx, o)
 }
 
 // guardPool claims, for the length of an apply, each free pool box p
@@ -617,4 +768,15 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 		out.Boxes = append(out.Boxes, b)
 	}
 	return &out, unguard, nil
+}
+
+// HasLeases reports whether any host observed holds lease markers of this
+// fleet.
+func (w *Workspace) HasLeases() bool {
+	for _, o := range w.Observed {
+		if o != nil && len(o.Leases(w.Config.Fleet)) > 0 {
+			return true
+		}
+	}
+	return false
 }

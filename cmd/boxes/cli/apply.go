@@ -116,7 +116,7 @@ func runApply(ctx context.Context, env *Env, ws *workspace.Workspace, f applyFla
 // reapLeases resets the expired leases of the pools, apply's last step
 // (not of a plan limited by --target).
 func reapLeases(ctx context.Context, env *Env, ws *workspace.Workspace, target []string) error {
-	if len(ws.Config.Pools) == 0 || len(target) > 0 {
+	if (len(ws.Config.Pools) == 0 && !ws.HasLeases()) || len(target) > 0 {
 		return nil
 	}
 	n, err := ws.ReapExpired(ctx, leaseOptions(ctx, env))

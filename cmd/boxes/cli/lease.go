@@ -77,19 +77,22 @@ func newRenewCommand(env *Env) *cobra.Command {
 	var (
 		asJSON bool
 		ttl    = workspace.DefaultLeaseTTL
+		lease  string
 	)
 	cmd := &cobra.Command{
 		Use:   "renew BOX",
 		Short: "Extend the lease of a pool's box to --ttl from now",
-		Long: `Extend the lease of pool box BOX so that it ends --ttl from now (a lease
-ends at the latest of its claim's and renewals' ends). An expired lease is
-not renewed: its box is the reaper's, and boxes lease claims a fresh one.`,
+		Long: `Extend the lease of pool box BOX to --ttl from now: a lease ends at the
+latest of its claim's and renewals' ends, so a renew never shortens it. An
+expired lease is not renewed: its box is the reaper's, and boxes lease
+claims a fresh one. --lease ID (lease --json's "lease") refuses to renew
+another holder's lease of the same box, should yours have ended.`,
 		Args: between(1, 1, "renew needs a box name: boxes renew BOX"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
 				opts := leaseOptions(ctx, env)
-				opts.TTL = ttl
+				opts.TTL, opts.Lease = ttl, lease
 				row, err := ws.Renew(ctx, args[0], opts)
 				if err != nil {
 					return err
@@ -99,11 +102,13 @@ not renewed: its box is the reaper's, and boxes lease claims a fresh one.`,
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", workspace.DefaultLeaseTTL, "how long from now the lease lasts (1m to 8h)")
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease's ID (lease --json's \"lease\"): refuse if the box's lease is another")
 	jsonFlag(cmd, &asJSON, "print the lease as JSON on stdout")
 	return cmd
 }
 
 func newReleaseCommand(env *Env) *cobra.Command {
+	var lease string
 	cmd := &cobra.Command{
 		Use:   "release BOX",
 		Short: "End the lease of a pool's box: it is reset, and the pool made whole",
@@ -111,12 +116,16 @@ func newReleaseCommand(env *Env) *cobra.Command {
 /data and its token (the holder's copy stops working at once, and no file
 or process of the holder is left), and the pool's free boxes are made
 again as apply makes them. It returns once that is done. A release cut
-short leaves the box marked as being reset; boxes leases --reap finishes it.`,
+short leaves the box marked as being reset; boxes leases --reap finishes it.
+--lease ID (lease --json's "lease") refuses to release another holder's
+lease of the same box, should yours have ended: scripts should pass it.`,
 		Args: between(1, 1, "release needs a box name: boxes release BOX"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return inWorkspace(env, func(ws *workspace.Workspace) error {
-				if err := ws.Release(ctx, args[0], leaseOptions(ctx, env)); err != nil {
+				opts := leaseOptions(ctx, env)
+				opts.Lease = lease
+				if err := ws.Release(ctx, args[0], opts); err != nil {
 					return err
 				}
 				fmt.Fprintf(env.Out, "released %s: it is reset\n", args[0])
@@ -124,6 +133,7 @@ short leaves the box marked as being reset; boxes leases --reap finishes it.`,
 			})
 		},
 	}
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease's ID (lease --json's \"lease\"): refuse if the box's lease is another")
 	return cmd
 }
 
