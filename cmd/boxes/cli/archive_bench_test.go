@@ -199,13 +199,7 @@ func dataset(w io.Writer, compressible bool) error {
 // the started box holds (from "resuming the restored box" to "restored
 // /data checked"), against docker cp of the same tar into a volume.
 func BenchmarkSaveLoad(b *testing.B) {
-	if testing.Short() {
-		b.Skip("real Docker engine")
-	}
-	image := os.Getenv("BOXES_TEST_IMAGE")
-	if image == "" {
-		image = "hermes-box-lite:test"
-	}
+	image := realEngineBench(b)
 	const src, dst = "it-h10b-bench-src", "it-h10b-bench-dst"
 	scratch := "it-h10b-bench-cp"
 	cleanup := func() {
@@ -216,10 +210,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 	cleanup()
 	b.Cleanup(cleanup)
 
-	bin := filepath.Join(b.TempDir(), "boxes")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := benchBinary(b)
 	dir := b.TempDir()
 	key, err := age.GenerateX25519Identity()
 	if err != nil {

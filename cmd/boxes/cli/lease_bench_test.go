@@ -29,20 +29,11 @@ import (
 // of 3 each). The engine's default address pools hold about 30 networks,
 // two a box: the pool stays under 12 boxes.
 func BenchmarkPoolLease(b *testing.B) {
-	if testing.Short() {
-		b.Skip("real Docker engine")
-	}
-	image := os.Getenv("BOXES_TEST_IMAGE")
-	if image == "" {
-		image = "hermes-box-lite:test"
-	}
+	image := realEngineBench(b)
 	const pool = "it-bench-pool"
 	removePool(pool)
 	b.Cleanup(func() { removePool(pool) })
-	bin := filepath.Join(b.TempDir(), "boxes")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := benchBinary(b)
 	dir := b.TempDir()
 	config := filepath.Join(dir, "boxes.yaml")
 	size := func(n int) {

@@ -18,13 +18,7 @@ import (
 // against a plain copy of the same volume into a new one by a helper
 // container on the same engine (docker run cp -a, median of 3).
 func BenchmarkSnapshot(b *testing.B) {
-	if testing.Short() {
-		b.Skip("real Docker engine")
-	}
-	image := os.Getenv("BOXES_TEST_IMAGE")
-	if image == "" {
-		image = "hermes-box-lite:test"
-	}
+	image := realEngineBench(b)
 	const box = "it-bench-snap"
 	copies := []string{box + "-copy1", box + "-copy2", box + "-copy3"}
 	cleanup := func() {
@@ -35,10 +29,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 	cleanup()
 	b.Cleanup(cleanup)
-	bin := filepath.Join(b.TempDir(), "boxes")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := benchBinary(b)
 	dir := b.TempDir()
 	config := filepath.Join(dir, "boxes.yaml")
 	if err := os.WriteFile(config, []byte("version: 1\nfleet: it\nboxes:\n  "+box+": {}\n"), 0o644); err != nil {
@@ -67,4 +58,28 @@ func BenchmarkSnapshot(b *testing.B) {
 	b.Logf("snapshots %v; plain copies %v", snaps, plain)
 	benchtable.Report(b, benchtable.Row{Figure: "boxes snapshot of 200 MiB of random data, running box (median of 3)", Value: median(snaps).Seconds(), Unit: "s",
 		Baseline: "cp -a of the volume into a new one by a helper container", Base: median(plain).Seconds()})
+}
+
+// realEngineBench skips a benchmark under -short, and returns the test
+// image (BOXES_TEST_IMAGE, default hermes-box-lite:test).
+func realEngineBench(b *testing.B) string {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("real Docker engine")
+	}
+	if image := os.Getenv("BOXES_TEST_IMAGE"); image != "" {
+		return image
+	}
+	return "hermes-box-lite:test"
+}
+
+// benchBinary builds the real boxes binary, for a benchmark to time its
+// commands as a person runs them.
+func benchBinary(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "boxes")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
