@@ -22,11 +22,12 @@ func TokensBeside(configPath string) Tokens {
 	return Tokens{Dir: StateBeside(configPath).Secrets()}
 }
 
-func (t Tokens) path(name string) string { return filepath.Join(t.Dir, name+".env") }
+// Path is the file holding box name's token.
+func (t Tokens) Path(name string) string { return filepath.Join(t.Dir, name+".env") }
 
 // Get returns the stored token of box name; ok is false when there is none.
 func (t Tokens) Get(name string) (token string, ok bool, err error) {
-	data, err := os.ReadFile(t.path(name))
+	data, err := os.ReadFile(t.Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -38,7 +39,7 @@ func (t Tokens) Get(name string) (token string, ok bool, err error) {
 			return v, true, nil
 		}
 	}
-	return "", false, fmt.Errorf("%s has no %s line", t.path(name), compose.TokenVar)
+	return "", false, fmt.Errorf("%s has no %s line", t.Path(name), compose.TokenVar)
 }
 
 // Put stores token for box name, replacing any earlier one atomically.
@@ -69,12 +70,12 @@ func (t Tokens) Put(name, token string) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), t.path(name))
+	return os.Rename(tmp.Name(), t.Path(name))
 }
 
 // Remove forgets the token of a deleted box.
 func (t Tokens) Remove(name string) error {
-	err := os.Remove(t.path(name))
+	err := os.Remove(t.Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

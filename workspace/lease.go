@@ -281,18 +281,14 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r reconcile.Reso
 	if !ok {
 		return row, fmt.Errorf("box %s has no executor container", l.Box)
 	}
-	env, err := e.ContainerEnv(ctx, exec.ID)
-	if err != nil {
-		return row, err
-	}
-	token, ok := reconcile.TokenFromEnv(env)
+	token, ok := w.engineToken(ctx, p.Host, r)
 	if !ok {
-		return row, fmt.Errorf("box %s's executor has no token", l.Box)
+		return row, fmt.Errorf("box %s's token cannot be read from its executor container (gone since it was looked at?)", l.Box)
 	}
 	if err := w.Tokens.Put(l.Box, token); err != nil {
 		return row, err
 	}
-	row.TokenFile = w.opts.Shown(w.Tokens.Dir + string(os.PathSeparator) + l.Box + ".env")
+	row.TokenFile = w.opts.Shown(w.Tokens.Path(l.Box))
 	for _, port := range exec.Ports {
 		if port.ContainerPort == compose.ExecutorPort {
 			_, row.Executor = e.ExecutorReach(port.HostIP, port.HostPort)
@@ -449,9 +445,8 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 	if agent, ok := w.Observed[p.Host].Of(l.Box).Container(compose.AgentService); ok {
 		image = agent.Image
 	}
-	host, _ := os.Hostname()
 	m := reconcile.LeaseMark{Name: compose.LeaseName(l.Box, reconcile.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
-		Kind: reconcile.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: strconv.Itoa(os.Getpid()) + "@" + host}
+		Kind: reconcile.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: thisProcess()}
 	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
 		if errors.Is(err, reconcile.ErrLeaseTaken) {
 			return &ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
@@ -506,6 +501,12 @@ func resetStale(m reconcile.LeaseMark, now time.Time) bool {
 		return dead
 	}
 	return now.Sub(m.Started) > staleReset
+}
+
+// thisProcess names this process as markers record it: PID@MACHINE.
+func thisProcess() string {
+	host, _ := os.Hostname()
+	return strconv.Itoa(os.Getpid()) + "@" + host
 }
 
 // deadHere reports whether m's process ran on this machine and is gone.
@@ -733,7 +734,6 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 	}
 	out := *p
 	out.Boxes = nil
-	host, _ := os.Hostname()
 	for _, b := range p.Boxes {
 		pool, ok := w.Config.PoolOf(b.Name)
 		if !ok || pool.Host != b.Host || b.Name == skip || (b.Action != reconcile.Delete && b.Action != reconcile.Recreate) {
@@ -754,7 +754,7 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 		now := time.Now().UTC()
 		m := reconcile.LeaseMark{Name: compose.LeaseName(b.Name, reconcile.LeaseClaim, 0), Box: b.Name, Fleet: w.Config.Fleet,
 			Kind: reconcile.LeaseClaim, Pool: pool.Name, Holder: "boxes apply", Lease: "apply", Expires: now.Add(MaxLeaseTTL),
-			Started: now, By: strconv.Itoa(os.Getpid()) + "@" + host}
+			Started: now, By: thisProcess()}
 		id, err := e.CreateLeaseMark(ctx, image, m)
 		if errors.Is(err, reconcile.ErrLeaseTaken) {
 			w.opts.Warn("%s was leased since the plan was made: it is left as it is until its release", b.Name)
