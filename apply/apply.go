@@ -73,12 +73,13 @@ type Progress interface {
 	Done(box string, err error)
 }
 
-// Seeder fills a new box from its restore: archive.
+// Seeder fills a new box's /data from what seeds it: its restore: archive,
+// or (the Forker) its from:, a box or a snapshot of one on its engine.
 type Seeder interface {
-	// Seed restores the archive into the created, not yet started box. The
-	// box must then come up quiesced, so that a restore cut short never
-	// runs as if it were whole.
-	Seed(ctx context.Context, host, box, archive string) error
+	// Seed fills the created, not yet started box from source (an archive
+	// path, or a from: value). The box must then come up quiesced, so that
+	// a seed cut short never runs as if it were whole.
+	Seed(ctx context.Context, host, box, source string) error
 	// Finish ends the quiescence of the started box and waits for hb init.
 	Finish(ctx context.Context, host, box string) error
 }
@@ -105,6 +106,8 @@ type Applier struct {
 	Progress    Progress
 	// Seeder restores boxes created with restore:; nil refuses them.
 	Seeder Seeder
+	// Forker seeds boxes created with from:; nil refuses them.
+	Forker Seeder
 	// Held names boxes whose lock the caller took before it observed them
 	// (the one-box commands); the applier takes every other box's.
 	Held map[string]bool
@@ -204,12 +207,14 @@ func (a *Applier) Apply(ctx context.Context, p *reconcile.Plan) error {
 			_ = run(bp)
 		}()
 	}
-	var gated []reconcile.BoxPlan
+	var gated, copies []reconcile.BoxPlan
 	for _, bp := range p.Boxes {
 		switch {
 		case bp.Action == reconcile.NoOp:
 		case bp.Action == reconcile.Recreate && reconcile.HasKind(bp.Reasons, "image"):
 			gated = append(gated, bp)
+		case copiesBox(bp):
+			copies = append(copies, bp)
 		default:
 			spawn(bp)
 		}
@@ -222,6 +227,17 @@ func (a *Applier) Apply(ctx context.Context, p *reconcile.Plan) error {
 		}()
 	}
 	wg.Wait()
+	// A fork of a box as it is copies it once every other box is done, so
+	// that a box this apply creates or changes is whole first.
+	for _, bp := range copies {
+		source, _ := spec.SplitFrom(bp.From)
+		if failed(errs, source) {
+			fail(bp, &SourceFailedError{Source: source})
+			continue
+		}
+		spawn(bp)
+	}
+	wg.Wait()
 	if len(errs) == 0 {
 		return nil
 	}
@@ -231,6 +247,31 @@ func (a *Applier) Apply(ctx context.Context, p *reconcile.Plan) error {
 		all[i] = e
 	}
 	return errors.Join(all...)
+}
+
+// copiesBox reports whether bp seeds a box from another box's /data as it
+// is (from: BOX, no snapshot).
+func copiesBox(bp reconcile.BoxPlan) bool {
+	_, label := spec.SplitFrom(bp.From)
+	return bp.From != "" && label == "" && (bp.Action == reconcile.Create || bp.Action == reconcile.Recreate)
+}
+
+// failed reports whether errs holds box's failure.
+func failed(errs []*BoxError, box string) bool {
+	for _, e := range errs {
+		if e.Box == box {
+			return true
+		}
+	}
+	return false
+}
+
+// SourceFailedError is a fork left alone because the box whose /data it
+// copies failed in the same apply.
+type SourceFailedError struct{ Source string }
+
+func (e *SourceFailedError) Error() string {
+	return fmt.Sprintf("not created: box %s, whose /data it copies, failed in this apply", e.Source)
 }
 
 // canaryFirst applies gated, the recreates for a new image, one at a time
@@ -335,15 +376,16 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
 	}
-	seed := (bp.Action == reconcile.Create || bp.Action == reconcile.Recreate) && bp.Restore != ""
-	if seed && a.Seeder == nil {
-		return fmt.Errorf("restore: nothing here can read %s", a.shown(bp.Restore))
+	seeder, err := a.seederOf(bp)
+	if err != nil {
+		return err
 	}
+	seed := seeder != nil
 	restores := reconcile.RestoresBeside(a.Config.Path)
 	if seed {
-		// Recorded before anything is created: a restore cut short at any
+		// Recorded before anything is created: a seed cut short at any
 		// point is seen by the next plan, and done again.
-		if err := restores.Begin(reconcile.Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore}); err != nil {
+		if err := restores.Begin(reconcile.Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore, From: bp.From}); err != nil {
 			return err
 		}
 	}
@@ -370,13 +412,19 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 		// Start means start, whatever state boxes.yaml declares: boxes
 		// start NAME asks for exactly that, and a plan's start only
 		// arises for a box declared running.
-		return a.start(ctx, engine, bp, project, token, false, box.State)
+		return a.start(ctx, engine, bp, project, token, nil, box.State)
 	default:
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
 	if seed {
-		a.Progress.Step(bp.Name, "restoring /data from "+a.shown(bp.Restore))
-		if err := a.Seeder.Seed(ctx, bp.Host, bp.Name, bp.Restore); err != nil {
+		source := bp.From
+		if bp.Restore != "" {
+			source = bp.Restore
+			a.Progress.Step(bp.Name, "restoring /data from "+a.shown(bp.Restore))
+		} else {
+			a.Progress.Step(bp.Name, "seeding /data from "+reconcile.FromText(bp.From))
+		}
+		if err := seeder.Seed(ctx, bp.Host, bp.Name, source); err != nil {
 			return a.restoreFailed(ctx, engine, bp, err)
 		}
 	}
@@ -390,11 +438,30 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 	if state != spec.Running && !seed {
 		return nil
 	}
-	err = a.start(ctx, engine, bp, project, token, seed, state)
+	err = a.start(ctx, engine, bp, project, token, seeder, state)
 	if err != nil && bp.Action == reconcile.Recreate {
 		return a.putBack(ctx, engine, bp, prev, token, err)
 	}
 	return err
+}
+
+// seederOf is what seeds box bp when its create or recreate does: the
+// Seeder for its archive, the Forker for its from:; nil when nothing does.
+func (a *Applier) seederOf(bp reconcile.BoxPlan) (Seeder, error) {
+	if bp.Action != reconcile.Create && bp.Action != reconcile.Recreate {
+		return nil, nil
+	}
+	switch {
+	case bp.Restore != "" && a.Seeder == nil:
+		return nil, fmt.Errorf("restore: nothing here can read %s", a.shown(bp.Restore))
+	case bp.Restore != "":
+		return a.Seeder, nil
+	case bp.From != "" && a.Forker == nil:
+		return nil, fmt.Errorf("from: %s: nothing here can copy it", bp.From)
+	case bp.From != "":
+		return a.Forker, nil
+	}
+	return nil, nil
 }
 
 // stop stops box bp, thawed first: a box stopped quiesced would wait for a
@@ -560,9 +627,9 @@ func (a *Applier) createFailed(ctx context.Context, engine Engine, bp reconcile.
 			return fmt.Errorf("%w; removing what the create made failed: %v (the next plan shows it)", cause, err)
 		}
 	}
-	// A restore cut short before this create keeps its record: the box
-	// is still to be seeded from that archive.
-	if bp.Restore != "" && !reconcile.HasKind(bp.Reasons, "incomplete") {
+	// A seed cut short before this create keeps its record: the box is
+	// still to be seeded from that archive or box.
+	if (bp.Restore != "" || bp.From != "") && !reconcile.HasKind(bp.Reasons, "incomplete") {
 		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 			return err
 		}
@@ -596,6 +663,9 @@ func (e *CreateError) Unwrap() error { return e.Err }
 // and the error says why.
 func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp reconcile.BoxPlan, cause error) error {
 	err := fmt.Errorf("restoring from %s: %w", a.shown(bp.Restore), cause)
+	if bp.From != "" {
+		err = fmt.Errorf("seeding from %s: %w", reconcile.FromText(bp.From), cause)
+	}
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return err
 	}
@@ -607,6 +677,9 @@ func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp reconcile
 	a.Progress.Step(bp.Name, "the restore failed; removing what it created")
 	if derr := a.delete(ctx, engine, reconcile.DeletionOf(bp.Host, bp.Name, made)); derr != nil {
 		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
+	}
+	if bp.From != "" {
+		return &ForkError{From: bp.From, Err: cause, Removed: made}
 	}
 	return &RestoreError{Archive: a.shown(bp.Restore), Err: cause, Removed: made}
 }
@@ -628,6 +701,25 @@ func (e *RestoreError) Unwrap() error { return e.Err }
 // HintLines says what to do next.
 func (e *RestoreError) HintLines() []string {
 	return []string{"boxes verify " + e.Archive + " checks the archive without Docker; fix or replace it, then run the command again"}
+}
+
+// ForkError is a fork refused by the engine (a snapshot cut short, a copy
+// that failed), after what it created was removed.
+type ForkError struct {
+	From    string
+	Err     error
+	Removed reconcile.Resources
+}
+
+func (e *ForkError) Error() string {
+	return fmt.Sprintf("seeding from %s: %v; what the fork created was removed (%s), nothing else was touched", reconcile.FromText(e.From), e.Err, e.Removed.Counts())
+}
+func (e *ForkError) Unwrap() error { return e.Err }
+
+// Hint says what to look at.
+func (e *ForkError) Hint() string {
+	box, _ := spec.SplitFrom(e.From)
+	return "boxes snapshots " + box + " lists its snapshots; boxes apply tries the fork again"
 }
 
 // putBack puts a recreated box whose new containers failed back on its
@@ -666,7 +758,8 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp reconcile.BoxPl
 // start starts the box, waits for its executor, finishes a seeded box's
 // restore, waits for the agent's hb init, and stops the box again when it
 // is declared stopped.
-func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string, seed bool, state spec.State) error {
+func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string, seeder Seeder, state spec.State) error {
+	seed := seeder != nil
 	a.Progress.Step(bp.Name, "starting")
 	if err := engine.Start(ctx, project); err != nil {
 		// Containers this apply made anew can be made again; a seeded
@@ -688,8 +781,10 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan
 		return err
 	}
 	if seed {
-		a.Progress.Step(bp.Name, "resuming the restored box (hb init)")
-		if err := a.Seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
+		if bp.Restore != "" {
+			a.Progress.Step(bp.Name, "resuming the restored box (hb init)")
+		}
+		if err := seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
 			return err
 		}
 		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
@@ -732,8 +827,8 @@ func (a *Applier) thaw(ctx context.Context, bp reconcile.BoxPlan) error {
 // It is written before any resource exists, so a create killed half-way resumes with it.
 func (a *Applier) token(bp reconcile.BoxPlan) (string, error) {
 	// A box restored from an archive gets a fresh token: the archive's
-	// box may still run elsewhere with the old one.
-	fresh := bp.Action == reconcile.Create && bp.Restore != ""
+	// box may still run elsewhere with the old one; so does a fork.
+	fresh := bp.Action == reconcile.Create && (bp.Restore != "" || bp.From != "")
 	token, ok, err := a.Tokens.Get(bp.Name)
 	if err != nil {
 		return "", err

@@ -176,7 +176,7 @@ func (a *Applier) cancelMove(ctx context.Context, image string, bp reconcile.Box
 	if err != nil {
 		return err
 	}
-	return a.start(ctx, a.Engines[m.To], bp, project, token, false, box.State)
+	return a.start(ctx, a.Engines[m.To], bp, project, token, nil, box.State)
 }
 
 // moveIn makes the box on the new host from the move's archive and proves

@@ -53,10 +53,15 @@ func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, erro
 	}
 	var mounts []mount.Mount
 	for _, m := range h.Mounts {
-		if !m.ReadOnly {
-			if err := e.removeWriters(ctx, m.Volume); err != nil {
+		if m.ReadOnly {
+			// The engine would make an empty volume of a name it lacks.
+			if _, err := e.api.VolumeInspect(ctx, m.Volume); IsNotFound(err) {
+				return nil, fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrNoVolume)
+			} else if err != nil {
 				return nil, e.lost(err)
 			}
+		} else if err := e.removeWriters(ctx, m.Volume); err != nil {
+			return nil, e.lost(err)
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})

@@ -78,7 +78,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		p.Initialize = mcp.Initialize
 	}
 	rep := &Report{Box: b.Name}
-	if r := b.Restoring; r != nil {
+	if r := b.Restoring; r != nil && r.From != "" {
+		rep.add("host", "restore", "error", "fork incomplete: the box holds part of %s, since %s (boxes apply seeds it again)", reconcile.FromText(r.From), r.Since.Format(time.RFC3339))
+	} else if r != nil {
 		rep.add("host", "restore", "error", "restore incomplete: the box holds part of %s, since %s (boxes apply, or boxes load with the same archive, seeds it again)", r.Archive, r.Since.Format(time.RFC3339))
 	}
 	for _, e := range b.Exposed {

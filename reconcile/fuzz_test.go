@@ -11,7 +11,7 @@ import (
 )
 
 var fuzzKinds = []string{"new", "restore", "state", "created", "paused", "frozen", "image", "config", "missing", "nocontainers", "dead",
-	"restarting", "exited", "network", "disconnected", "published", "volume", "duplicate", "renamed", "replace", "token", "undeclared", "incomplete", "other"}
+	"restarting", "exited", "network", "disconnected", "published", "volume", "duplicate", "renamed", "replace", "token", "undeclared", "incomplete", "other", "fork"}
 
 var fuzzActions = []reconcile.Action{reconcile.Create, reconcile.Start, reconcile.Stop, reconcile.Recreate, reconcile.Delete, reconcile.NoOp}
 

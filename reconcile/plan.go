@@ -82,7 +82,12 @@ func (r Reason) String() string {
 	case "frozen":
 		return "a save was cut short and left the box frozen (paused or quiesced): it is resumed"
 	case "incomplete":
+		if r.Field == "from" {
+			return "fork incomplete: seeded again from " + FromText(r.New)
+		}
 		return "restore incomplete: seeded again from " + r.New
+	case "fork":
+		return "seeded from " + FromText(r.New)
 	case "missing":
 		return fmt.Sprintf("container %s is missing", r.Service)
 	case "nocontainers":
@@ -177,6 +182,9 @@ type BoxPlan struct {
 	HostPort int `json:"host_port,omitempty"`
 	// Restore is the archive a create is seeded from.
 	Restore string `json:"restore,omitempty"`
+	// From is the box, or snapshot of it (BOX@LABEL), a create is seeded
+	// from, on its engine.
+	From string `json:"from,omitempty"`
 	// GateOnly is a recreate of the gate alone: the agent keeps running.
 	GateOnly bool `json:"gate_only,omitempty"`
 	// Delete lists what a delete removes; nil otherwise.
@@ -625,16 +633,24 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		bp.Reasons = []Reason{{Kind: "new"}}
 		switch {
 		case incomplete:
-			bp.Restore = restoring.Archive
-			bp.Reasons = append(bp.Reasons, Reason{Kind: "incomplete", New: restoring.Archive})
+			restoring.seed(&bp)
+			bp.Reasons = append(bp.Reasons, restoring.reason())
 		case b.Restore != "":
 			bp.Restore = b.Restore
 			bp.Reasons = append(bp.Reasons, Reason{Kind: "restore", New: b.Restore})
+		case b.From != "":
+			bp.From = b.From
+			bp.Reasons = append(bp.Reasons, Reason{Kind: "fork", New: b.From})
+		}
+		if bp.From != "" {
+			if err := forkSource(in, b.Host, bp.From); err != nil {
+				return bp, err
+			}
 		}
 		return bp, nil
 	}
 	if incomplete {
-		return planUnfinished(in, b, r, bp, restoring.Archive)
+		return planUnfinished(in, b, r, bp, restoring)
 	}
 	frozen := in.Frozen[b.Name] && len(r.Containers) > 0
 
@@ -676,15 +692,21 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	return planState(b, r, bp, frozen), nil
 }
 
-// planUnfinished plans box b whose restore from archive was cut short: it
-// never runs on part of an archive, and is seeded again from the same one.
-// With no container yet (the cut came before compose made them) that is a
-// create over the volumes already there; with containers, a recreate.
-func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, archive string) (BoxPlan, error) {
-	bp.Restore = archive
+// planUnfinished plans box b whose restore from an archive (or fork) was
+// cut short: it never runs on part of its data, and is seeded again from
+// the same archive (or box). With no container yet (the cut came before
+// compose made them) that is a create over the volumes already there; with
+// containers, a recreate.
+func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring Restoring) (BoxPlan, error) {
+	restoring.seed(&bp)
+	if bp.From != "" {
+		if err := forkSource(in, b.Host, bp.From); err != nil {
+			return bp, err
+		}
+	}
 	if len(r.Containers) == 0 {
 		bp.Action = Create
-		bp.Reasons = []Reason{{Kind: "incomplete", New: archive}}
+		bp.Reasons = []Reason{restoring.reason()}
 		return bp, nil
 	}
 	reasons, err := recreateReasons(in, b, r, 0)
@@ -692,7 +714,7 @@ func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, archive strin
 		return bp, err
 	}
 	bp.Action = Recreate
-	bp.Reasons = append([]Reason{{Kind: "incomplete", New: archive}}, withoutKind(reasons, "nocontainers")...)
+	bp.Reasons = append([]Reason{restoring.reason()}, withoutKind(reasons, "nocontainers")...)
 	bp.Strays = strays(b.Name, r, reasons)
 	return bp, nil
 }

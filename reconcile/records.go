@@ -184,14 +184,30 @@ func sameFile(f *os.File, fi fs.FileInfo) bool {
 // Restoring is the record of a restore that has not been checked yet:
 // written before a seeded box is created, removed once its data has been
 // checked against the archive's content hashes and it was resumed. While it
-// exists the box is recreated and seeded again from Archive.
+// exists the box is recreated and seeded again from Archive (or From).
 type Restoring struct {
 	Box  string `json:"box"`
 	Host string `json:"host"`
 	// Archive is the archive as the plan named it (a restore: path, or
 	// the absolute path load was given).
-	Archive string    `json:"archive"`
-	Since   time.Time `json:"since"`
+	Archive string `json:"archive,omitempty"`
+	// From is, for a fork, its from: (BOX or BOX@LABEL) instead.
+	From  string    `json:"from,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+// seed sets what bp is seeded from to what r records.
+func (r Restoring) seed(bp *BoxPlan) {
+	bp.Restore, bp.From = r.Archive, r.From
+}
+
+// reason is the reason of a create or recreate that seeds again what r
+// records was cut short.
+func (r Restoring) reason() Reason {
+	if r.From != "" {
+		return Reason{Kind: "incomplete", Field: "from", New: r.From}
+	}
+	return Reason{Kind: "incomplete", New: r.Archive}
 }
 
 // Restores is the store of restore records beside a boxes.yaml.
@@ -264,7 +280,7 @@ func (s Restores) Get(box string) (Restoring, bool) {
 		return Restoring{}, false
 	}
 	var r Restoring
-	if json.Unmarshal(b, &r) != nil || r.Archive == "" {
+	if json.Unmarshal(b, &r) != nil || (r.Archive == "") == (r.From == "") {
 		return Restoring{}, false
 	}
 	r.Box = box

@@ -233,8 +233,10 @@ type JSONBox struct {
 	// State is the declared state, running or stopped; absent for a delete.
 	State spec.State `json:"state,omitempty"`
 	// Restore is the archive a create is seeded from, when boxes.yaml names one.
-	Restore string    `json:"restore,omitempty"`
-	Delete  *Deletion `json:"delete,omitempty"`
+	Restore string `json:"restore,omitempty"`
+	// From is the box, or snapshot of it (BOX@LABEL), a create is seeded from.
+	From   string    `json:"from,omitempty"`
+	Delete *Deletion `json:"delete,omitempty"`
 	// Move is where a move goes from and to, and how far it has come.
 	Move *Moving `json:"move,omitempty"`
 	// GateOnly is a recreate of the gate alone: the agent keeps running.
@@ -251,7 +253,7 @@ func (p *Plan) JSON() JSONPlan {
 	out.Pools = p.Pools
 	out.LeasedKept = p.LeasedKept
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, From: b.From, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
 )
 
 // Engine is what snapshots need of a box's engine.
@@ -36,7 +36,8 @@ type Engine interface {
 	// RunHelper runs h in a new container, waits for it to end and removes
 	// it by ID, whatever happens (a cancelled ctx included). It returns
 	// what the container printed on stdout; a non-zero exit is an
-	// *ExitError.
+	// *ExitError. A volume mounted read-only that the engine lacks is
+	// ErrNoVolume, and nothing is run.
 	RunHelper(ctx context.Context, h Helper) ([]byte, error)
 	RemoveVolume(ctx context.Context, name string) error
 }
@@ -70,11 +71,9 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("the helper container exited %d: %s", e.Code, e.Stderr)
 }
 
-var labelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
 // CheckLabel refuses a label a snapshot cannot have.
 func CheckLabel(label string) error {
-	if labelPattern.MatchString(label) {
+	if spec.ValidSnapshotLabel(label) {
 		return nil
 	}
 	return hint.Wrap(fmt.Errorf("%q is not a snapshot label; nothing was changed", label),
@@ -84,6 +83,9 @@ func CheckLabel(label string) error {
 // DefaultLabel is the label of a snapshot made at t when none is given:
 // the UTC time, YYYYMMDD-HHMMSS.
 func DefaultLabel(t time.Time) string { return t.UTC().Format("20060102-150405") }
+
+// ErrNoVolume is a volume to read that the engine does not have.
+var ErrNoVolume = errors.New("no such volume")
 
 // ErrIncomplete is a snapshot whose making was cut short: it holds no
 // whole copy of /data.
@@ -240,9 +242,44 @@ type Revert struct {
 // short waits in hb init instead of running on part of its data. The
 // snapshot is only read.
 func (r Revert) Run(ctx context.Context, e Engine) error {
-	_, err := e.RunHelper(ctx, Helper{Box: r.Box, Image: r.Image,
-		Mounts: []Mount{{Volume: r.Snapshot.Volume, Target: "/from", ReadOnly: true}, {Volume: compose.VolumeName(r.Box, compose.AgentVolume), Target: "/to"}},
-		Cmd:    []string{"sh", "-c", revertScript}})
+	return replace(ctx, e, r.Box, r.Image, r.Snapshot.Volume, true, false, "boxes revert")
+}
+
+// Fork fills a new box's /data, on its own engine, from a snapshot of
+// another box (from: alpha@LABEL) or from that box's /data as it is
+// (from: alpha). The new box is created and not started.
+type Fork struct {
+	Box string
+	// Source is the volume copied: a snapshot volume when Snapshot (its
+	// data/ is copied), else the source box's /data volume.
+	Source   string
+	Snapshot bool
+	// Quiesced is a source box that was quiesced for the copy: its quiesce
+	// marker is no part of its data.
+	Quiesced bool
+	// Image is the image the helper runs: the new box's own.
+	Image string
+}
+
+// Run copies Source into the box's /data volume as a revert does: the
+// quiesce marker first, removed last, so that a fork cut short never runs
+// as if it were whole. A snapshot whose making was cut short is
+// ErrIncomplete, and nothing is written.
+func (f Fork) Run(ctx context.Context, e Engine) error {
+	return replace(ctx, e, f.Box, f.Image, f.Source, f.Snapshot, f.Quiesced, "boxes fork")
+}
+
+// replace replaces box's /data with volume source's content (its data/
+// when it is a snapshot), by one helper container; see replaceScript. why
+// is what the quiesce marker says meanwhile.
+func replace(ctx context.Context, e Engine, box, image, source string, isSnapshot, quiesced bool, why string) error {
+	from := "/from"
+	if isSnapshot {
+		from += "/" + dataDir
+	}
+	_, err := e.RunHelper(ctx, Helper{Box: box, Image: image,
+		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: compose.VolumeName(box, compose.AgentVolume), Target: "/to"}},
+		Cmd:    []string{"sh", "-c", replaceScript, "sh", from, strconv.FormatBool(quiesced), why}})
 	var exit *ExitError
 	if errors.As(err, &exit) && exit.Code == incompleteExit {
 		return ErrIncomplete
@@ -250,24 +287,27 @@ func (r Revert) Run(ctx context.Context, e Engine) error {
 	return err
 }
 
-// incompleteExit is revertScript's exit code for a snapshot without data/.
+// incompleteExit is replaceScript's exit code for a snapshot without data/.
 const incompleteExit = 3
 
-// revertScript empties /to, the box's /data, but for hb's quiesce marker,
-// which it writes first, copies the snapshot's data/ in, then removes the
-// marker unless the snapshot has one of its own, giving hb's directory
-// back the snapshot's time.
-var revertScript = scriptNames + `set -eu
-[ -d "/from/$data" ] || exit ` + strconv.Itoa(incompleteExit) + `
+// replaceScript empties /to, the box's /data, but for hb's quiesce marker,
+// which it writes first, copies "$1" in (a snapshot's data/, or a box's
+// /data), then removes the marker unless the copy has one of its own that
+// is its data ("$2" is true when the source box was quiesced for the copy,
+// whose marker is not), giving hb's directory back the source's time. The
+// marker says "$3" meanwhile.
+var replaceScript = scriptNames + `set -eu
+src=$1 quiesced=$2 why=$3
+[ -d "$src" ] || exit ` + strconv.Itoa(incompleteExit) + `
 mkdir -p "/to/$hbdir"
-echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) boxes revert" > "/to/$hbdir/$marker"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $why" > "/to/$hbdir/$marker"
 find /to -mindepth 1 -maxdepth 1 ! -name "$hbdir" -exec rm -rf {} +
 find "/to/$hbdir" -mindepth 1 -maxdepth 1 ! -name "$marker" -exec rm -rf {} +
-cp -a "/from/$data/." /to/
-if [ -e "/from/$data/$hbdir/$marker" ]; then :
-elif [ -d "/from/$data/$hbdir" ]; then
+cp -a "$src/." /to/
+if [ "$quiesced" != true ] && [ -e "$src/$hbdir/$marker" ]; then :
+elif [ -d "$src/$hbdir" ]; then
 	rm -f "/to/$hbdir/$marker"
-	touch -r "/from/$data/$hbdir" "/to/$hbdir"
+	touch -r "$src/$hbdir" "/to/$hbdir"
 else rm -rf "/to/$hbdir"
 fi
 `

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,7 +195,7 @@ func TestRevertRunsOneHelper(t *testing.T) {
 	if err := r.Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.ordered(); got != `helper alpha sha256:img [hbl-alpha_snap-before:/from:ro hbl-alpha_agent-data:/to:rw] sh snapshot=""` {
+	if got := e.ordered(); got != `helper alpha sha256:img [hbl-alpha_snap-before:/from:ro hbl-alpha_agent-data:/to:rw] sh /from/data false boxes revert snapshot=""` {
 		t.Errorf("calls %s", got)
 	}
 	e.helper = func(context.Context, Helper) ([]byte, error) { return nil, &ExitError{Code: incompleteExit} }
@@ -326,7 +327,7 @@ func TestScriptsCopyExactly(t *testing.T) {
 	}
 
 	write(t, reverted, map[string]string{"new.txt": "later", ".dotfile": "x", ".hb/other": "y", "home/agent/notes.txt": "changed"})
-	if err := runScript(t, revertScript, snap, reverted); err != nil {
+	if err := runScript(t, replaceScript, snap, reverted, filepath.Join(snap, dataDir), "false", "boxes revert"); err != nil {
 		t.Fatal(err)
 	}
 	if d := diff(tree(t, reverted), want); d != nil {
@@ -335,7 +336,7 @@ func TestScriptsCopyExactly(t *testing.T) {
 
 	// A snapshot cut short (no data/) is refused before anything is written.
 	cut := t.TempDir()
-	err := runScript(t, revertScript, cut, reverted)
+	err := runScript(t, replaceScript, cut, reverted, filepath.Join(cut, dataDir), "false", "boxes revert")
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != incompleteExit {
 		t.Errorf("revert from an incomplete snapshot: %v", err)
@@ -359,7 +360,7 @@ func TestScriptsKeepAMarkerThatIsData(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, reverted, map[string]string{".hb/health": "ok", "b": "b"})
-		if err := runScript(t, revertScript, snap, reverted); err != nil {
+		if err := runScript(t, replaceScript, snap, reverted, filepath.Join(snap, dataDir), "false", "boxes revert"); err != nil {
 			t.Fatal(err)
 		}
 		if d := diff(tree(t, reverted), tree(t, box)); d != nil {
@@ -375,4 +376,63 @@ func names(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// A fork copies a box's /data as it is into a new box's: the quiesce
+// marker of a source quiesced for the copy is dropped, a stopped source's
+// is its data and kept; a fork of a snapshot copies its data/ as a revert
+// does. The marker the copy writes first stays when the copy is cut short.
+func TestForkScript(t *testing.T) {
+	files := map[string]string{"home/agent/notes.txt": "hello\n", "home/agent/link": "->notes.txt", ".hb/quiesced": "2026-01-02T15:04:05Z boxes snapshot\n", ".hb/health": "ok"}
+	for _, quiesced := range []bool{true, false} {
+		box, forked := t.TempDir(), t.TempDir()
+		write(t, box, files)
+		if err := runScript(t, replaceScript, box, forked, box, strconv.FormatBool(quiesced), "boxes fork"); err != nil {
+			t.Fatal(err)
+		}
+		want := tree(t, box)
+		if quiesced {
+			delete(want, ".hb/quiesced")
+		}
+		if d := diff(tree(t, forked), want); d != nil {
+			t.Errorf("quiesced %v: forked: %q", quiesced, d)
+		}
+	}
+
+	// Cut short: the copy fails half-way (here, a cp that copies one file
+	// and dies), and the marker written first is left.
+	box, forked := t.TempDir(), t.TempDir()
+	write(t, box, map[string]string{"a": "a", "b": "b"})
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "cp"), []byte("#!/bin/sh\necho a > "+forked+"/a\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := runScript(t, replaceScript, box, forked, box, "false", "boxes fork"); err == nil {
+		t.Fatal("a fork whose cp failed succeeded")
+	}
+	b, err := os.ReadFile(filepath.Join(forked, ".hb/quiesced"))
+	if err != nil || !strings.HasSuffix(string(b), " boxes fork\n") {
+		t.Errorf("marker after a fork cut short: %q, %v", b, err)
+	}
+}
+
+// Fork runs one helper: the source read-only, the new box's volume
+// written, a snapshot's data/ or a box's whole volume.
+func TestForkRunsOneHelper(t *testing.T) {
+	for _, tc := range []struct {
+		f    Fork
+		args string
+	}{
+		{Fork{Box: "trial", Source: "hbl-base_snap-clean", Snapshot: true, Image: "sha256:img"}, "/from/data false boxes fork"},
+		{Fork{Box: "trial", Source: "hbl-base_agent-data", Quiesced: true, Image: "sha256:img"}, "/from true boxes fork"},
+	} {
+		e := &fakeEngine{}
+		if err := tc.f.Run(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.ordered(), "helper trial sha256:img ["+tc.f.Source+":/from:ro hbl-trial_agent-data:/to:rw] sh "+tc.args+" snapshot=\"\""; got != want {
+			t.Errorf("calls %s, want %s", got, want)
+		}
+	}
 }

@@ -78,7 +78,7 @@ var (
 var (
 	topKeys      = []string{"version", "fleet", "defaults", "boxes", "pools", "hosts", "archive"}
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env", "egress", "private", "credentials", "dns"}
-	boxKeys      = append([]string{"state", "restore", "host"}, settingKeys...)
+	boxKeys      = append([]string{"state", "restore", "from", "host"}, settingKeys...)
 	executorKeys = []string{"bind", "port"}
 	hostKeys     = []string{"docker", "context", "tls"}
 	archiveKeys  = []string{"recipients"}
@@ -190,6 +190,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		cfg.Boxes[i].Fleet = cfg.Fleet
 	}
 	p.portClashes(cfg, top)
+	p.forks(cfg)
 
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
@@ -581,6 +582,9 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 	}
 	if f, ok2 := fields["restore"]; ok2 {
 		b.Restore, _ = p.str(f.value)
+	}
+	if f, ok2 := fields["from"]; ok2 && !p.fromOf(&b, f.value) {
+		ok = false
 	}
 	if f, ok2 := fields["host"]; ok2 {
 		if v, isStr := p.str(f.value); isStr {

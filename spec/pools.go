@@ -22,6 +22,10 @@ type Pool struct {
 	// Settings are the pool's boxes' settings, defaults applied. A pool's
 	// boxes publish their executors on ports the engine picks.
 	Settings
+	// From is the snapshot (BOX@LABEL) each of the pool's boxes is made
+	// from, and reset to: the pool's clean state. "" is a box made from
+	// the image.
+	From string
 	// Line is where the pool is declared in boxes.yaml, for messages.
 	Line int
 }
@@ -34,7 +38,7 @@ const MaxPoolSize = 100
 const maxPoolBoxes = 999
 
 // poolKeys are what a pool takes: its size, its host, and a box's settings.
-var poolKeys = append([]string{"size", "host"}, settingKeys...)
+var poolKeys = append([]string{"size", "host", "from"}, settingKeys...)
 
 // A pool's name leaves room for "-999" within a box name's 31 characters.
 var poolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,26}$`)
@@ -80,7 +84,7 @@ func (c *Config) PoolOf(name string) (Pool, bool) {
 
 // PoolBox is box name of pool p, with the pool's settings.
 func (p Pool) PoolBox(name, fleet string) Box {
-	return Box{Name: name, Fleet: fleet, Host: p.Host, State: Running, Settings: p.Settings.clone(), Pool: p.Name, Line: p.Line}
+	return Box{Name: name, Fleet: fleet, Host: p.Host, State: Running, Settings: p.Settings.clone(), From: p.From, Pool: p.Name, Line: p.Line}
 }
 
 // pools reads pools: into cfg, each pool's settings over defaults.
@@ -110,7 +114,7 @@ func (p *parser) pool(name string, e entry, defaults Settings, cfg *Config) (Poo
 	// the defaults' lists), under the pool's name.
 	b, boxOK := p.box(name, entry{key: e.key, value: onlyKeys(e.value, poolKeys[1:]...)}, defaults, nil, cfg)
 	ok = ok && boxOK
-	pool := Pool{Name: name, Host: b.Host, Settings: b.Settings, Line: e.key.Line}
+	pool := Pool{Name: name, Host: b.Host, Settings: b.Settings, From: b.From, Line: e.key.Line}
 	f, has := fields["size"]
 	switch {
 	case !has:

@@ -98,11 +98,15 @@ func Schema() []byte {
 	boxProps := map[string]any{
 		"state":   map[string]any{"enum": []any{"running", "stopped"}},
 		"restore": map[string]any{"type": "string"},
-		"host":    map[string]any{"type": "string"},
+		"from": map[string]any{"description": "The box (alpha: its /data as it is at create) or snapshot (alpha@LABEL) that seeds the box when it is created, on its engine.",
+			"type": "string", "pattern": fromPattern(false)},
+		"host": map[string]any{"type": "string"},
 	}
 	poolProps := map[string]any{
 		"size": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxPoolSize},
 		"host": map[string]any{"type": "string"},
+		"from": map[string]any{"description": "The snapshot (BOX@LABEL) the pool's boxes are made from and reset to.",
+			"type": "string", "pattern": fromPattern(true)},
 	}
 	for k, v := range settings {
 		boxProps[k] = v

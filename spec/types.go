@@ -80,6 +80,9 @@ type Box struct {
 	Settings
 	// Restore is an archive path (relative to the config's directory) that seeds the box at create.
 	Restore string
+	// From is the box, and the snapshot of it (BOX@LABEL), that seeds the
+	// box at create, on its engine; "" for none.
+	From string
 	// Pool is the pool the box is one of, "" for a box declared by name.
 	Pool string
 	// Line is where the box is declared in boxes.yaml, for messages.

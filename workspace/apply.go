@@ -103,6 +103,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	if seeder != nil {
 		applier.Seeder = seeder
 	}
+	applier.Forker = &forker{w: w, image: p.Image, init: o.Init, step: pr.Step}
 	// A box a save that died left frozen is thawed before anything else is done to it.
 	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
 	err = applier.Apply(ctx, p)

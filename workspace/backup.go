@@ -138,7 +138,7 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 			if err := w.Claim(name, host, o.Of(name), false); err != nil {
 				return box, nil, err
 			}
-			if resume && host == box.Host && unfinished.Host == host {
+			if resume && host == box.Host && unfinished.Host == host && unfinished.Archive != "" {
 				if !backup.SameArchive(w.Dir(), unfinished.Archive, abs) {
 					return box, nil, &UnfinishedError{Box: name, Archive: unfinished.Archive, Shown: w.opts.Shown(unfinished.Archive)}
 				}

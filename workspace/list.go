@@ -162,6 +162,9 @@ func (l lister) row(name, host string, declared bool) Row {
 	// until apply or load seeds it again: it is not "running".
 	if rec, ok := l.restoring[name]; ok && rec.Host == host && row.State != "absent" {
 		row.State = "restore incomplete"
+		if rec.From != "" {
+			row.State = "fork incomplete"
+		}
 	}
 	switch {
 	case declared:

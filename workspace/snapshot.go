@@ -222,10 +222,8 @@ func (w *Workspace) hasData(name, host string, r reconcile.Resources) error {
 		return &NoResourcesError{Box: name, Host: host}
 	}
 	want := compose.VolumeName(name, compose.AgentVolume)
-	for _, v := range r.Volumes {
-		if v.Name == want {
-			return nil
-		}
+	if hasVolume(r, want) {
+		return nil
 	}
 	return fmt.Errorf("box %s has no /data volume (%s) on %s; nothing was changed", name, want, reconcile.HostLabel(host))
 }

@@ -88,6 +88,7 @@ func TestFakeScripts(t *testing.T) {
 			"fake":   fakeEngine,
 			"steady": steady,
 			"bybox":  byBox,
+			"data":   dataHolds,
 		},
 	})
 }
@@ -104,9 +105,10 @@ func TestFakeScripts(t *testing.T) {
 //	fake dying HOST BOX         BOX's executors made from now on exit when started
 //	fake healed HOST BOX        … and no longer
 //	fake expire BOX             BOX's lease ended on 2000-01-01
+//	fake write BOX TEXT         BOX's /data holds TEXT (the volume's content)
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed|expire ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed|expire|write ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -146,11 +148,29 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		case "expire":
 			want(1)
 			return s.ExpireLease(args[1], time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+		case "write":
+			want(2)
+			return s.WriteData(args[1], args[2])
 		default:
 			ts.Fatalf("fake: unknown command %q", args[0])
 		}
 		return nil
 	}))
+}
+
+// dataHolds checks what a box's /data holds on the fake engines, as fake
+// write put it there and helper containers copied it: "[!] data BOX TEXT".
+func dataHolds(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: data BOX TEXT")
+	}
+	s, err := fakeengine.Load(ts.Getenv(fakeEngineVar))
+	ts.Check(err)
+	got, err := s.Data(args[0])
+	ts.Check(err)
+	if (got == args[1]) == neg {
+		ts.Fatalf("box %s's /data holds %q; want %s%q", args[0], got, map[bool]string{true: "anything but ", false: ""}[neg], args[1])
+	}
 }
 
 // TestIntegrationScripts checks the results commands print against a real

@@ -26,6 +26,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
@@ -768,9 +769,28 @@ func (r reach) where(host, box string) string {
 	return r.url
 }
 
-// Run would exec in a container, which only a real engine does.
-func (e *Engine) Run(_ context.Context, id, _ string, cmd []string, _, _ io.Writer) (int, error) {
-	return 0, fmt.Errorf("running %s in %s: %w", strings.Join(cmd, " "), id, ErrNotSupported)
+// Run execs in a running container as far as freezing a box goes: the
+// guest's hb quiesce, resume and health, and du of /data (VolumeBytes).
+// Anything else only a real engine runs.
+func (e *Engine) Run(_ context.Context, id, _ string, cmd []string, stdout, _ io.Writer) (int, error) {
+	what := strings.Join(cmd, " ")
+	return 0, e.read(func(h *Host) error {
+		_, c := h.container(id)
+		switch {
+		case c == nil:
+			return fmt.Errorf("Error response from daemon: No such container: %s", id)
+		case c.State != "running":
+			return fmt.Errorf("Error response from daemon: container %s is not running", c.ID)
+		}
+		switch what {
+		case hb.Path + " quiesce", hb.Path + " resume", hb.Path + " health " + hb.AgentService:
+			return nil
+		case "du -sbx " + hb.Data:
+			_, err := fmt.Fprintf(stdout, "%d\t%s\n", VolumeBytes, hb.Data)
+			return err
+		}
+		return fmt.Errorf("running %s in %s: %w", what, id, ErrNotSupported)
+	})
 }
 
 // CopyFrom would stream a container's files out.
@@ -793,9 +813,41 @@ func (e *Engine) FreeSpace(_ context.Context, id, path string) (int64, error) {
 	return 0, fmt.Errorf("measuring the free space of %s in %s: %w", path, id, ErrNotSupported)
 }
 
-// RunHelper would run a helper container on a box's volumes.
-func (e *Engine) RunHelper(_ context.Context, h snapshot.Helper) ([]byte, error) {
-	return nil, fmt.Errorf("a helper container for box %s: %w", h.Box, ErrNotSupported)
+// RunHelper runs a helper container on a box's volumes as far as the fake
+// tells them: the volumes it reads must be there; du measures VolumeBytes;
+// any other command copies the content of the volume it reads into those
+// it writes, made first if missing, as the engine makes a volume mounted.
+func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error) {
+	var out []byte
+	err := e.edit(func(h *Host) error {
+		var from *Volume
+		for _, m := range x.Mounts {
+			if _, v := h.volume(m.Volume); m.ReadOnly && v == nil {
+				return fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrNoVolume)
+			} else if m.ReadOnly {
+				from = v
+			}
+		}
+		if x.Cmd[0] == "du" {
+			out = fmt.Appendf(nil, "%d\t/from\n", VolumeBytes)
+			return nil
+		}
+		for _, m := range x.Mounts {
+			if m.ReadOnly {
+				continue
+			}
+			_, v := h.volume(m.Volume)
+			if v == nil {
+				v = &Volume{Name: m.Volume, Labels: map[string]string{}}
+				h.Volumes = append(h.Volumes, v)
+			}
+			if from != nil {
+				v.Content = from.Content
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // SaveImage would stream an image out of the engine.

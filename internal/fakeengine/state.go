@@ -6,8 +6,11 @@
 // a host is connected and rewritten after each change, so that it outlasts
 // one boxes command and the next one sees what the last one did.
 //
-// What only a real engine does (streaming archives and images, exec in a
-// container, helper containers) fails with ErrNotSupported.
+// Helper containers copy a volume's Content into another (snapshots,
+// reverts, forks), and a running container answers the execs that freeze
+// a box (hb quiesce, resume and health, du of /data). What only a real
+// engine does (streaming archives and images, any other exec) fails with
+// ErrNotSupported.
 package fakeengine
 
 import (
@@ -114,6 +117,10 @@ type Network struct {
 type Volume struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels"`
+	// Content stands for what the volume holds: a text a script writes
+	// into a box's /data (fake write), carried by the helper containers
+	// that copy one volume into another (snapshot, revert, fork).
+	Content string `json:"content,omitempty"`
 }
 
 // Load reads the state at path; a missing file is an empty state.
@@ -352,6 +359,32 @@ func (s *State) serviceContainer(box, service string) (*Container, error) {
 		}
 	}
 	return nil, fmt.Errorf("box %s has no %s container", box, service)
+}
+
+// WriteData makes box's /data hold text, as the box's agent would write it.
+func (s *State) WriteData(box, text string) error {
+	h, _, err := s.find(box)
+	if err != nil {
+		return err
+	}
+	_, v := h.volume(compose.VolumeName(box, compose.AgentVolume))
+	if v == nil {
+		return fmt.Errorf("box %s has no /data volume", box)
+	}
+	v.Content = text
+	return nil
+}
+
+// Data is what box's /data holds (see WriteData), on whichever host has
+// its volume.
+func (s *State) Data(box string) (string, error) {
+	name := compose.VolumeName(box, compose.AgentVolume)
+	for _, host := range sortedKeys(s.Hosts) {
+		if _, v := s.Hosts[host].volume(name); v != nil {
+			return v.Content, nil
+		}
+	}
+	return "", fmt.Errorf("no fake engine holds volume %s", name)
 }
 
 // ExpireLease makes the lease of box (its claim and renewals, on any host)

@@ -123,6 +123,9 @@ func removeSnapshot(ctx context.Context, env *Env, ws *workspace.Workspace, name
 	if err != nil {
 		return err
 	}
+	if err := ws.SeedsFrom(s); err != nil {
+		return err
+	}
 	fmt.Fprintf(env.Out, "snapshot %s of box %s, made %s on %s: %s of /data, volume %s\n", s.Label, s.Box, s.When(), reconcile.HostLabel(s.Host), reconcile.HumanSize(s.SizeBytes), s.Volume)
 	if err := confirmName(env, name, confirm, "Type the box's name to delete its snapshot "+label+": ",
 		fmt.Errorf("snapshot rm deletes snapshot %s of %s and there is no terminal to confirm it; nothing was changed", label, name)); err != nil {
