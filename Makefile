@@ -51,9 +51,9 @@ test: lint-workflow test-image
 	$(GO) test -count=1 -timeout 40m ./...
 
 # The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move,
-# and 50 of each of lease, renew and release.
+# 50 of each of lease, renew and release, and 50 of each of a snapshot and a fork's apply.
 test-long: test-image
-	BOXES_KILL_TRIALS=50 BOXES_RESTORE_KILL_TRIALS=15 $(GO) test -count=1 -timeout 120m -run 'TestIntegrationRandomKills|TestIntegrationPoolKills' -v ./cmd/boxes/cli/
+	BOXES_KILL_TRIALS=50 BOXES_RESTORE_KILL_TRIALS=15 $(GO) test -count=1 -timeout 120m -run 'TestIntegrationRandomKills|TestIntegrationPoolKills|TestIntegrationForkKills' -v ./cmd/boxes/cli/
 
 test-short:
 	$(GO) test -short ./...

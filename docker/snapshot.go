@@ -2,42 +2,15 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/volume"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/snapshot"
 )
-
-// ErrVolumeExists is a volume name that is taken.
-var ErrVolumeExists = errors.New("a volume of that name exists")
-
-// CreateVolume makes volume name with labels. The engine answers a create
-// of a name that is taken with the volume already there: a name taken
-// before or during the call is refused.
-func (e *Engine) CreateVolume(ctx context.Context, name string, labels map[string]string) error {
-	_, err := e.api.VolumeInspect(ctx, name)
-	switch {
-	case err == nil:
-		return ErrVolumeExists
-	case !IsNotFound(err):
-		return e.lost(err)
-	}
-	v, err := e.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
-	if err != nil {
-		return e.lost(err)
-	}
-	if !maps.Equal(v.Labels, labels) {
-		return ErrVolumeExists
-	}
-	return nil
-}
 
 // RunHelper runs h in a new container of h.Image (as root, no network, the
 // image's healthcheck off) and removes it by ID once it ends, fails or ctx
@@ -60,11 +33,18 @@ func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, erro
 			} else if err != nil {
 				return nil, e.lost(err)
 			}
+		} else if m.Labels != nil {
+			// Made by the container's create, with its labels.
+			if _, err := e.api.VolumeInspect(ctx, m.Volume); err == nil {
+				return nil, fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrVolumeExists)
+			} else if !IsNotFound(err) {
+				return nil, e.lost(err)
+			}
 		} else if err := e.removeWriters(ctx, m.Volume); err != nil {
 			return nil, e.lost(err)
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly,
-			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: m.Labels}})
 	}
 	created, err := e.api.ContainerCreate(ctx,
 		&container.Config{Image: h.Image, Entrypoint: h.Cmd, User: "0", WorkingDir: "/", Labels: labels,

@@ -30,14 +30,12 @@ import (
 // Engine is what snapshots need of a box's engine.
 type Engine interface {
 	backup.Engine
-	// CreateVolume makes volume name with labels; a name already taken is
-	// refused.
-	CreateVolume(ctx context.Context, name string, labels map[string]string) error
 	// RunHelper runs h in a new container, waits for it to end and removes
 	// it by ID, whatever happens (a cancelled ctx included). It returns
 	// what the container printed on stdout; a non-zero exit is an
 	// *ExitError. A volume mounted read-only that the engine lacks is
-	// ErrNoVolume, and nothing is run.
+	// ErrNoVolume, and one to make (Mount.Labels) that it has is
+	// ErrVolumeExists; nothing is run then.
 	RunHelper(ctx context.Context, h Helper) ([]byte, error)
 	RemoveVolume(ctx context.Context, name string) error
 }
@@ -56,6 +54,10 @@ type Helper struct {
 type Mount struct {
 	Volume, Target string
 	ReadOnly       bool
+	// Labels, when set, make the volume anew with these labels as the
+	// helper container is created: the volume and the helper that writes
+	// it appear at once, so that no kill leaves the one without the other.
+	Labels map[string]string
 }
 
 // ExitError is a helper that exited with Code, having printed Stderr.
@@ -86,6 +88,9 @@ func DefaultLabel(t time.Time) string { return t.UTC().Format("20060102-150405")
 
 // ErrNoVolume is a volume to read that the engine does not have.
 var ErrNoVolume = errors.New("no such volume")
+
+// ErrVolumeExists is a volume to make whose name is taken.
+var ErrVolumeExists = errors.New("a volume of that name exists")
 
 // ErrIncomplete is a snapshot whose making was cut short: it holds no
 // whole copy of /data.
@@ -118,11 +123,11 @@ type Take struct {
 }
 
 // Run makes the snapshot: it quiesces a running box as save does, measures
-// its /data, creates the snapshot volume with its labels, copies /data into
-// it with a helper container (cp -a: owners, modes, times, links and
-// extended attributes kept), and resumes the box whatever happens, a
-// cancelled ctx included. A copy that fails or is cut short removes the
-// new volume.
+// its /data, copies /data with a helper container (cp -a: owners, modes,
+// times, links and extended attributes kept) into the snapshot volume that
+// the helper's creation makes with its labels, and resumes the box whatever
+// happens, a cancelled ctx included. A copy that fails or is cut short
+// removes the new volume.
 func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 	if t.Step == nil {
 		t.Step = func(string) {}
@@ -163,13 +168,13 @@ func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 		}
 	}
 	s.Created = t.Now().UTC().Truncate(time.Second)
-	if err := e.CreateVolume(ctx, s.Volume, Labels(s)); err != nil {
-		return reconcile.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
-	}
 	t.Step("copying /data")
 	_, err := e.RunHelper(ctx, Helper{Box: t.Box, Image: t.Image, Snapshot: t.Label,
-		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to"}},
+		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to", Labels: Labels(s)}},
 		Cmd:    []string{"sh", "-c", copyScript, "sh", strconv.FormatBool(quiesced)}})
+	if errors.Is(err, ErrVolumeExists) {
+		return reconcile.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
+	}
 	if err != nil {
 		if rerr := e.RemoveVolume(context.WithoutCancel(ctx), s.Volume); rerr != nil {
 			t.Warn("removing the incomplete snapshot volume %s: %v; boxes snapshot rm %s %s removes it", s.Volume, rerr, t.Box, t.Label)

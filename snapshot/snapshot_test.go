@@ -49,11 +49,6 @@ func (f *fakeEngine) Run(_ context.Context, _, _ string, cmd []string, stdout, _
 }
 func (f *fakeEngine) Pause(context.Context, string) error   { f.note("pause"); return nil }
 func (f *fakeEngine) Unpause(context.Context, string) error { f.note("unpause"); return nil }
-func (f *fakeEngine) CreateVolume(_ context.Context, name string, labels map[string]string) error {
-	f.note("create %s", name)
-	f.labels = labels
-	return nil
-}
 func (f *fakeEngine) RemoveVolume(_ context.Context, name string) error {
 	f.note("remove %s", name)
 	return nil
@@ -61,6 +56,10 @@ func (f *fakeEngine) RemoveVolume(_ context.Context, name string) error {
 func (f *fakeEngine) RunHelper(ctx context.Context, h Helper) ([]byte, error) {
 	var mounts []string
 	for _, m := range h.Mounts {
+		if m.Labels != nil {
+			f.note("create %s", m.Volume)
+			f.labels = m.Labels
+		}
 		mode := "rw"
 		if m.ReadOnly {
 			mode = "ro"

@@ -61,10 +61,6 @@ func (e volumeEngine) ContainerID(_ context.Context, box, service string) (strin
 }
 func (e volumeEngine) Pause(context.Context, string) error   { e.log.note("pause"); return nil }
 func (e volumeEngine) Unpause(context.Context, string) error { e.log.note("unpause"); return nil }
-func (e volumeEngine) CreateVolume(_ context.Context, name string, labels map[string]string) error {
-	e.log.note("create %s", name)
-	return nil
-}
 func (e volumeEngine) RemoveVolume(_ context.Context, name string) error {
 	e.log.note("remove %s", name)
 	return nil
@@ -72,6 +68,9 @@ func (e volumeEngine) RemoveVolume(_ context.Context, name string) error {
 func (e volumeEngine) RunHelper(_ context.Context, h snapshot.Helper) ([]byte, error) {
 	var mounts []string
 	for _, m := range h.Mounts {
+		if m.Labels != nil {
+			e.log.note("create %s", m.Volume)
+		}
 		mounts = append(mounts, m.Volume+":"+m.Target)
 	}
 	e.log.note("helper %s %s", h.Cmd[0], strings.Join(mounts, " "))

@@ -469,17 +469,6 @@ func (e *Engine) RemoveVolume(_ context.Context, name string) error {
 	})
 }
 
-// CreateVolume makes volume name with labels; a name taken is refused.
-func (e *Engine) CreateVolume(_ context.Context, name string, labels map[string]string) error {
-	return e.edit(func(h *Host) error {
-		if _, v := h.volume(name); v != nil {
-			return fmt.Errorf("volume %s exists", name)
-		}
-		h.Volumes = append(h.Volumes, &Volume{Name: name, Labels: maps.Clone(labels)})
-		return nil
-	})
-}
-
 // serviceContainer is box's one container of service, as
 // docker.Engine.ServiceContainer finds it.
 func serviceContainer(h *Host, box, service string) (*Container, error) {
@@ -814,7 +803,8 @@ func (e *Engine) FreeSpace(_ context.Context, id, path string) (int64, error) {
 }
 
 // RunHelper runs a helper container on a box's volumes as far as the fake
-// tells them: the volumes it reads must be there; du measures VolumeBytes;
+// tells them: the volumes it reads must be there, those it makes with
+// labels must not; du measures VolumeBytes;
 // any other command copies the content of the volume it reads into those
 // it writes, made first if missing, as the engine makes a volume mounted.
 func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error) {
@@ -822,10 +812,16 @@ func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error)
 	err := e.edit(func(h *Host) error {
 		var from *Volume
 		for _, m := range x.Mounts {
-			if _, v := h.volume(m.Volume); m.ReadOnly && v == nil {
+			_, v := h.volume(m.Volume)
+			switch {
+			case m.ReadOnly && v == nil:
 				return fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrNoVolume)
-			} else if m.ReadOnly {
+			case m.ReadOnly:
 				from = v
+			case m.Labels != nil && v != nil:
+				return fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrVolumeExists)
+			case m.Labels != nil:
+				h.Volumes = append(h.Volumes, &Volume{Name: m.Volume, Labels: maps.Clone(m.Labels)})
 			}
 		}
 		if x.Cmd[0] == "du" {
