@@ -8,29 +8,13 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
-)
 
-// ExecOptions is one command run in a running container.
-type ExecOptions struct {
-	Cmd     []string
-	User    string
-	WorkDir string
-	Env     []string
-	// TTY allocates a terminal in the container: output arrives as one
-	// stream, and Resize changes its size.
-	TTY bool
-	// Stdin, when set, is copied to the command until it ends; the command
-	// sees end of input after that.
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// Started, when set, is called with a function that resizes the
-	// command's terminal (TTY only), once the command runs.
-	Started func(resize func(height, width uint))
-}
+	"github.com/hermes-box/boxes/workspace"
+)
 
 // Exec runs a command in container id and returns its exit code once its
 // output has ended.
-func (e *Engine) Exec(ctx context.Context, id string, o ExecOptions) (int, error) {
+func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
 	created, err := e.api.ContainerExecCreate(ctx, id, container.ExecOptions{
 		User:         o.User,
 		WorkingDir:   o.WorkDir,
@@ -76,16 +60,9 @@ func (e *Engine) Exec(ctx context.Context, id string, o ExecOptions) (int, error
 	return inspect.ExitCode, nil
 }
 
-// LogOptions select a container's logs.
-type LogOptions struct {
-	Follow     bool
-	Tail       string // "all" or a number of lines
-	Timestamps bool
-}
-
 // Logs copies container id's logs to stdout and stderr, following them
 // until ctx ends when asked to.
-func (e *Engine) Logs(ctx context.Context, id string, o LogOptions, stdout, stderr io.Writer) error {
+func (e *Engine) Logs(ctx context.Context, id string, o workspace.LogOptions, stdout, stderr io.Writer) error {
 	rc, err := e.api.ContainerLogs(ctx, id, container.LogsOptions{
 		ShowStdout: true, ShowStderr: true, Follow: o.Follow, Tail: o.Tail, Timestamps: o.Timestamps,
 	})
@@ -131,7 +108,7 @@ func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) 
 // Run runs cmd as user in container id, without input or terminal, and
 // returns its exit code: the small exec the guest contract (package hb) needs.
 func (e *Engine) Run(ctx context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
-	return e.Exec(ctx, id, ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
+	return e.Exec(ctx, id, workspace.ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
 }
 
 // StillRunning reports whether container id is still there and running:

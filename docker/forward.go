@@ -15,14 +15,16 @@ import (
 	"time"
 
 	sshspec "github.com/docker/cli/cli/connhelper/ssh"
+
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // Forward is a local port forwarded over ssh to a port on the loopback of
 // the machine an engine runs on: an ssh -N -L process of our own, which
 // lives until Close (or until the connection breaks: see Done).
 type Forward struct {
-	// URL is the forwarded port's address here, http://127.0.0.1:PORT.
-	URL string
+	// url is the forwarded port's address here, http://127.0.0.1:PORT.
+	url string
 
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
@@ -44,7 +46,7 @@ const forwardAttempts = 3
 // mode, bounded connect time), and returns once an HTTP request through it
 // gets an answer: the ssh connection is up and something answers there.
 // The forward lives until Close or the end of ctx.
-func (e *Engine) Forward(ctx context.Context, bind string, port int) (*Forward, error) {
+func (e *Engine) Forward(ctx context.Context, bind string, port int) (workspace.Forward, error) {
 	if !strings.HasPrefix(e.Endpoint.URL, "ssh://") {
 		return nil, &HostError{Host: e.Host, URL: e.Endpoint.URL, Err: ErrNoForward,
 			Hint: "bind the box's executor to an address that machine's network reaches (executor: {bind: 0.0.0.0}), or reach the host over ssh://"}
@@ -97,7 +99,7 @@ func (e *Engine) startForward(ctx context.Context, spec *sshspec.Spec, local int
 	}
 	args = append(args, "--", spec.Host)
 	f := &Forward{
-		URL:    "http://127.0.0.1:" + strconv.Itoa(local),
+		url:    "http://127.0.0.1:" + strconv.Itoa(local),
 		stderr: &lockedBuffer{},
 		done:   make(chan struct{}),
 	}
@@ -158,7 +160,7 @@ func (f *Forward) wait(ctx context.Context, timeout time.Duration) error {
 			return ctx.Err()
 		default:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"/", nil)
 		if err != nil {
 			return err
 		}
@@ -180,6 +182,9 @@ func (f *Forward) wait(ctx context.Context, timeout time.Duration) error {
 
 // Done is closed when the forward's ssh has ended; Err says why.
 func (f *Forward) Done() <-chan struct{} { return f.done }
+
+// URL is the forwarded port's address here, http://127.0.0.1:PORT.
+func (f *Forward) URL() string { return f.url }
 
 // Err is why the forward ended, once Done is closed.
 func (f *Forward) Err() error {

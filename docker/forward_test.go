@@ -101,7 +101,7 @@ func TestForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(f.URL + "/")
+	resp, err := http.Get(f.URL() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := strings.TrimPrefix(f.URL, "http://")
+	local := strings.TrimPrefix(f.URL(), "http://")
 	for _, want := range []string{"BatchMode=yes", "ConnectTimeout=", "ExitOnForwardFailure=yes", "ControlPath=none", "-N", "-L\n" + local + ":127.0.0.1:4800", "-l\nme", "-p\n2222"} {
 		if !strings.Contains(string(args), want) {
 			t.Errorf("ssh's arguments lack %q:\n%s", want, args)

@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // ReadyTimeout bounds how long WaitReady waits for a box's Executor.
@@ -122,7 +123,7 @@ func (e *downError) Error() string {
 // they cannot be read.
 func (e *Engine) lastLogLines(ctx context.Context, id string, n int) string {
 	var out bytes.Buffer
-	if err := e.Logs(ctx, id, LogOptions{Tail: strconv.Itoa(n)}, &out, &out); err != nil {
+	if err := e.Logs(ctx, id, workspace.LogOptions{Tail: strconv.Itoa(n)}, &out, &out); err != nil {
 		return ""
 	}
 	var lines []string

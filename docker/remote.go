@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // Address is the machine the engine runs on as this machine reaches it: the
@@ -30,77 +31,25 @@ func endpointAddress(raw string) string {
 	return u.Hostname()
 }
 
-// ExecutorURL is where a person on this machine reaches an executor this
-// engine publishes on bind:port; "" when no address here reaches it (a
-// port on a remote engine's loopback: see Reach).
-func (e *Engine) ExecutorURL(bind string, port int) string {
-	return e.Reach(bind, port).URL
-}
-
-// ExecutorReach is Reach as plain strings: how (ReachDirect,
-// ReachSSHForward, ReachHostOnly) and the URL ("" unless direct).
-func (e *Engine) ExecutorReach(bind string, port int) (how, url string) {
-	r := e.Reach(bind, port)
-	return r.How, r.URL
-}
-
-// How a person on this machine reaches a port an engine publishes.
-const (
-	// ReachDirect: at Reach.URL.
-	ReachDirect = "direct"
-	// ReachSSHForward: the port is on the loopback of a remote engine
-	// reached over ssh; boxes open forwards a local port to it.
-	ReachSSHForward = "ssh-forward"
-	// ReachHostOnly: the port is on the loopback of a remote engine
-	// reached without ssh; only that machine reaches it.
-	ReachHostOnly = "host-only"
-)
-
-// Reach is how a person on this machine reaches a published port.
-type Reach struct {
-	// How is ReachDirect, ReachSSHForward or ReachHostOnly.
-	How string
-	// URL is the executor's address from here; "" unless How is ReachDirect.
-	URL string
-	// OnHost is the address on the engine's machine, as host:port.
-	OnHost string
-}
-
-// Reach says how a person on this machine reaches a port this engine
+// ExecutorReach says how a person on this machine reaches a port this engine
 // publishes on bind:port. On a remote engine a port bound to a
 // non-loopback address is reached at the engine's address; one bound to
 // the remote's loopback only through an ssh forward (see Forward), and not
 // at all when the engine is reached over tcp://.
-func (e *Engine) Reach(bind string, port int) Reach {
+func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
 	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
 	addr := e.Address()
 	switch {
 	case port == 0:
-		return Reach{}
+		return workspace.Reach{}
 	case addr == "":
-		return Reach{How: ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
+		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
 	case !isLoopback(bind):
-		return Reach{How: ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
+		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
 	case strings.HasPrefix(e.Endpoint.URL, "ssh://"):
-		return Reach{How: ReachSSHForward, OnHost: onHost}
+		return workspace.Reach{How: workspace.ReachSSHForward, OnHost: onHost}
 	}
-	return Reach{How: ReachHostOnly, OnHost: onHost}
-}
-
-// Where is the reach in words for messages about box: its URL, or how else
-// it is reached.
-func (r Reach) Where(host, box string) string {
-	machine := "host " + host + "'s"
-	if host == "" {
-		machine = "the engine's machine's"
-	}
-	switch r.How {
-	case ReachSSHForward:
-		return fmt.Sprintf("%s on %s loopback (boxes open %s forwards it here over ssh)", r.OnHost, machine, box)
-	case ReachHostOnly:
-		return fmt.Sprintf("%s on %s loopback (reachable on that machine only)", r.OnHost, machine)
-	}
-	return r.URL
+	return workspace.Reach{How: workspace.ReachHostOnly, OnHost: onHost}
 }
 
 func isLoopback(bind string) bool {
@@ -115,8 +64,8 @@ func isLoopback(bind string) bool {
 // the engine. It returns where a person here reaches the executor (see
 // Reach.Where).
 func (e *Engine) remoteProbe(ctx context.Context, box string, c container.Summary, bind string, port int, token string) (string, error) {
-	reach := e.Reach(bind, port)
-	if reach.How == ReachDirect {
+	reach := e.ExecutorReach(bind, port)
+	if reach.How == workspace.ReachDirect {
 		return reach.URL, mcp.Initialize(ctx, reach.URL+"/mcp", token)
 	}
 	return reach.Where(e.Host, box), e.initializeInside(ctx, c.ID, token)
@@ -137,7 +86,7 @@ func (e *Engine) initializeInside(ctx context.Context, id, token string) error {
 		`case "$out" in *000) [ "$(date +%s)" -lt "$end" ] && { sleep 0.1; continue; } ;; esac; ` +
 		`printf '%s\n' "$out"; exit 0; done`
 	var out, errOut bytes.Buffer
-	code, err := e.Exec(ctx, id, ExecOptions{
+	code, err := e.Exec(ctx, id, workspace.ExecOptions{
 		Cmd:    []string{"sh", "-c", script, "probe", body, "http://127.0.0.1:" + strconv.Itoa(compose.ExecutorPort) + "/mcp", "20"},
 		Env:    []string{tokenVar + "=" + token},
 		Stdout: &out,

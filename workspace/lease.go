@@ -291,7 +291,7 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r reconcile.Reso
 	row.TokenFile = w.opts.Shown(w.Tokens.Path(l.Box))
 	for _, port := range exec.Ports {
 		if port.ContainerPort == compose.ExecutorPort {
-			_, row.Executor = e.ExecutorReach(port.HostIP, port.HostPort)
+			row.Executor = e.ExecutorReach(port.HostIP, port.HostPort).URL
 		}
 	}
 	return row, nil

@@ -203,7 +203,8 @@ func (l lister) observed(row *Row, r reconcile.Resources) {
 			// The engine knows the address a person here reaches it on,
 			// if any: a remote's loopback is not this machine's.
 			if e, ok := w.engines[row.Host]; ok {
-				row.Reach, row.URL = e.ExecutorReach(p.HostIP, p.HostPort)
+				r := e.ExecutorReach(p.HostIP, p.HostPort)
+				row.Reach, row.URL = r.How, r.URL
 			}
 		}
 	}

@@ -19,7 +19,9 @@ type reachEngine struct {
 	how, url string
 }
 
-func (r reachEngine) ExecutorReach(string, int) (string, string) { return r.how, r.url }
+func (r reachEngine) ExecutorReach(string, int) workspace.Reach {
+	return workspace.Reach{How: r.how, URL: r.url}
+}
 
 func executorOf(name, bind string, port int) reconcile.Container {
 	return reconcile.Container{ID: name + "-x", Box: name, Service: compose.ExecutorService, State: "running",

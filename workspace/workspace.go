@@ -40,9 +40,20 @@ type Engine interface {
 	// ContainerRuntime is the OCI runtime a container runs under (doctor).
 	ContainerRuntime(ctx context.Context, id string) (string, error)
 	// ExecutorReach is how a person on this machine reaches a port the
-	// engine publishes on bind:port: how ("direct", "ssh-forward" or
-	// "host-only") and the URL, "" unless direct.
-	ExecutorReach(bind string, port int) (how, url string)
+	// engine publishes on bind:port.
+	ExecutorReach(bind string, port int) Reach
+	// Exec runs a command in running container id and returns its exit
+	// code once its output has ended.
+	Exec(ctx context.Context, id string, o ExecOptions) (int, error)
+	// Logs copies container id's logs to stdout and stderr, following them
+	// until ctx ends when asked to.
+	Logs(ctx context.Context, id string, o LogOptions, stdout, stderr io.Writer) error
+	// StillRunning reports whether container id runs (false once it is gone).
+	StillRunning(ctx context.Context, id string) (bool, error)
+	// Forward forwards a local port to bind:port on the loopback of the
+	// engine's machine, over the ssh it is reached by; one reached
+	// otherwise cannot.
+	Forward(ctx context.Context, bind string, port int) (Forward, error)
 	// ID is the engine's identity, "" when it has none: two hosts whose
 	// engines have one ID reach one engine.
 	ID() string

@@ -59,8 +59,8 @@ func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
 func (f *fakeEngine) ContainerRuntime(context.Context, string) (string, error) {
 	return "runc", nil
 }
-func (f *fakeEngine) ExecutorReach(bind string, port int) (string, string) {
-	return "direct", reconcile.ExecutorURL(bind, port)
+func (f *fakeEngine) ExecutorReach(bind string, port int) workspace.Reach {
+	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }
 func (f *fakeEngine) ID() string { return f.id }
 func (f *fakeEngine) SameEngineAs(first string) error {

@@ -517,7 +517,7 @@ func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error)
 		}
 		for _, p := range c.Ports {
 			if p.ContainerPort == compose.ExecutorPort {
-				where = e.reach(p.HostIP, p.HostPort).where(e.host, box)
+				where = e.ExecutorReach(p.HostIP, p.HostPort).Where(e.host, box)
 				return nil
 			}
 		}
@@ -712,17 +712,9 @@ func (e *Engine) Unpause(_ context.Context, id string) error {
 }
 
 // ExecutorReach is how a person here reaches bind:port, as docker.Engine
-// says it.
-func (e *Engine) ExecutorReach(bind string, port int) (how, url string) {
-	r := e.reach(bind, port)
-	return r.how, r.url
-}
-
-type reach struct{ how, url, onHost string }
-
-// reach mirrors docker.Engine.Reach: a remote engine's port is reached
-// at the engine's address, unless it is bound to the remote's loopback.
-func (e *Engine) reach(bind string, port int) reach {
+// says it: a remote engine's port is reached at the engine's address,
+// unless it is bound to the remote's loopback.
+func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
 	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
 	u, err := url.Parse(e.endpoint)
 	addr := ""
@@ -732,30 +724,49 @@ func (e *Engine) reach(bind string, port int) reach {
 	ip := net.ParseIP(bind)
 	switch {
 	case port == 0:
-		return reach{}
+		return workspace.Reach{}
 	case addr == "":
-		return reach{"direct", reconcile.ExecutorURL(bind, port), onHost}
+		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
 	case ip == nil || !ip.IsLoopback():
-		return reach{"direct", reconcile.ExecutorURL(addr, port), onHost}
+		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
 	case u.Scheme == "ssh":
-		return reach{"ssh-forward", "", onHost}
+		return workspace.Reach{How: workspace.ReachSSHForward, OnHost: onHost}
 	}
-	return reach{"host-only", "", onHost}
+	return workspace.Reach{How: workspace.ReachHostOnly, OnHost: onHost}
 }
 
-// where is the reach in docker.Reach.Where's words.
-func (r reach) where(host, box string) string {
-	machine := "host " + host + "'s"
-	if host == "" {
-		machine = "the engine's machine's"
-	}
-	switch r.how {
-	case "ssh-forward":
-		return fmt.Sprintf("%s on %s loopback (boxes open %s forwards it here over ssh)", r.onHost, machine, box)
-	case "host-only":
-		return fmt.Sprintf("%s on %s loopback (reachable on that machine only)", r.onHost, machine)
-	}
-	return r.url
+// Exec would run a command in a container, which only a real engine does.
+func (e *Engine) Exec(_ context.Context, id string, o workspace.ExecOptions) (int, error) {
+	return 0, fmt.Errorf("running %s in %s: %w", strings.Join(o.Cmd, " "), id, ErrNotSupported)
+}
+
+// Logs writes what the fake keeps of container id's output (its last
+// lines, see Container.Logs) to stdout; tail and follow are the engine's.
+func (e *Engine) Logs(_ context.Context, id string, _ workspace.LogOptions, stdout, _ io.Writer) error {
+	return e.read(func(h *Host) error {
+		_, c := h.container(id)
+		if c == nil {
+			return fmt.Errorf("Error response from daemon: No such container: %s", id)
+		}
+		_, err := io.WriteString(stdout, c.Logs)
+		return err
+	})
+}
+
+// StillRunning reports whether container id runs.
+func (e *Engine) StillRunning(_ context.Context, id string) (bool, error) {
+	running := false
+	err := e.read(func(h *Host) error {
+		_, c := h.container(id)
+		running = c != nil && c.State == "running"
+		return nil
+	})
+	return running, err
+}
+
+// Forward would forward a port over ssh.
+func (e *Engine) Forward(_ context.Context, bind string, port int) (workspace.Forward, error) {
+	return nil, fmt.Errorf("forwarding to %s:%d: %w", bind, port, ErrNotSupported)
 }
 
 // Run execs in a running container as far as freezing a box goes: the

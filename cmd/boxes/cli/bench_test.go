@@ -31,12 +31,13 @@ import (
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/internal/benchtable"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // benchParallelism is apply's default --parallelism, used by the raw API
@@ -157,7 +158,8 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 	f.b.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	ws, err := engines.Open(f.file(), docker.Options{CountCalls: true}, func(p string) string { return p }, func(string, ...any) {})
+	counted := &countingConnector{engines: map[string]*docker.Engine{}}
+	ws, err := workspace.Open(f.file(), workspace.Options{Connect: counted})
 	if err != nil {
 		f.b.Fatal(err)
 	}
@@ -167,11 +169,7 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 	}
 	first = time.Since(start)
 	calls = map[string]int64{}
-	for host := range ws.Engines() {
-		d, err := ws.Docker(ctx, host)
-		if err != nil {
-			f.b.Fatal(err)
-		}
+	for host, d := range counted.engines {
 		calls[host] = d.Calls()
 	}
 	start = time.Now()
@@ -179,6 +177,19 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 		f.b.Fatal(err)
 	}
 	return first, time.Since(start), calls
+}
+
+// countingConnector connects Docker engines that count their API calls,
+// and keeps them by host.
+type countingConnector struct{ engines map[string]*docker.Engine }
+
+func (c *countingConnector) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+	e, err := docker.Connect(ctx, h, docker.Options{CountCalls: true})
+	if err != nil {
+		return nil, err
+	}
+	c.engines[h.Name] = e
+	return e, nil
 }
 
 // removeBench removes every container, volume and network labelled with

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/engines"
 	egress "github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -67,7 +65,7 @@ whether the gate stopped it and why.
 			if last < 1 || last > 10000 {
 				return fmt.Errorf("--last %d: give a number of refusals from 1 to 10000", last)
 			}
-			return inEngines(env, func(ws *engines.Workspace) error {
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
 				r, err := egressOf(cmd, ws, args[0], last)
 				if err != nil {
 					return err
@@ -84,7 +82,7 @@ whether the gate stopped it and why.
 	return cmd
 }
 
-func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) (egressReport, error) {
+func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int) (egressReport, error) {
 	b, ok := ws.Config.Box(name)
 	if !ok {
 		return egressReport{}, ws.Undeclared(name)
@@ -115,12 +113,12 @@ func egressOf(cmd *cobra.Command, ws *engines.Workspace, name string, last int) 
 	r.Gate = c.State
 	r.Current = compose.SettingsDiff(c.Labels[compose.SettingsLabel], settings) == nil
 	// The gate as just observed: its logs without observing the box again.
-	e, err := ws.Docker(cmd.Context(), host)
+	e, err := ws.Engine(cmd.Context(), host)
 	if err != nil {
 		return r, err
 	}
 	var out bytes.Buffer
-	if err := e.Logs(cmd.Context(), c.ID, docker.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
+	if err := e.Logs(cmd.Context(), c.ID, workspace.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
 	refusals, err := egress.ParseRefusals(&out)

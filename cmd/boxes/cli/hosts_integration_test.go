@@ -21,9 +21,9 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/internal/testhost"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 // boxesOn lists the boxes with containers on the engine behind c.
@@ -302,7 +302,7 @@ func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 	observe := func(hosts string) error {
 		file := filepath.Join(t.TempDir(), "boxes.yaml")
 		writeFile(t, file, "version: 1\nfleet: it\nhosts:\n"+hosts+"boxes:\n  it-same: {}\n")
-		ws, err := engines.Open(file, docker.Options{}, shown, func(string, ...any) {})
+		ws, err := workspace.Open(file, workspace.Options{Connect: docker.Connector{}, Shown: shown})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,8 +22,8 @@ func (e snapshotEngine) Observe(context.Context, ...string) (*reconcile.Observed
 	return e.obs, nil
 }
 func (e snapshotEngine) ID() string { return "" }
-func (e snapshotEngine) ExecutorReach(bind string, port int) (string, string) {
-	return "direct", reconcile.ExecutorURL(bind, port)
+func (e snapshotEngine) ExecutorReach(bind string, port int) workspace.Reach {
+	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }
 func (e snapshotEngine) Close() error { return nil }
 

@@ -10,11 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/docker"
-	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newExecCommand(env *Env) *cobra.Command {
@@ -41,7 +40,7 @@ just created is waited for until its hb init has finished.
 			if tty && !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
 			}
-			opts := docker.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
+			opts := workspace.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
 			if interactive {
 				opts.Stdin = env.In
 			}
@@ -70,7 +69,7 @@ one.`,
 			if !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
-			return runInBox(cmd.Context(), env, args[0], docker.ExecOptions{
+			return runInBox(cmd.Context(), env, args[0], workspace.ExecOptions{
 				Cmd: hb.Attach(), User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
@@ -80,15 +79,15 @@ one.`,
 
 // runInBox runs opts in the running agent container of box name and turns a
 // non-zero exit into boxes's exit code.
-func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOptions) error {
+func runInBox(ctx context.Context, env *Env, name string, opts workspace.ExecOptions) error {
 	var raw func() func()
 	if opts.TTY {
 		raw = func() func() { return terminal.Raw(env.In) }
 		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
 	}
-	return inEngines(env, func(ws *engines.Workspace) error {
+	return inWorkspace(env, func(ws *workspace.Workspace) error {
 		code, err := ws.Exec(ctx, name, initWait(env, name), opts, raw)
-		var replaced *engines.ReplacedError
+		var replaced *workspace.ReplacedError
 		switch {
 		case errors.As(err, &replaced):
 			return &ExitError{Code: code, Err: err}
@@ -103,7 +102,7 @@ func runInBox(ctx context.Context, env *Env, name string, opts docker.ExecOption
 var InitTimeout = 60 * time.Second
 
 func newLogsCommand(env *Env) *cobra.Command {
-	var o docker.LogOptions
+	var o workspace.LogOptions
 	cmd := &cobra.Command{
 		Use:   "logs NAME [agent|executor|gate]",
 		Short: "Print a box container's logs (the agent's unless named)",
@@ -126,7 +125,7 @@ interrupted, as docker logs -f does; -n N prints only the last N lines.
 			if len(args) == 2 {
 				service = args[1]
 			}
-			return inEngines(env, func(ws *engines.Workspace) error {
+			return inWorkspace(env, func(ws *workspace.Workspace) error {
 				return ws.Logs(cmd.Context(), args[0], service, o, env.Out, env.Err)
 			})
 		},

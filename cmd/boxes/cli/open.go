@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/boxes/engines"
 	"github.com/hermes-box/boxes/handoff"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func newOpenCommand(env *Env) *cobra.Command {
@@ -24,14 +24,14 @@ boxes reaches the host); the forward stays open, for the dashboard to keep
 working, until Ctrl-C.`,
 		Args: exactlyOne("open", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return inEngines(env, func(ws *engines.Workspace) error { return openDashboard(cmd.Context(), env, ws, args[0]) })
+			return inWorkspace(env, func(ws *workspace.Workspace) error { return openDashboard(cmd.Context(), env, ws, args[0]) })
 		},
 	}
 }
 
 // openDashboard hands the dashboard of box name to the browser and, when it goes
 // through an ssh forward, keeps the forward open until ctx ends.
-func openDashboard(ctx context.Context, env *Env, ws *engines.Workspace, name string) error {
+func openDashboard(ctx context.Context, env *Env, ws *workspace.Workspace, name string) error {
 	d, err := ws.OpenDashboard(ctx, name)
 	if err != nil {
 		return err

@@ -1,90 +1,58 @@
-// Package engines reaches the hosts of a workspace as Docker engines: it
-// connects each host's engine for the workspace, and runs the commands
-// that work inside a box through the Docker client itself (exec, logs,
-// open), which only a real engine has.
-package engines
+package workspace
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
-// A Docker engine is what a workspace needs of a host.
-var _ workspace.Engine = (*docker.Engine)(nil)
+// The commands that work inside a box through its engine: exec, enter,
+// logs.
 
-// Workspace is a workspace whose hosts are Docker engines, each connected
-// on first use.
-type Workspace struct {
-	*workspace.Workspace
-	hosts *connector
+// ExecOptions is one command run in a running container.
+type ExecOptions struct {
+	Cmd     []string
+	User    string
+	WorkDir string
+	Env     []string
+	// TTY allocates a terminal in the container: output arrives as one
+	// stream, and Resize changes its size.
+	TTY bool
+	// Stdin, when set, is copied to the command until it ends; the command
+	// sees end of input after that.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Started, when set, is called with a function that resizes the
+	// command's terminal (TTY only), once the command runs.
+	Started func(resize func(height, width uint))
 }
 
-// connector connects each host's Docker engine with opts, and keeps the
-// engines it connected by host for the commands that need the client.
-type connector struct {
-	opts    docker.Options
-	mu      sync.Mutex
-	engines map[string]*docker.Engine
+// LogOptions select a container's logs.
+type LogOptions struct {
+	Follow     bool
+	Tail       string // "all" or a number of lines
+	Timestamps bool
 }
 
-// Connect connects host's Docker engine.
-func (c *connector) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
-	e, err := docker.Connect(ctx, h, c.opts)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.engines[h.Name] = e
-	return e, nil
-}
-
-// Open reads boxes.yaml at file and boxes.lock beside it; each host's
-// Docker engine is reached on first use, with opts. shown names files in
-// messages and warn receives warnings (see workspace.Options).
-func Open(file string, opts docker.Options, shown func(string) string, warn func(format string, args ...any)) (*Workspace, error) {
-	hosts := &connector{opts: opts, engines: map[string]*docker.Engine{}}
-	ws, err := workspace.Open(file, workspace.Options{Connect: hosts, Shown: shown, Warn: warn})
-	if err != nil {
-		return nil, err
-	}
-	return &Workspace{Workspace: ws, hosts: hosts}, nil
-}
-
-// Docker is host's Docker engine, connected on first use.
-func (w *Workspace) Docker(ctx context.Context, host string) (*docker.Engine, error) {
-	if _, err := w.Engine(ctx, host); err != nil {
-		return nil, err
-	}
-	w.hosts.mu.Lock()
-	defer w.hosts.mu.Unlock()
-	return w.hosts.engines[host], nil
-}
-
-// boxContainer is box name's container of service and its Docker engine
-// (see workspace.Workspace.BoxContainer).
-func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (*docker.Engine, reconcile.Container, error) {
+// boxContainer is box name's container of service and its engine (see
+// BoxContainer).
+func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (Engine, reconcile.Container, error) {
 	host, c, err := w.BoxContainer(ctx, name, service, running, "")
 	if err != nil {
 		return nil, c, err
 	}
-	e, err := w.Docker(ctx, host)
+	e, err := w.Engine(ctx, host)
 	return e, c, err
 }
 
 // Logs writes the logs (o) of box name's container of service to stdout
 // and stderr.
-func (w *Workspace) Logs(ctx context.Context, name, service string, o docker.LogOptions, stdout, stderr io.Writer) error {
+func (w *Workspace) Logs(ctx context.Context, name, service string, o LogOptions, stdout, stderr io.Writer) error {
 	e, c, err := w.boxContainer(ctx, name, service, false)
 	if err != nil {
 		return err
@@ -96,7 +64,7 @@ func (w *Workspace) Logs(ctx context.Context, name, service string, o docker.Log
 // init has finished (wait), and returns the command's exit code. ready,
 // when not nil, runs only then, just before the command, and what it
 // returns once the command ends: a terminal made raw, then restored.
-func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts docker.ExecOptions, ready func() (restore func())) (int, error) {
+func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts ExecOptions, ready func() (restore func())) (int, error) {
 	e, c, err := w.readyAgent(ctx, name, wait)
 	if err != nil {
 		return 0, err
@@ -122,7 +90,7 @@ func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts do
 // times 100 ms apart: a command killed by a signal may have been killed by
 // its container's stop, which the engine reports as done a moment after
 // the processes die.
-func stopping(ctx context.Context, e *docker.Engine, id string, tries int) bool {
+func stopping(ctx context.Context, e Engine, id string, tries int) bool {
 	for i := range tries {
 		if i > 0 {
 			time.Sleep(100 * time.Millisecond)
@@ -154,7 +122,7 @@ func (e *ReplacedError) Error() string {
 // Hint names who is changing the box, when that is known.
 func (e *ReplacedError) Hint() string {
 	if e.Holder != "" {
-		return workspace.BusyHint(e.Holder)
+		return BusyHint(e.Holder)
 	}
 	return "an apply, stop or rm changed the box; boxes ls shows it now"
 }
@@ -163,7 +131,7 @@ func (e *ReplacedError) Hint() string {
 // box's hb init has finished: right after apply creates a box it may still
 // be running, and a container whose healthcheck (that same probe) passed
 // needs no wait.
-func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (*docker.Engine, reconcile.Container, error) {
+func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (Engine, reconcile.Container, error) {
 	e, c, err := w.boxContainer(ctx, name, compose.AgentService, true)
 	if err != nil || c.Healthy {
 		return e, c, err

@@ -1,4 +1,4 @@
-package engines
+package workspace
 
 import (
 	"context"
@@ -10,10 +10,20 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/internal/hint"
 )
+
+// Forward is a local port forwarded to a port on the loopback of an
+// engine's machine: it lives until Close, or until its connection breaks.
+type Forward interface {
+	// URL is the forwarded port's address here, http://127.0.0.1:PORT.
+	URL() string
+	// Done is closed once the forward ended; Err says why.
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
 
 // Dashboard is a box's Executor dashboard as this machine reaches it.
 type Dashboard struct {
@@ -27,7 +37,7 @@ type Dashboard struct {
 	Browser []string
 	// Forward is the ssh forward URL goes through, nil when the executor
 	// is reached directly. Close ends it.
-	Forward *docker.Forward
+	Forward Forward
 }
 
 // Close ends the forward, if any.
@@ -75,7 +85,11 @@ func (d *Dashboard) Wait(ctx context.Context) error {
 // it is bound to the loopback of a host reached over ssh://, through a
 // local port forwarded over ssh that stays open until Close.
 func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard, error) {
-	e, c, err := w.boxContainer(ctx, name, compose.ExecutorService, true)
+	host, c, err := w.BoxContainer(ctx, name, compose.ExecutorService, true, "")
+	if err != nil {
+		return nil, err
+	}
+	e, err := w.Engine(ctx, host)
 	if err != nil {
 		return nil, err
 	}
@@ -95,29 +109,20 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 		return nil, err
 	}
 	d := &Dashboard{Box: name, Token: token, Browser: browser}
-	reach := e.Reach(port.HostIP, port.HostPort)
+	reach := e.ExecutorReach(port.HostIP, port.HostPort)
 	switch reach.How {
-	case docker.ReachSSHForward:
+	case ReachSSHForward:
 		fwd, err := e.Forward(ctx, port.HostIP, port.HostPort)
 		if err != nil {
 			return nil, fmt.Errorf("box %s: forwarding a local port to its executor (%s): %w", name, reach.OnHost, err)
 		}
 		d.Forward = fwd
-		d.URL, d.Via = fwd.URL, fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, machine(e.Host))
-	case docker.ReachHostOnly:
-		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, machine(e.Host), reach.OnHost),
-			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", machine(e.Host))
+		d.URL, d.Via = fwd.URL(), fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, machine(host))
+	case ReachHostOnly:
+		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, machine(host), reach.OnHost),
+			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", machine(host))
 	default:
 		d.URL = reach.URL
 	}
 	return d, nil
-}
-
-// machine names where host's engine runs: the local engine's may be
-// another machine too, reached through DOCKER_HOST=ssh://.
-func machine(host string) string {
-	if host == "" {
-		return "the engine's machine"
-	}
-	return "host " + host
 }
