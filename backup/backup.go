@@ -253,16 +253,23 @@ func Thaw(ctx context.Context, configPath string, e Engine, box string) error {
 	return held.Release()
 }
 
-// Thawer thaws boxes for the applier (reconcile.Thawer).
+// Hosts reaches the engine of each host of a workspace, for saves,
+// restores and moves.
+type Hosts interface {
+	// BoxEngine is host's engine.
+	BoxEngine(ctx context.Context, host string) (Engine, error)
+}
+
+// Thawer thaws boxes for the applier (apply.Thawer).
 type Thawer struct {
 	// Config is boxes.yaml's path.
 	Config string
-	Engine func(ctx context.Context, host string) (Engine, error)
+	Hosts  Hosts
 }
 
 // Thaw thaws box on host (see Thaw).
 func (t Thawer) Thaw(ctx context.Context, host, box string) error {
-	e, err := t.Engine(ctx, host)
+	e, err := t.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return err
 	}
@@ -477,9 +484,8 @@ type Seeder struct {
 	// Dir is where relative restore: paths start (boxes.yaml's directory).
 	Dir        string
 	Identities []age.Identity
-	// Engine is host's engine.
-	Engine func(ctx context.Context, host string) (Engine, error)
-	Init   hb.Wait
+	Hosts      Hosts
+	Init       hb.Wait
 	// Sizes bounds the data of each archive (by restore: path) to what
 	// CheckRestores found in it.
 	Sizes map[string]int64
@@ -507,7 +513,7 @@ func (s *Seeder) Path(archive string) string {
 }
 
 func (s *Seeder) agent(ctx context.Context, host, box string) (Engine, string, error) {
-	e, err := s.Engine(ctx, host)
+	e, err := s.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return nil, "", err
 	}

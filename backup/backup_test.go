@@ -218,6 +218,11 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	}
 }
 
+// oneHost is every host's engine e.
+type oneHost struct{ e Engine }
+
+func (h oneHost) BoxEngine(context.Context, string) (Engine, error) { return h.e, nil }
+
 // The wait for hb init is a progress step of the box, not a line of its
 // own that would break the live display.
 func TestSeederReportsTheInitWaitAsAStep(t *testing.T) {
@@ -225,8 +230,8 @@ func TestSeederReportsTheInitWaitAsAStep(t *testing.T) {
 	var mu sync.Mutex
 	var steps []string
 	s := &Seeder{
-		Engine: func(context.Context, string) (Engine, error) { return e, nil },
-		Init:   hb.Wait{Timeout: 5 * time.Second, Poll: 150 * time.Millisecond},
+		Hosts: oneHost{e},
+		Init:  hb.Wait{Timeout: 5 * time.Second, Poll: 150 * time.Millisecond},
 		Step: func(box, msg string) {
 			mu.Lock()
 			steps = append(steps, box+": "+msg)
@@ -385,7 +390,7 @@ func TestThaw(t *testing.T) {
 // A restore that would not leave the reserve free is refused before it starts.
 func TestSeedChecksFreeSpace(t *testing.T) {
 	e := &fakeBox{free: Reserve + 100}
-	s := &Seeder{Engine: func(context.Context, string) (Engine, error) { return e, nil }, Sizes: map[string]int64{"a": 200}}
+	s := &Seeder{Hosts: oneHost{e}, Sizes: map[string]int64{"a": 200}}
 	if err := s.Seed(context.Background(), "", "alpha", "a"); !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
 		t.Errorf("got %v, copied %q", err, e.copied)
 	}
@@ -409,7 +414,7 @@ func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 		var mu sync.Mutex
 		var steps []string
 		s := &Seeder{
-			Engine:     func(context.Context, string) (Engine, error) { return e, nil },
+			Hosts:      oneHost{e},
 			Identities: []age.Identity{id},
 			Init:       hb.Wait{Timeout: 5 * time.Second},
 			Step: func(box, msg string) {

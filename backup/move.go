@@ -29,10 +29,7 @@ import (
 // without asking anyone for a passphrase, and the archive stays readable as
 // a backup afterwards.
 type Mover struct {
-	// Engine is host's engine.
-	Engine func(ctx context.Context, host string) (Engine, error)
-	// Agent is box's agent container on host as the engine has it now.
-	Agent func(ctx context.Context, host, box string) (reconcile.Container, error)
+	Hosts MoveHosts
 	// Recipients are boxes.yaml's archive recipients (age public keys).
 	Recipients []string
 	// Tools are the locked image's tool versions, for the manifest; nil reads them from the image.
@@ -41,9 +38,18 @@ type Mover struct {
 	Init   hb.Wait
 	// Step shows progress of a box, in the applier's display.
 	Step func(box, msg string)
-	// Doctor and Same are the engine-level steps the applier asks for.
-	DoctorWith func(ctx context.Context, host, box string) error
-	SameWith   func(ctx context.Context, a, b string) (bool, error)
+}
+
+// MoveHosts is what a move needs of the hosts it moves a box between.
+type MoveHosts interface {
+	Hosts
+	// AgentNow is box's agent container on host as the engine has it now.
+	AgentNow(ctx context.Context, host, box string) (reconcile.Container, error)
+	// DoctorMoved checks the new copy of a moved box on host, as boxes
+	// doctor does, and fails naming every failed check.
+	DoctorMoved(ctx context.Context, host, box string) error
+	// SameEngine reports whether hosts a and b reach one engine.
+	SameEngine(ctx context.Context, a, b string) (bool, error)
 }
 
 var _ apply.Mover = (*Mover)(nil)
@@ -119,11 +125,11 @@ func (m *Mover) Save(ctx context.Context, host, box, file, key string) (int64, e
 			_ = os.Remove(f)
 		}
 	}
-	e, err := m.Engine(ctx, host)
+	e, err := m.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return 0, err
 	}
-	agent, err := m.Agent(ctx, host, box)
+	agent, err := m.Hosts.AgentNow(ctx, host, box)
 	if err != nil {
 		return 0, err
 	}
@@ -134,7 +140,7 @@ func (m *Mover) Save(ctx context.Context, host, box, file, key string) (int64, e
 }
 
 func (m *Mover) agent(ctx context.Context, host, box string) (Engine, string, error) {
-	e, err := m.Engine(ctx, host)
+	e, err := m.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,18 +212,18 @@ func (m *Mover) Check(ctx context.Context, host, box, file, key string) (int, er
 
 // Finish resumes the started box and waits for hb init on the restored data.
 func (m *Mover) Finish(ctx context.Context, host, box string) error {
-	s := Seeder{Engine: m.Engine, Init: m.Init, Step: m.Step}
+	s := Seeder{Hosts: m.Hosts, Init: m.Init, Step: m.Step}
 	return s.Finish(ctx, host, box)
 }
 
 // Doctor checks the moved box.
 func (m *Mover) Doctor(ctx context.Context, host, box string) error {
-	return m.DoctorWith(ctx, host, box)
+	return m.Hosts.DoctorMoved(ctx, host, box)
 }
 
 // SameEngine reports whether the two hosts are one engine.
 func (m *Mover) SameEngine(ctx context.Context, a, b string) (bool, error) {
-	return m.SameWith(ctx, a, b)
+	return m.Hosts.SameEngine(ctx, a, b)
 }
 
 // ErrRestoredDiffers is restored data that is not the archive's.

@@ -105,7 +105,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	}
 	applier.Forker = &forker{w: w, image: p.Image, init: o.Init, step: pr.Step}
 	// A box a save that died left frozen is thawed before anything else is done to it.
-	applier.Thawer = backup.Thawer{Config: w.Path, Engine: w.backupEngine}
+	applier.Thawer = backup.Thawer{Config: w.Path, Hosts: hosts{w}}
 	err = applier.Apply(ctx, p)
 	if failed, ok := err.(interface{ Unwrap() []error }); ok && len(p.Boxes) > 1 {
 		return &PartialError{Err: err, Failed: len(failed.Unwrap()), Boxes: len(p.Boxes) - p.Summary().NoOp}

@@ -15,31 +15,27 @@ import (
 // names the program in the archives, o.Init bounds the wait for a moved
 // box's hb init, and pr shows a box's progress.
 func (w *Workspace) mover(o ApplyOptions, pr apply.Progress) *backup.Mover {
-	return &backup.Mover{
-		Engine:     w.backupEngine,
-		Agent:      w.agentNow,
-		Recipients: w.Config.Recipients,
-		Writer:     o.Writer,
-		Init:       o.Init,
-		DoctorWith: w.doctorMoved,
-		SameWith:   w.sameEngine,
-		Step:       pr.Step,
-	}
+	return &backup.Mover{Hosts: hosts{w}, Recipients: w.Config.Recipients, Writer: o.Writer, Init: o.Init, Step: pr.Step}
 }
 
-// backupEngine is host's engine as saves, restores and moves use it.
-func (w *Workspace) backupEngine(ctx context.Context, host string) (backup.Engine, error) {
-	e, err := w.Engine(ctx, host)
+// hosts are w's hosts as saves, restores and moves reach them.
+type hosts struct{ w *Workspace }
+
+var _ backup.MoveHosts = hosts{}
+
+// BoxEngine is host's engine.
+func (h hosts) BoxEngine(ctx context.Context, host string) (backup.Engine, error) {
+	e, err := h.w.Engine(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// agentNow is box's agent container on host as the engine has it now, not
+// AgentNow is box's agent container on host as the engine has it now, not
 // as w last observed it.
-func (w *Workspace) agentNow(ctx context.Context, host, box string) (reconcile.Container, error) {
-	e, err := w.Engine(ctx, host)
+func (h hosts) AgentNow(ctx context.Context, host, box string) (reconcile.Container, error) {
+	e, err := h.w.Engine(ctx, host)
 	if err != nil {
 		return reconcile.Container{}, err
 	}
@@ -54,18 +50,18 @@ func (w *Workspace) agentNow(ctx context.Context, host, box string) (reconcile.C
 	return c, nil
 }
 
-// doctorMoved checks the new copy of a moved box on host, observed afresh,
+// DoctorMoved checks the new copy of a moved box on host, observed afresh,
 // as boxes doctor does, and fails naming every failed check.
-func (w *Workspace) doctorMoved(ctx context.Context, host, box string) error {
-	e, err := w.Engine(ctx, host)
+func (h hosts) DoctorMoved(ctx context.Context, host, box string) error {
+	e, err := h.w.Engine(ctx, host)
 	if err != nil {
 		return err
 	}
-	o, err := e.Observe(ctx, w.Image())
+	o, err := e.Observe(ctx, h.w.Image())
 	if err != nil {
 		return err
 	}
-	rep := w.doctorOn(ctx, host, box, o.Of(box), e)
+	rep := h.w.doctorOn(ctx, host, box, o.Of(box), e)
 	if rep.OK {
 		return nil
 	}
@@ -78,13 +74,13 @@ func (w *Workspace) doctorMoved(ctx context.Context, host, box string) error {
 	return fmt.Errorf("doctor found problems: %s", strings.Join(failed, "; "))
 }
 
-// sameEngine reports whether hosts a and b reach one engine.
-func (w *Workspace) sameEngine(ctx context.Context, a, b string) (bool, error) {
-	ea, err := w.Engine(ctx, a)
+// SameEngine reports whether hosts a and b reach one engine.
+func (h hosts) SameEngine(ctx context.Context, a, b string) (bool, error) {
+	ea, err := h.w.Engine(ctx, a)
 	if err != nil {
 		return false, err
 	}
-	eb, err := w.Engine(ctx, b)
+	eb, err := h.w.Engine(ctx, b)
 	if err != nil {
 		return false, err
 	}
