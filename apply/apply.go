@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Engine is everything Apply needs from one Docker engine.
@@ -101,7 +102,7 @@ var ErrUndeclared = hint.New("box not declared", "declare it under boxes: in box
 type Applier struct {
 	Config      *spec.Config
 	Engines     map[string]Engine // by host name
-	Tokens      reconcile.Tokens
+	Tokens      statedir.Tokens
 	Parallelism int
 	Progress    Progress
 	// Seeder restores boxes created with restore:; nil refuses them.
@@ -346,7 +347,7 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 
 func (a *Applier) applyBox(ctx context.Context, image string, bp reconcile.BoxPlan) error {
 	if !a.Held[bp.Name] {
-		lock, err := reconcile.LockBox(a.Config.Path, bp.Name, "boxes apply")
+		lock, err := statedir.LockBox(a.Config.Path, bp.Name, "boxes apply")
 		if err != nil {
 			return err
 		}
@@ -381,11 +382,11 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 		return err
 	}
 	seed := seeder != nil
-	restores := reconcile.RestoresBeside(a.Config.Path)
+	restores := statedir.RestoresBeside(a.Config.Path)
 	if seed {
 		// Recorded before anything is created: a seed cut short at any
 		// point is seen by the next plan, and done again.
-		if err := restores.Begin(reconcile.Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore, From: bp.From}); err != nil {
+		if err := restores.Begin(statedir.Restoring{Box: bp.Name, Host: bp.Host, Archive: bp.Restore, From: bp.From}); err != nil {
 			return err
 		}
 	}
@@ -630,7 +631,7 @@ func (a *Applier) createFailed(ctx context.Context, engine Engine, bp reconcile.
 	// A seed cut short before this create keeps its record: the box is
 	// still to be seeded from that archive or box.
 	if (bp.Restore != "" || bp.From != "") && !reconcile.HasKind(bp.Reasons, "incomplete") {
-		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 			return err
 		}
 	}
@@ -787,7 +788,7 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan
 		if err := seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
 			return err
 		}
-		if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 			return err
 		}
 	} else if err := a.thaw(ctx, bp); err != nil {
@@ -813,7 +814,7 @@ func (a *Applier) thaw(ctx context.Context, bp reconcile.BoxPlan) error {
 	if a.Thawer == nil {
 		return nil
 	}
-	if _, stale := reconcile.StaleFreezes(a.Config.Path)[bp.Name]; !stale && !reconcile.HasKind(bp.Reasons, "frozen") {
+	if _, stale := statedir.StaleFreezes(a.Config.Path)[bp.Name]; !stale && !reconcile.HasKind(bp.Reasons, "frozen") {
 		return nil
 	}
 	a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
@@ -839,7 +840,7 @@ func (a *Applier) token(bp reconcile.BoxPlan) (string, error) {
 	if bp.Action != reconcile.Create && bp.Action != reconcile.Recreate {
 		return "", fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
 	}
-	if token, err = reconcile.NewToken(); err != nil {
+	if token, err = statedir.NewToken(); err != nil {
 		return "", err
 	}
 	return token, a.Tokens.Put(bp.Name, token)
@@ -855,7 +856,7 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp reconcile.BoxPla
 	if err := a.remove(ctx, engine, bp.Name, d); err != nil {
 		return err
 	}
-	if err := reconcile.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+	if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
 		return err
 	}
 	return a.Tokens.Remove(bp.Name)

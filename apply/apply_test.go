@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // journal records every step of every box, in order per box and overall.
@@ -57,7 +58,7 @@ func (j *journal) of(box string) []string {
 // remember which image each box's containers run.
 type fakeEngine struct {
 	j      *journal
-	tokens reconcile.Tokens
+	tokens statedir.Tokens
 	fail   map[string]string // box → the step that fails
 	mu     sync.Mutex
 	images map[string]string // box → the image its containers run
@@ -211,7 +212,7 @@ func newApplier(t *testing.T, boxes ...spec.Box) (*apply.Applier, *journal, *fak
 	cfg := testCfg(boxes...)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
 	j := &journal{}
-	tokens := reconcile.TokensBeside(cfg.Path)
+	tokens := statedir.TokensBeside(cfg.Path)
 	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}, images: map[string]string{}}
 	return &apply.Applier{Config: cfg, Engines: map[string]apply.Engine{"": e}, Tokens: tokens,
 		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e
@@ -364,12 +365,12 @@ func TestApplierOneBoxPlans(t *testing.T) {
 
 func TestApplierHeldLocks(t *testing.T) {
 	a, _, _ := newApplier(t, testBox("alpha"))
-	lock, err := reconcile.LockBox(a.Config.Path, "alpha", "test")
+	lock, err := statedir.LockBox(a.Config.Path, "alpha", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Unlock()
-	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); !errors.Is(err, reconcile.ErrLocked) {
+	if err := a.Apply(context.Background(), reconcile.StopPlan("", "alpha")); !errors.Is(err, statedir.ErrLocked) {
 		t.Errorf("apply over a held box lock: %v", err)
 	}
 	a.Held = map[string]bool{"alpha": true}

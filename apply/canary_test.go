@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 const initFails = "agent of alpha: the container is restarting (exit 1); its last log lines: hb: error: this image has no user agent"
@@ -150,13 +151,13 @@ func TestApplierCanaryGoesFirst(t *testing.T) {
 // held) says nothing of the image: the next box is the canary.
 func TestApplierCanaryFailingBeforeTheChange(t *testing.T) {
 	a, j, _ := onOldImage(t, "alpha", "beta", "gamma")
-	lock, err := reconcile.LockBox(a.Config.Path, "alpha", "test")
+	lock, err := statedir.LockBox(a.Config.Path, "alpha", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Unlock()
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{imageChange("alpha"), imageChange("beta"), imageChange("gamma")}}
-	if err := a.Apply(context.Background(), p); !errors.Is(err, reconcile.ErrLocked) || errors.Is(err, apply.ErrCanaryFailed) {
+	if err := a.Apply(context.Background(), p); !errors.Is(err, statedir.ErrLocked) || errors.Is(err, apply.ErrCanaryFailed) {
 		t.Fatalf("apply: %v", err)
 	}
 	for _, box := range []string{"beta", "gamma"} {

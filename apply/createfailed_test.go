@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // makingEngine is the journaling fake whose engine holds what was made:
@@ -112,7 +113,7 @@ func TestApplierUndoesARefusedCreate(t *testing.T) {
 		if _, ok, _ := a.Tokens.Get("alpha"); ok {
 			t.Error("the token of a box that is not there is still stored")
 		}
-		if _, ok := reconcile.RestoresBeside(a.Config.Path).Get("alpha"); ok {
+		if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); ok {
 			t.Error("the restore record of a box that is not there is still kept")
 		}
 	}
@@ -149,7 +150,7 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 		if got := j.of("alpha"); !reflect.DeepEqual(got, []string{"create", "done: " + refused.Error()}) {
 			t.Errorf("steps %q: something was removed", got)
 		}
-		if _, ok := reconcile.RestoresBeside(a.Config.Path).Get("alpha"); !ok {
+		if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); !ok {
 			t.Error("the record of the restore cut short is gone: the next plan would not seed the box again")
 		}
 	})

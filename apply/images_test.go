@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // fakeCarrier journals transfers under the box "image"; it fails for the
@@ -47,7 +48,7 @@ func streamApplier(t *testing.T, c *fakeCarrier) (*apply.Applier, *reconcile.Pla
 	beta.Host, gamma.Host, delta.Host = "far", "far", "near"
 	cfg := testCfg(alpha, beta, gamma, delta)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
-	tokens := reconcile.TokensBeside(cfg.Path)
+	tokens := statedir.TokensBeside(cfg.Path)
 	for _, b := range cfg.Boxes {
 		if err := tokens.Put(b.Name, testToken); err != nil {
 			t.Fatal(err)

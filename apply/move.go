@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Mover carries a box's data from one host to another for the applier. Paths
@@ -70,7 +71,7 @@ func (a *Applier) move(ctx context.Context, image string, bp reconcile.BoxPlan) 
 	}
 	dir := filepath.Dir(a.Config.Path)
 	abs := func(p string) string { return filepath.Join(dir, p) }
-	moves := reconcile.MovesBeside(a.Config.Path)
+	moves := statedir.MovesBeside(a.Config.Path)
 	rec, found, err := moves.Get(bp.Name)
 	if err != nil {
 		return err
@@ -123,16 +124,16 @@ func (a *Applier) move(ctx context.Context, image string, bp reconcile.BoxPlan) 
 // moveSave is a move's first stage: record the move (a save cut short
 // before leaves a key that encrypted nothing published: it goes), stop the
 // box on its old host and save its /data to the recorded archive.
-func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from Engine, moves reconcile.Moves, rec reconcile.MoveRecord, found bool, abs func(string) string) (reconcile.MoveRecord, error) {
+func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from Engine, moves statedir.Moves, rec statedir.MoveRecord, found bool, abs func(string) string) (statedir.MoveRecord, error) {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	if found && !rec.Saved && rec.Key != "" {
 		_ = os.Remove(abs(rec.Key))
 	}
 	stamp := time.Now().UTC().Format("20060102-150405")
-	rec = reconcile.MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
+	rec = statedir.MoveRecord{Box: bp.Name, From: m.From, To: m.To, Started: time.Now().UTC(),
 		Archive: filepath.Join("backups", bp.Name+"-"+stamp+archive.Ext),
-		Key:     reconcile.MoveKey(bp.Name, stamp)}
+		Key:     statedir.MoveKey(bp.Name, stamp)}
 	if err := moves.Put(rec); err != nil {
 		return rec, err
 	}
@@ -152,7 +153,7 @@ func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from Engin
 // cancelMove ends a move that boxes.yaml put back before its new copy was
 // verified: that copy goes, and the original, on the declared host, is
 // started again when it is declared running.
-func (a *Applier) cancelMove(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, moves reconcile.Moves) error {
+func (a *Applier) cancelMove(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, moves statedir.Moves) error {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	step("removing the unverified copy on " + reconcile.HostName(m.From) + " left by the move that was put back")
@@ -181,7 +182,7 @@ func (a *Applier) cancelMove(ctx context.Context, image string, bp reconcile.Box
 
 // moveIn makes the box on the new host from the move's archive and proves
 // it: restored data checked against the archive's hashes, ready, doctor.
-func (a *Applier) moveIn(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, rec reconcile.MoveRecord, abs func(string) string) error {
+func (a *Applier) moveIn(ctx context.Context, image string, bp reconcile.BoxPlan, box spec.Box, rec statedir.MoveRecord, abs func(string) string) error {
 	m := bp.Move
 	to := a.Engines[m.To]
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
@@ -197,7 +198,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp reconcile.BoxPlan
 		return err
 	}
 	if !ok {
-		if token, err = reconcile.NewToken(); err != nil {
+		if token, err = statedir.NewToken(); err != nil {
 			return err
 		}
 		if err := a.Tokens.Put(bp.Name, token); err != nil {

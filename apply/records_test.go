@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 type fakeThawer struct{ j *journal }
@@ -79,7 +80,7 @@ func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
 			t.Errorf("removed %s, which the restore did not make", s)
 		}
 	}
-	if _, ok := reconcile.RestoresBeside(a.Config.Path).Get("alpha"); ok {
+	if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); ok {
 		t.Error("the restore record is left")
 	}
 	if _, ok, _ := a.Tokens.Get("alpha"); ok {
@@ -97,7 +98,7 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restores := reconcile.RestoresBeside(a.Config.Path)
+	restores := statedir.RestoresBeside(a.Config.Path)
 	a.Seeder = failingSeeder{fakeSeeder{j}}
 	if err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.zst.age")); err == nil {
 		t.Fatal("a failing seed succeeded")

@@ -25,6 +25,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Engine is what saving and restoring need of a box's engine.
@@ -76,7 +77,7 @@ type Save struct {
 	// Init bounds the wait for a new box's hb init before quiescing.
 	Init hb.Wait
 	// Config is boxes.yaml's path, beside which the save keeps the record
-	// of the box it froze (reconcile.HoldFreeze), and Host the box's host.
+	// of the box it froze (statedir.HoldFreeze), and Host the box's host.
 	// With no Config nothing is recorded.
 	Config, Host string
 	// Step reports progress; Warn a problem that does not fail the save.
@@ -237,7 +238,7 @@ func DataSize(ctx context.Context, e Engine, id string) (int64, error) {
 // nothing unless configPath's freeze record of box is there and no save
 // holds it; the record is removed once the box is thawed.
 func Thaw(ctx context.Context, configPath string, e Engine, box string) error {
-	held, rec, err := reconcile.TakeStaleFreeze(configPath, box)
+	held, rec, err := statedir.TakeStaleFreeze(configPath, box)
 	if err != nil || held == nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 func init() { archive.ScryptWorkFactor = 10 }
@@ -368,7 +369,7 @@ func TestRestoreChecksTheRestoredData(t *testing.T) {
 func TestThaw(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
 	e := &fakeBox{}
-	held, err := reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "alpha", Container: "old"})
+	held, err := statedir.HoldFreeze(cfg, statedir.Freeze{Box: "alpha", Container: "old"})
 	if err != nil {
 		t.Fatal(err)
 	}

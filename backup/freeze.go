@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Freeze is one quiesce of a running box so that its /data can be read as
@@ -16,7 +16,7 @@ type Freeze struct {
 	// Agent is the box's running agent container.
 	Agent string
 	// Config is boxes.yaml's path, beside which the freeze is recorded
-	// (reconcile.HoldFreeze) so that the next command thaws a box that a
+	// (statedir.HoldFreeze) so that the next command thaws a box that a
 	// killed boxes left frozen, and Host the box's host. With no Config
 	// nothing is recorded.
 	Config, Host string
@@ -84,10 +84,10 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 			return nil, err
 		}
 	}
-	var held *reconcile.HeldFreeze
+	var held *statedir.HeldFreeze
 	if z.Config != "" {
 		var err error
-		if held, err = reconcile.HoldFreeze(z.Config, reconcile.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
+		if held, err = statedir.HoldFreeze(z.Config, statedir.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
 			<-alongside
 			return nil, fmt.Errorf("recording the freeze of %s: %w", z.Box, err)
 		}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 
@@ -108,4 +110,37 @@ func (e *Engine) initializeInside(ctx context.Context, id, token string) error {
 		return &mcp.StatusError{Code: status}
 	}
 	return mcp.CheckAnswer(data[:i])
+}
+
+// MachineAddresses are the addresses of the machine the engine runs on, as
+// this machine sees it: its own interfaces' for a unix socket, and what the
+// host name resolves to for tcp:// and ssh:// (a docker context's address
+// included).
+func (e *Engine) MachineAddresses() []netip.Addr {
+	u, err := url.Parse(e.Endpoint.URL)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	switch u.Scheme {
+	case "unix", "npipe":
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return nil
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				out = append(out, p.Addr())
+			}
+		}
+	case "tcp", "ssh", "http", "https":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+		if err != nil {
+			return nil
+		}
+		out = ips
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Report is every check of one box; OK when none is an error.
@@ -48,9 +49,9 @@ type Box struct {
 	Token    string
 	TokenErr error
 	// Exposed are secret files or directories readable by others.
-	Exposed []reconcile.Exposure
+	Exposed []statedir.Exposure
 	// Restoring is the box's restore that was cut short, if one was.
-	Restoring *reconcile.Restoring
+	Restoring *statedir.Restoring
 	// Stopped is a box boxes.yaml declares stopped: its containers stopped
 	// are as they should be.
 	Stopped bool

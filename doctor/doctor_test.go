@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 type hbDoctor struct{ out string }
@@ -94,7 +95,7 @@ func TestCheckFindsAPublishingAgentAndAnOpenExecutor(t *testing.T) {
 func TestCheckReportsExposedSecrets(t *testing.T) {
 	b := box("running")
 	b.Image = "sha256:2222222222222222"
-	b.Exposed = []reconcile.Exposure{{Path: ".boxes/secrets/alpha.env", Mode: 0o644, Want: 0o600}}
+	b.Exposed = []statedir.Exposure{{Path: ".boxes/secrets/alpha.env", Mode: 0o644, Want: 0o600}}
 	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
 	if !strings.Contains(lines(rep), "error host secrets: .boxes/secrets/alpha.env is 0644, want 0600 (boxes apply restores it)") || rep.OK {
 		t.Errorf("exposed token not an error:\n%s", lines(rep))
@@ -105,7 +106,7 @@ func TestCheckReportsExposedSecrets(t *testing.T) {
 func TestCheckReportsAnIncompleteRestore(t *testing.T) {
 	b := box("running")
 	b.Image = "sha256:2222222222222222"
-	b.Restoring = &reconcile.Restoring{Box: "alpha", Archive: "backups/alpha-20260101-000000.tar.zst.age"}
+	b.Restoring = &statedir.Restoring{Box: "alpha", Archive: "backups/alpha-20260101-000000.tar.zst.age"}
 	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
 	if !strings.Contains(lines(rep), "error host restore: restore incomplete: the box holds part of backups/alpha-20260101-000000.tar.zst.age") || rep.OK {
 		t.Errorf("an incomplete restore is not an error:\n%s", lines(rep))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // FromText is a from: value as a plan says it: "snapshot L of box B", or
@@ -69,4 +70,18 @@ func forkSource(in Input, host, from string) error {
 		}
 	}
 	return &NoSourceError{From: from, Host: host}
+}
+
+// seedFrom sets what bp is seeded from to what r records.
+func seedFrom(r statedir.Restoring, bp *BoxPlan) {
+	bp.Restore, bp.From = r.Archive, r.From
+}
+
+// seedAgain is the reason of a create or recreate that seeds again what r
+// records was cut short.
+func seedAgain(r statedir.Restoring) Reason {
+	if r.From != "" {
+		return Reason{Kind: "incomplete", Field: "from", New: r.From}
+	}
+	return Reason{Kind: "incomplete", New: r.Archive}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // A box with from: is seeded when created, from a snapshot its engine
@@ -28,7 +29,7 @@ func TestPlanOfForks(t *testing.T) {
 		Config: testCfg(testBox("base"), fork("trial", "base@clean"), fork("copy", "base"), fork("made", "base@clean"), fork("halfway", "base@clean"), fork("lost", "base")),
 		Image:  testImage, Observed: obsMap(o),
 		Tokens:    map[string]string{"base": testToken, "made": testToken, "halfway": testToken},
-		Restoring: map[string]reconcile.Restoring{"halfway": {Box: "halfway", From: "base@clean"}, "lost": {Box: "lost", From: "base"}},
+		Restoring: map[string]statedir.Restoring{"halfway": {Box: "halfway", From: "base@clean"}, "lost": {Box: "lost", From: "base"}},
 	}
 	p, err := reconcile.NewPlan(in)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/statedir"
 
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -30,7 +31,7 @@ func moveInput(t *testing.T, farHasImage bool, oldState string) (reconcile.Input
 }
 
 func TestPlanMoveStages(t *testing.T) {
-	rec := reconcile.MoveRecord{Box: "alpha", From: "", To: "far", Archive: "backups/alpha-20261202-101500.tar.zst.age", Key: ".boxes/secrets/alpha-20261202-101500.move-key", Bytes: 5 << 20}
+	rec := statedir.MoveRecord{Box: "alpha", From: "", To: "far", Archive: "backups/alpha-20261202-101500.tar.zst.age", Key: ".boxes/secrets/alpha-20261202-101500.move-key", Bytes: 5 << 20}
 	saved, verified := rec, rec
 	saved.Saved = true
 	verified.Saved, verified.Verified = true, true
@@ -39,7 +40,7 @@ func TestPlanMoveStages(t *testing.T) {
 		farImage    bool
 		oldState    string
 		farHasCopy  bool
-		record      *reconcile.MoveRecord
+		record      *statedir.MoveRecord
 		stage       reconcile.MoveStage
 		unverified  bool
 		imageFrom   bool
@@ -63,7 +64,7 @@ func TestPlanMoveStages(t *testing.T) {
 				observeBox(t, in.Observed["far"], b, testImage, "running", 0)
 			}
 			if c.record != nil {
-				in.Moves = map[string]reconcile.MoveRecord{"alpha": *c.record}
+				in.Moves = map[string]statedir.MoveRecord{"alpha": *c.record}
 			}
 			p, err := reconcile.NewPlan(in)
 			if err != nil {
@@ -133,7 +134,7 @@ func TestPlanMoveErrors(t *testing.T) {
 		t.Errorf("two copies without a record: %v", err)
 	}
 	// A record of another move does not count.
-	in.Moves = map[string]reconcile.MoveRecord{"alpha": {Box: "alpha", From: "far", To: "elsewhere", Saved: true, Verified: true}}
+	in.Moves = map[string]statedir.MoveRecord{"alpha": {Box: "alpha", From: "far", To: "elsewhere", Saved: true, Verified: true}}
 	if _, err := reconcile.NewPlan(in); !errors.Is(err, reconcile.ErrTwoCopies) {
 		t.Errorf("two copies with another move's record: %v", err)
 	}
@@ -166,7 +167,7 @@ func TestPlanMovePutBack(t *testing.T) {
 	b := testBox("alpha")
 	far := b
 	far.Host = "far"
-	rec := reconcile.MoveRecord{Box: "alpha", From: "", To: "far", Archive: "backups/alpha-1.tar.zst.age", Saved: true}
+	rec := statedir.MoveRecord{Box: "alpha", From: "", To: "far", Archive: "backups/alpha-1.tar.zst.age", Saved: true}
 	for _, c := range []struct {
 		name     string
 		verified bool
@@ -184,7 +185,7 @@ func TestPlanMovePutBack(t *testing.T) {
 			r := rec
 			r.Verified = c.verified
 			in := reconcile.Input{Config: testCfg(b), Image: testImage, Tokens: map[string]string{"alpha": testToken},
-				Observed: map[string]*reconcile.Observed{"": local, "far": remote}, Moves: map[string]reconcile.MoveRecord{"alpha": r}}
+				Observed: map[string]*reconcile.Observed{"": local, "far": remote}, Moves: map[string]statedir.MoveRecord{"alpha": r}}
 			p, err := reconcile.NewPlan(in)
 			if err != nil {
 				t.Fatal(err)
@@ -226,7 +227,7 @@ func TestMovePlanGolden(t *testing.T) {
 	in := reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,
 		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"alpha": testToken, "beta": testToken},
-		Moves: map[string]reconcile.MoveRecord{"beta": {Box: "beta", From: "", To: "edge", Archive: "backups/beta-20261202-101500.tar.zst.age",
+		Moves: map[string]statedir.MoveRecord{"beta": {Box: "beta", From: "", To: "edge", Archive: "backups/beta-20261202-101500.tar.zst.age",
 			Key: ".boxes/secrets/beta-20261202-101500.move-key", Saved: true, Verified: true, Bytes: 3 << 20}}}
 	p, err := reconcile.NewPlan(in)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Action is what a plan does to one box.
@@ -455,12 +456,12 @@ type Input struct {
 	// Backups maps a box to its newest archive path.
 	Backups map[string]string
 	// Moves are the records of moves begun on this machine, by box.
-	Moves map[string]MoveRecord
+	Moves map[string]statedir.MoveRecord
 	// Frozen names the boxes a save that died may have left frozen (see
 	// StaleFreezes).
 	Frozen map[string]bool
 	// Restoring holds the restores cut short, by box (see Restores).
-	Restoring map[string]Restoring
+	Restoring map[string]statedir.Restoring
 	// Doors are what each box's gate is made with besides boxes.yaml (its
 	// credentials' values, its host's closed addresses), by box.
 	Doors map[string]compose.Door
@@ -633,8 +634,8 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		bp.Reasons = []Reason{{Kind: "new"}}
 		switch {
 		case incomplete:
-			restoring.seed(&bp)
-			bp.Reasons = append(bp.Reasons, restoring.reason())
+			seedFrom(restoring, &bp)
+			bp.Reasons = append(bp.Reasons, seedAgain(restoring))
 		case b.Restore != "":
 			bp.Restore = b.Restore
 			bp.Reasons = append(bp.Reasons, Reason{Kind: "restore", New: b.Restore})
@@ -697,8 +698,8 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 // the same archive (or box). With no container yet (the cut came before
 // compose made them) that is a create over the volumes already there; with
 // containers, a recreate.
-func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring Restoring) (BoxPlan, error) {
-	restoring.seed(&bp)
+func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring statedir.Restoring) (BoxPlan, error) {
+	seedFrom(restoring, &bp)
 	if bp.From != "" {
 		if err := forkSource(in, b.Host, bp.From); err != nil {
 			return bp, err
@@ -706,7 +707,7 @@ func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring Res
 	}
 	if len(r.Containers) == 0 {
 		bp.Action = Create
-		bp.Reasons = []Reason{restoring.reason()}
+		bp.Reasons = []Reason{seedAgain(restoring)}
 		return bp, nil
 	}
 	reasons, err := recreateReasons(in, b, r, 0)
@@ -714,7 +715,7 @@ func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring Res
 		return bp, err
 	}
 	bp.Action = Recreate
-	bp.Reasons = append([]Reason{restoring.reason()}, withoutKind(reasons, "nocontainers")...)
+	bp.Reasons = append([]Reason{seedAgain(restoring)}, withoutKind(reasons, "nocontainers")...)
 	bp.Strays = strays(b.Name, r, reasons)
 	return bp, nil
 }

@@ -6,70 +6,48 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // A freeze record is stale only once its save is gone; whoever takes a stale
 // one removes it after thawing, or leaves it for the next try.
 func TestFreezeRecords(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
-	held, err := reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "alpha", Host: "nexus", Container: "c1"})
+	held, err := statedir.HoldFreeze(cfg, statedir.Freeze{Box: "alpha", Host: "nexus", Container: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := reconcile.StaleFreezes(cfg); len(got) != 0 {
+	if got := statedir.StaleFreezes(cfg); len(got) != 0 {
 		t.Errorf("a running save's record is stale: %v", got)
 	}
-	if h, _, err := reconcile.TakeStaleFreeze(cfg, "alpha"); h != nil || err != nil {
+	if h, _, err := statedir.TakeStaleFreeze(cfg, "alpha"); h != nil || err != nil {
 		t.Errorf("took a running save's record: %v", err)
 	}
 	held.Keep() // the save died without thawing
-	got := reconcile.StaleFreezes(cfg)
+	got := statedir.StaleFreezes(cfg)
 	if f, ok := got["alpha"]; !ok || f.Host != "nexus" || f.Container != "c1" {
 		t.Fatalf("stale records: %+v", got)
 	}
-	h, f, err := reconcile.TakeStaleFreeze(cfg, "alpha")
+	h, f, err := statedir.TakeStaleFreeze(cfg, "alpha")
 	if err != nil || h == nil || f.Container != "c1" {
 		t.Fatalf("take: %v %+v", err, f)
 	}
-	if _, ok := reconcile.StaleFreezes(cfg)["alpha"]; ok {
+	if _, ok := statedir.StaleFreezes(cfg)["alpha"]; ok {
 		t.Error("a record being thawed is stale to others")
 	}
 	h.Keep() // the thaw failed
-	if h, _, _ = reconcile.TakeStaleFreeze(cfg, "alpha"); h == nil {
+	if h, _, _ = statedir.TakeStaleFreeze(cfg, "alpha"); h == nil {
 		t.Fatal("a record kept after a failed thaw is gone")
 	}
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if got := reconcile.StaleFreezes(cfg); len(got) != 0 {
+	if got := statedir.StaleFreezes(cfg); len(got) != 0 {
 		t.Errorf("released: %v", got)
 	}
-	held, _ = reconcile.HoldFreeze(cfg, reconcile.Freeze{Box: "beta"})
-	if err := held.Release(); err != nil || len(reconcile.StaleFreezes(cfg)) != 0 {
+	held, _ = statedir.HoldFreeze(cfg, statedir.Freeze{Box: "beta"})
+	if err := held.Release(); err != nil || len(statedir.StaleFreezes(cfg)) != 0 {
 		t.Errorf("a save that thawed its box leaves a record: %v", err)
-	}
-}
-
-func TestRestoreRecords(t *testing.T) {
-	s := reconcile.RestoresBeside(filepath.Join(t.TempDir(), "boxes.yaml"))
-	if got := s.All(); len(got) != 0 {
-		t.Errorf("empty store: %v", got)
-	}
-	if err := s.Begin(reconcile.Restoring{Box: "alpha", Archive: "backups/a.tar.zst.age"}); err != nil {
-		t.Fatal(err)
-	}
-	r, ok := s.Get("alpha")
-	if !ok || r.Archive != "backups/a.tar.zst.age" || r.Since.IsZero() {
-		t.Errorf("get: %+v %v", r, ok)
-	}
-	if err := s.Done("alpha"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Done("alpha"); err != nil {
-		t.Errorf("done twice: %v", err)
-	}
-	if _, ok := s.Get("alpha"); ok {
-		t.Error("a done restore is still recorded")
 	}
 }
 
@@ -92,7 +70,7 @@ func TestPlanOfFrozenAndHalfRestoredBoxes(t *testing.T) {
 		Image:  testImage, Observed: obsMap(o),
 		Tokens: map[string]string{"frozen": testToken, "paused": testToken, "halfway": testToken, "fine": testToken},
 		Frozen: map[string]bool{"frozen": true, "paused": true},
-		Restoring: map[string]reconcile.Restoring{
+		Restoring: map[string]statedir.Restoring{
 			"halfway":     {Box: "halfway", Archive: "backups/h.tar.zst.age"},
 			"lost":        {Box: "lost", Archive: "/abs/l.tar.gz.gpg"},
 			"volumesonly": {Box: "volumesonly", Archive: "backups/v.tar.zst.age"},

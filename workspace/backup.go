@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // FreeArchivePath is ArchivePath for now, or for the next second while
@@ -132,7 +133,7 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 		return box, nil, err
 	}
 	// A load cut short is finished by loading the same archive again.
-	unfinished, resume := reconcile.RestoresBeside(w.Path).Get(name)
+	unfinished, resume := statedir.RestoresBeside(w.Path).Get(name)
 	for _, host := range w.Hosts() {
 		if o := w.Observed[host]; o != nil && !o.Of(name).Empty() {
 			if err := w.Claim(name, host, o.Of(name), false); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // NoResourcesError is a box a command works on that has nothing on its host.
@@ -153,7 +154,7 @@ func (w *Workspace) doctorOn(ctx context.Context, host, name string, r reconcile
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()
-	if rec, ok := reconcile.RestoresBeside(w.Path).Get(name); ok && rec.Host == host {
+	if rec, ok := statedir.RestoresBeside(w.Path).Get(name); ok && rec.Host == host {
 		b.Restoring = &rec
 	}
 	return doctor.Check(ctx, b, doctor.Probes{Runner: e, Runtime: e.ContainerRuntime})

@@ -1,16 +1,12 @@
 package workspace
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
@@ -34,7 +30,7 @@ func (w *Workspace) Doors(names map[string]bool) (doors map[string]compose.Door,
 			continue
 		}
 		if _, ok := closed[b.Host]; !ok {
-			closed[b.Host] = compose.MachineAddresses(machineAddresses(w.endpoint(b.Host)))
+			closed[b.Host] = compose.MachineAddresses(w.machineAddresses(b.Host))
 		}
 		d := compose.Door{Secrets: map[string]string{}, Closed: closed[b.Host]}
 		var errs []error
@@ -53,6 +49,19 @@ func (w *Workspace) Doors(names map[string]bool) (doors map[string]compose.Door,
 		}
 	}
 	return out, unread
+}
+
+// machineAddresses are the addresses of the machine host's engine runs
+// on, as that engine says; none when it is not connected (a host a
+// targeted plan leaves out).
+func (w *Workspace) machineAddresses(host string) []netip.Addr {
+	w.mu.Lock()
+	e, ok := w.engines[host]
+	w.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return e.MachineAddresses()
 }
 
 // gateErrors are the unread credentials of the boxes p makes a gate for
@@ -110,57 +119,6 @@ func credentialValue(c spec.Credential, dir string) (string, error) {
 		return "", fmt.Errorf("%s holds a line break or NUL, which no header value may", c.From)
 	}
 	return v, nil
-}
-
-// endpoint is the DOCKER_HOST form of host's engine ("" when only a docker
-// context names it).
-func (w *Workspace) endpoint(host string) string {
-	if host == "" {
-		if v := os.Getenv("DOCKER_HOST"); v != "" {
-			return v
-		}
-		return "unix:///var/run/docker.sock"
-	}
-	for _, h := range w.Config.Hosts {
-		if h.Name == host {
-			return h.Docker
-		}
-	}
-	return ""
-}
-
-// machineAddresses are the addresses of the machine an engine endpoint is
-// on, as this machine sees it: its own interfaces' for a unix socket, and
-// what the host name resolves to for tcp:// and ssh://. An engine named
-// only by a docker context gives none: the private ranges stay closed all
-// the same.
-func machineAddresses(endpoint string) []netip.Addr {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return nil
-	}
-	var out []netip.Addr
-	switch u.Scheme {
-	case "unix", "npipe":
-		addrs, err := net.InterfaceAddrs()
-		if err != nil {
-			return nil
-		}
-		for _, a := range addrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil {
-				out = append(out, p.Addr())
-			}
-		}
-	case "tcp", "ssh", "http", "https":
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
-		if err != nil {
-			return nil
-		}
-		out = ips
-	}
-	return out
 }
 
 // doorChecks is what doctor tries of b's network door: its egress mode and,

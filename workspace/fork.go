@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // forker seeds the boxes a plan creates with from: on their own engine:
@@ -55,7 +56,7 @@ func (f *forker) Seed(ctx context.Context, host, box, from string) error {
 	mu, _ := f.sources.LoadOrStore(source, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	lock, err := reconcile.LockBox(f.w.Path, source, "boxes apply (copying its /data into "+box+")")
+	lock, err := statedir.LockBox(f.w.Path, source, "boxes apply (copying its /data into "+box+")")
 	if err != nil {
 		return fmt.Errorf("copying box %s: %w", source, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // The commands that work inside a box through its engine: exec, enter,
@@ -81,7 +82,7 @@ func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts Ex
 	// Only a command ended by a signal is asked about; the engine reports
 	// the stop a moment after the processes died, so it is waited for.
 	if code > 128 && stopping(context.WithoutCancel(ctx), e, c.ID, 30) {
-		return code, &ReplacedError{Box: name, Code: code, Holder: reconcile.BoxHolder(w.Path, name)}
+		return code, &ReplacedError{Box: name, Code: code, Holder: statedir.BoxHolder(w.Path, name)}
 	}
 	return code, nil
 }

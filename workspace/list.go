@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Row is one box in boxes ls.
@@ -109,7 +110,7 @@ func (w *Workspace) List(all bool) Rows {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
-	l := lister{w: w, backups: backupsIn(filepath.Join(w.Dir(), "backups")), restoring: reconcile.RestoresBeside(w.Path).All()}
+	l := lister{w: w, backups: backupsIn(filepath.Join(w.Dir(), "backups")), restoring: statedir.RestoresBeside(w.Path).All()}
 	var rows Rows
 	seen := map[string]bool{}
 	for _, b := range w.Config.Boxes {
@@ -145,7 +146,7 @@ func (w *Workspace) List(all bool) Rows {
 type lister struct {
 	w         *Workspace
 	backups   backupFiles
-	restoring map[string]reconcile.Restoring
+	restoring map[string]statedir.Restoring
 }
 
 // row is box name's row, on host.

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -192,7 +193,7 @@ func TestListShowsAnIncompleteRestore(t *testing.T) {
 	if got := ws.List(false)[0].State; got != "running" {
 		t.Fatalf("alpha before: %q", got)
 	}
-	if err := reconcile.RestoresBeside(ws.Path).Begin(reconcile.Restoring{Box: "alpha", Archive: "backups/a.tar.s2.age"}); err != nil {
+	if err := statedir.RestoresBeside(ws.Path).Begin(statedir.Restoring{Box: "alpha", Archive: "backups/a.tar.s2.age"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ws.List(false)[0].State; got != "restore incomplete" {

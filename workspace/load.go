@@ -7,6 +7,7 @@ import (
 	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Load creates box name from archive file. It applies each one-box plan
@@ -93,7 +94,7 @@ func (w *Workspace) loadInterrupted(file, name string, created bool, err error) 
 	e := &InterruptedLoadError{Box: name, Archive: w.opts.Shown(file), Stage: "checking", Err: err}
 	if created {
 		e.Stage = "finishing"
-		if _, ok := reconcile.RestoresBeside(w.Path).Get(name); ok {
+		if _, ok := statedir.RestoresBeside(w.Path).Get(name); ok {
 			e.Stage = "restoring"
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Plan observes every host and decides. It reads the tokens of existing
@@ -36,12 +37,12 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		Backups:  w.Backups(),
 		Frozen:   map[string]bool{},
 		// Restores cut short are seen by every plan, and done again by apply.
-		Restoring: reconcile.RestoresBeside(w.Path).All(),
+		Restoring: statedir.RestoresBeside(w.Path).All(),
 	}
-	for name := range reconcile.StaleFreezes(w.Path) {
+	for name := range statedir.StaleFreezes(w.Path) {
 		in.Frozen[name] = true
 	}
-	moves, err := reconcile.MovesBeside(w.Path).All()
+	moves, err := statedir.MovesBeside(w.Path).All()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (w *Workspace) engineToken(ctx context.Context, host string, r reconcile.Re
 	if err != nil {
 		return "", false
 	}
-	token, ok := reconcile.TokenFromEnv(env)
+	token, ok := statedir.TokenFromEnv(env)
 	return token, ok && token != compose.Redacted
 }
 
@@ -160,7 +161,7 @@ func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Re
 		if err != nil {
 			continue
 		}
-		token, ok := reconcile.TokenFromEnv(env)
+		token, ok := statedir.TokenFromEnv(env)
 		if !ok || token == compose.Redacted {
 			continue
 		}

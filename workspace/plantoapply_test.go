@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // apply carries out, under its lock, a saved plan only while it is still
@@ -31,7 +32,7 @@ func TestPlanToApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.open(t).PlanToApply(ctx, "boxes apply", "", "", opts); !errors.Is(err, reconcile.ErrLocked) {
+	if _, err := f.open(t).PlanToApply(ctx, "boxes apply", "", "", opts); !errors.Is(err, statedir.ErrLocked) {
 		t.Errorf("a second apply while the first holds the lock: %v, want it refused", err)
 	}
 	if len(p.Boxes) != 1 || p.Boxes[0].Name != "alpha" || p.Boxes[0].Action != reconcile.Create {

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -149,7 +150,7 @@ func TestSnapshotOfARunningBox(t *testing.T) {
 	if row.Label != "20260102-150405" || row.SizeBytes != 4096 || row.Volume != "hbl-alpha_snap-20260102-150405" || !row.Created.Equal(madeAt) {
 		t.Errorf("row %+v", row)
 	}
-	if frozen := reconcile.StaleFreezes(f.dir + "/boxes.yaml"); len(frozen) != 0 {
+	if frozen := statedir.StaleFreezes(f.dir + "/boxes.yaml"); len(frozen) != 0 {
 		t.Errorf("freeze records left: %v", frozen)
 	}
 	var b strings.Builder

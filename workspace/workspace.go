@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // Engine is one host's engine as a workspace uses it: what the applier
@@ -54,6 +56,9 @@ type Engine interface {
 	// engine's machine, over the ssh it is reached by; one reached
 	// otherwise cannot.
 	Forward(ctx context.Context, bind string, port int) (Forward, error)
+	// MachineAddresses are the addresses of the machine the engine runs
+	// on, as this machine sees it: the gate closes the public ones.
+	MachineAddresses() []netip.Addr
 	// ID is the engine's identity, "" when it has none: two hosts whose
 	// engines have one ID reach one engine.
 	ID() string
@@ -103,7 +108,7 @@ type Workspace struct {
 	Config *spec.Config
 	// Lock is boxes.lock, nil when there is none.
 	Lock   *spec.Lock
-	Tokens reconcile.Tokens
+	Tokens statedir.Tokens
 	// Files maps each file's base name to the sha256 of the very bytes parsed.
 	Files map[string]string
 	// Observed holds the last snapshot of each host observed.
@@ -116,7 +121,7 @@ type Workspace struct {
 	opts    Options
 	mu      sync.Mutex
 	engines map[string]Engine
-	locks   []*reconcile.FileLock
+	locks   []*statedir.FileLock
 	// applyLocked is set once LockApply has taken the apply lock.
 	applyLocked bool
 }
@@ -134,7 +139,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Workspace{Path: abs, Tokens: reconcile.TokensBeside(abs), Files: map[string]string{},
+	w := &Workspace{Path: abs, Tokens: statedir.TokensBeside(abs), Files: map[string]string{},
 		Observed: map[string]*reconcile.Observed{}, opts: opts, engines: map[string]Engine{}}
 	data, err := os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -241,7 +246,7 @@ func (w *Workspace) Engines() map[string]apply.Engine {
 
 // LockApply takes the one-apply-at-a-time lock; Close releases it.
 func (w *Workspace) LockApply(what string) error {
-	l, err := reconcile.LockApply(w.Path, what)
+	l, err := statedir.LockApply(w.Path, what)
 	if err != nil {
 		return err
 	}
@@ -252,7 +257,7 @@ func (w *Workspace) LockApply(what string) error {
 
 // LockBox takes box name's lock; Close releases it.
 func (w *Workspace) LockBox(name, what string) error {
-	l, err := reconcile.LockBox(w.Path, name, what)
+	l, err := statedir.LockBox(w.Path, name, what)
 	if err != nil {
 		return err
 	}
@@ -399,7 +404,7 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	// A box a save that died left frozen is thawed by the next command
 	// that touches it.
 	a, ok := r.Container(compose.AgentService)
-	if _, frozen := reconcile.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != "running" && a.State != "paused") {
+	if _, frozen := statedir.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != "running" && a.State != "paused") {
 		return host, r, nil
 	}
 	e, err := w.Engine(ctx, host)
@@ -440,7 +445,7 @@ func (w *Workspace) Container(name, service string, running bool) (string, recon
 	if o := w.Observed[host]; o != nil {
 		if c, ok := o.Of(name).Container(service); ok {
 			if running && c.State != "running" {
-				return host, c, &NotRunningError{Box: name, Service: service, State: c.State, Holder: reconcile.BoxHolder(w.Path, name)}
+				return host, c, &NotRunningError{Box: name, Service: service, State: c.State, Holder: statedir.BoxHolder(w.Path, name)}
 			}
 			return host, c, nil
 		}
@@ -448,7 +453,7 @@ func (w *Workspace) Container(name, service string, running bool) (string, recon
 	if !declared {
 		return "", reconcile.Container{}, w.Undeclared(name)
 	}
-	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service, Holder: reconcile.BoxHolder(w.Path, name)}
+	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service, Holder: statedir.BoxHolder(w.Path, name)}
 }
 
 // Undeclared is the error for a box name boxes.yaml does not declare.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -59,6 +61,10 @@ func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
 func (f *fakeEngine) ContainerRuntime(context.Context, string) (string, error) {
 	return "runc", nil
 }
+
+// MachineAddresses: the fake engine runs on a machine with no public address.
+func (f *fakeEngine) MachineAddresses() []netip.Addr { return nil }
+
 func (f *fakeEngine) ExecutorReach(bind string, port int) workspace.Reach {
 	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }
@@ -191,7 +197,7 @@ func TestLockIsTakenBeforeObserving(t *testing.T) {
 	}
 	// A second process (here: another lock) cannot take it while observing runs.
 	f.before = func() {
-		if _, err := reconcile.LockBox(ws.Path, "gamma", "other"); !errors.Is(err, reconcile.ErrLocked) {
+		if _, err := statedir.LockBox(ws.Path, "gamma", "other"); !errors.Is(err, statedir.ErrLocked) {
 			t.Errorf("the box lock was not held while observing: %v", err)
 		}
 	}
@@ -199,7 +205,7 @@ func TestLockIsTakenBeforeObserving(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws.Close()
-	l, err := reconcile.LockBox(ws.Path, "gamma", "after")
+	l, err := statedir.LockBox(ws.Path, "gamma", "after")
 	if err != nil {
 		t.Errorf("Close did not release the lock: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -733,6 +734,21 @@ func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
 		return workspace.Reach{How: workspace.ReachSSHForward, OnHost: onHost}
 	}
 	return workspace.Reach{How: workspace.ReachHostOnly, OnHost: onHost}
+}
+
+// MachineAddresses are the addresses of the engine's machine as
+// docker.Engine finds them, with no lookup: a tcp:// or ssh:// host given
+// as an address is that address; the local engine's machine (whatever
+// machine the tests run on) and a named host have none.
+func (e *Engine) MachineAddresses() []netip.Addr {
+	u, err := url.Parse(e.endpoint)
+	if err != nil || (u.Scheme != "ssh" && u.Scheme != "tcp") {
+		return nil
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		return []netip.Addr{a}
+	}
+	return nil
 }
 
 // Exec would run a command in a container, which only a real engine does.

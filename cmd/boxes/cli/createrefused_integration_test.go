@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // onLine is output that runs fn once, synchronously, when a line
@@ -86,7 +86,7 @@ func TestIntegrationCreateRefused(t *testing.T) {
 	if c, v, n := labelled(t, box); c+v+n != 0 {
 		t.Errorf("%s keeps %d containers, %d volumes, %d networks", box, c, v, n)
 	}
-	if _, ok, _ := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+	if _, ok, _ := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
 		t.Error("the token is left")
 	}
 	if other == "" || dockerOut(t, "inspect", "-f", "{{.Id}}", other) != other {

@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/internal/testhost"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // restoreKillTrials is how many random kills the load, seeding and move
@@ -224,7 +225,7 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 	// box with no container yet is one to create.
 	left := func(box string) func(t *testing.T, dir string, plan run) {
 		return func(t *testing.T, dir string, plan run) {
-			_, recorded := reconcile.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
+			_, recorded := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
 			if recorded && (plan.code != 2 || !strings.Contains(plan.stdout, "restore incomplete")) {
 				t.Errorf("a restore cut short is not in the plan: %+v", plan)
 			}
@@ -251,7 +252,7 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 				orphans++
 				t.Errorf("throwaway containers hold %s's volumes: %v", box, ids)
 			}
-			if _, ok := reconcile.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+			if _, ok := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
 				orphans++
 				t.Errorf("%s's restore record is left", box)
 			}
@@ -416,7 +417,7 @@ func TestIntegrationRandomKillsMove(t *testing.T) {
 				orphans++
 				t.Errorf("throwaway containers hold %s's volumes on the local engine: %v", box, ids)
 			}
-			if _, ok, _ := reconcile.MovesBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+			if _, ok, _ := statedir.MovesBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
 				orphans++
 				t.Errorf("the move record is left")
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,7 +22,9 @@ type snapshotEngine struct {
 func (e snapshotEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
 	return e.obs, nil
 }
-func (e snapshotEngine) ID() string { return "" }
+func (e snapshotEngine) ID() string                     { return "" }
+func (e snapshotEngine) MachineAddresses() []netip.Addr { return nil }
+
 func (e snapshotEngine) ExecutorReach(bind string, port int) workspace.Reach {
 	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -173,7 +174,7 @@ boxes:
 		if !strings.HasPrefix(ports, "127.0.0.1:") || strings.Contains(ports, "\n") {
 			t.Fatalf("executor published on %q, want 127.0.0.1 only", ports)
 		}
-		token, ok, err := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get("it-alpha")
+		token, ok, err := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get("it-alpha")
 		if err != nil || !ok {
 			t.Fatalf("token: %v %v", ok, err)
 		}
@@ -395,7 +396,7 @@ boxes:
 
 func mustToken(t *testing.T, dir, box string) string {
 	t.Helper()
-	token, ok, err := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
+	token, ok, err := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
 	if err != nil || !ok {
 		t.Fatalf("token of %s: %v %v", box, ok, err)
 	}

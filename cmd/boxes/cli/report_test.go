@@ -11,13 +11,14 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
 // Every error goes through Report: one error line per collected error, then
 // each hint once, none of them inside the error text.
 func TestReport(t *testing.T) {
-	locked := fmt.Errorf("%w: .boxes/locks/beta.lock is held by boxes save (pid 7)", reconcile.ErrLocked)
+	locked := fmt.Errorf("%w: .boxes/locks/beta.lock is held by boxes save (pid 7)", statedir.ErrLocked)
 	for name, tc := range map[string]struct {
 		err  error
 		want string

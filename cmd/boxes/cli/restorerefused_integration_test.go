@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/backup"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // engineProxy fronts the real engine with a unix socket and returns its
@@ -136,10 +136,10 @@ func TestIntegrationRestoreRefused(t *testing.T) {
 	if ids := oneOffs(t, dst); len(ids) > 0 {
 		t.Errorf("throwaway containers of %s left: %v", dst, ids)
 	}
-	if _, ok := reconcile.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
+	if _, ok := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
 		t.Error("the restore record is left")
 	}
-	if _, ok, _ := reconcile.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
+	if _, ok, _ := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
 		t.Error("the token is left")
 	}
 	if c, v, n := labelled(t, src); c != 3 || v != 2 || n != 2 {

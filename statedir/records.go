@@ -1,4 +1,4 @@
-package reconcile
+package statedir
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ type Freeze struct {
 }
 
 func frozenDir(configPath string) string {
-	return StateBeside(configPath).Frozen()
+	return Beside(configPath).Frozen()
 }
 
 // HeldFreeze is a freeze record its writer holds.
@@ -196,26 +196,12 @@ type Restoring struct {
 	Since time.Time `json:"since"`
 }
 
-// seed sets what bp is seeded from to what r records.
-func (r Restoring) seed(bp *BoxPlan) {
-	bp.Restore, bp.From = r.Archive, r.From
-}
-
-// reason is the reason of a create or recreate that seeds again what r
-// records was cut short.
-func (r Restoring) reason() Reason {
-	if r.From != "" {
-		return Reason{Kind: "incomplete", Field: "from", New: r.From}
-	}
-	return Reason{Kind: "incomplete", New: r.Archive}
-}
-
 // Restores is the store of restore records beside a boxes.yaml.
 type Restores struct{ Dir string }
 
 // RestoresBeside is the restore store of the boxes.yaml at configPath.
 func RestoresBeside(configPath string) Restores {
-	return Restores{Dir: StateBeside(configPath).Restores()}
+	return Restores{Dir: Beside(configPath).Restores()}
 }
 
 func (s Restores) path(box string) string { return filepath.Join(s.Dir, box+".json") }

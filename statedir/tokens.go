@@ -1,4 +1,4 @@
-package reconcile
+package statedir
 
 import (
 	"crypto/rand"
@@ -19,7 +19,7 @@ type Tokens struct{ Dir string }
 
 // TokensBeside is the token store of the boxes.yaml at configPath.
 func TokensBeside(configPath string) Tokens {
-	return Tokens{Dir: StateBeside(configPath).Secrets()}
+	return Tokens{Dir: Beside(configPath).Secrets()}
 }
 
 // Path is the file holding box name's token.

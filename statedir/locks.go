@@ -1,4 +1,4 @@
-package reconcile
+package statedir
 
 import (
 	"errors"
@@ -25,12 +25,12 @@ type FileLock struct {
 
 // LockApply takes the one-apply-at-a-time lock of the boxes.yaml at configPath.
 func LockApply(configPath, what string) (*FileLock, error) {
-	return lockFile(StateBeside(configPath).ApplyLock(), what)
+	return lockFile(Beside(configPath).ApplyLock(), what)
 }
 
 // LockBox takes the per-box lock of box name.
 func LockBox(configPath, name, what string) (*FileLock, error) {
-	return lockFile(StateBeside(configPath).BoxLock(name), what)
+	return lockFile(Beside(configPath).BoxLock(name), what)
 }
 
 func lockFile(path, what string) (*FileLock, error) {
@@ -90,7 +90,7 @@ var holderLine = regexp.MustCompile(`^(.*) \(pid (\d+) on ([^,]+), since [^)]*\)
 // taken, so that asking cannot make the holder's own attempt fail. A line a
 // killed process left behind is not a holder.
 func BoxHolder(configPath, name string) string {
-	line := readHolder(StateBeside(configPath).BoxLock(name))
+	line := readHolder(Beside(configPath).BoxLock(name))
 	m := holderLine.FindStringSubmatch(line)
 	if m == nil {
 		return ""
