@@ -29,8 +29,8 @@ type Freeze struct {
 	// is taken on trust.
 	Healthy bool
 	// Alongside, when set, runs from the start, beside the wait for hb
-	// init and the quiesce (one exec less to wait for), and is waited for
-	// before the box is paused, or before Hold returns an error.
+	// init, and is waited for before the box is paused, or before Hold
+	// returns an error.
 	Alongside func(ctx context.Context)
 	// Step reports progress; Warn a thaw that failed.
 	Step func(msg string)
@@ -55,13 +55,15 @@ func (f *Frozen) Thaw() {
 	<-f.done
 }
 
-// Hold waits for hb init, records the freeze, quiesces the box (hb
-// quiesce) and pauses it with the engine's pause, which freezes every
-// process of the box at one instant, root's included. The thaw (unpause,
-// hb resume) runs on a context that a cancel (Ctrl-C) does not end; it is
-// registered before the quiesce, since one that fails half-way may have
-// written its marker already. On error the box is thawed before Hold
-// returns; on success the caller calls Thaw.
+// Hold waits for hb init, records the freeze and pauses the box with the
+// engine's pause, which freezes every process of the box at one instant,
+// root's included: the data read meanwhile, through the same kernel's page
+// cache, is /data as of that instant, as a crash would leave it. (hb
+// quiesce, which stops the box's users' processes and syncs /data to disk,
+// adds nothing to that and cost two execs; a box an older boxes quiesced is
+// resumed by Thaw.) The thaw (unpause) runs on a context that a cancel
+// (Ctrl-C) does not end. On error the box is thawed before Hold returns;
+// on success the caller calls Thaw.
 func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	if z.Step == nil {
 		z.Step = func(string) {}
@@ -96,7 +98,7 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	f.start = func() {
 		go func() {
 			defer close(f.done)
-			if err := thaw(context.WithoutCancel(ctx), e, id); err != nil {
+			if err := e.Unpause(context.WithoutCancel(ctx), id); err != nil {
 				held.Keep()
 				z.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", z.Box, err)
 				return
@@ -110,19 +112,14 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 		f.Thaw()
 		return nil, err
 	}
-	z.Step("quiescing")
-	// Quiesce and pause run to their end, a cancel notwithstanding: an
-	// exec or a pause the engine still carries out after the thaw would
-	// leave the box frozen.
-	whole := context.WithoutCancel(ctx)
-	qerr := hb.Quiesce(whole, e, id)
 	<-alongside
-	if qerr != nil {
-		return fail(fmt.Errorf("quiescing %s: %w", z.Box, qerr))
-	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
+	z.Step("pausing")
+	// The pause runs to its end, a cancel notwithstanding: a pause the
+	// engine still carries out after the thaw would leave the box frozen.
+	whole := context.WithoutCancel(ctx)
 	if err := e.Pause(whole, id); err != nil {
 		return fail(fmt.Errorf("pausing %s: %w", z.Box, err))
 	}

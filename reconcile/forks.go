@@ -8,13 +8,13 @@ import (
 )
 
 // FromText is a from: value as a plan says it: "snapshot L of box B", or
-// "box B's /data as it is (quiesced while copied)".
+// "box B's /data (copied paused)".
 func FromText(from string) string {
 	box, label := spec.SplitFrom(from)
 	if label != "" {
 		return fmt.Sprintf("snapshot %s of box %s", label, box)
 	}
-	return fmt.Sprintf("box %s's /data (copied quiesced)", box)
+	return fmt.Sprintf("box %s's /data (copied paused)", box)
 }
 
 // NoSourceError is a fork whose snapshot its host does not have.

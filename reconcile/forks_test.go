@@ -50,9 +50,9 @@ func TestPlanOfForks(t *testing.T) {
 		"base":    "no-op",
 		"made":    "no-op",
 		"trial":   "create | box is declared and has no resources | seeded from snapshot clean of box base | from base@clean",
-		"copy":    "create | box is declared and has no resources | seeded from box base's /data (copied quiesced) | from base",
+		"copy":    "create | box is declared and has no resources | seeded from box base's /data (copied paused) | from base",
 		"halfway": "recreate | fork incomplete: seeded again from snapshot clean of box base | from base@clean",
-		"lost":    "create | box is declared and has no resources | fork incomplete: seeded again from box base's /data (copied quiesced) | from base",
+		"lost":    "create | box is declared and has no resources | fork incomplete: seeded again from box base's /data (copied paused) | from base",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)

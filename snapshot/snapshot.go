@@ -107,7 +107,7 @@ const (
 type Take struct {
 	Box, Label, Fleet string
 	// Agent is the box's agent container as observed; a zero one when the
-	// box has none. A running box is quiesced while its /data is copied.
+	// box has none. A running box is paused while its /data is copied.
 	Agent reconcile.Container
 	// Image is the image the helpers run: the box's own.
 	Image string

@@ -130,7 +130,7 @@ func snapshotOptions() workspace.SnapshotOptions {
 	return workspace.SnapshotOptions{Init: hb.Wait{Timeout: time.Second}, Now: func() time.Time { return madeAt }}
 }
 
-// A running box is quiesced while a helper copies its /data into the new
+// A running box is paused while a helper copies its /data into the new
 // snapshot volume, and resumed; its freeze record is gone after.
 func TestSnapshotOfARunningBox(t *testing.T) {
 	f, log, open := snapFleet(t, alphaWith("running"), nil)
@@ -139,10 +139,10 @@ func TestSnapshotOfARunningBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
-		"exec health agent", "exec quiesce", "exec du -sbx /data", "pause",
+		"exec health agent", "exec du -sbx /data", "pause",
 		"create hbl-alpha_snap-20260102-150405",
 		"helper sh hbl-alpha_agent-data:/from hbl-alpha_snap-20260102-150405:/to",
-		"unpause", "exec resume",
+		"unpause",
 	}, "\n")
 	if got := log.String(); got != want {
 		t.Errorf("calls:\n%s\nwant:\n%s", got, want)
@@ -173,7 +173,7 @@ func TestSnapshotDefaultLabelMovesOn(t *testing.T) {
 	}
 }
 
-// A copy that fails leaves no snapshot volume and the box resumed.
+// A copy that fails leaves no snapshot volume and the box unpaused.
 func TestSnapshotCopyFails(t *testing.T) {
 	_, log, open := snapFleet(t, alphaWith("running"), func(h snapshot.Helper) error {
 		return &snapshot.ExitError{Code: 1, Stderr: "cp: No space left on device"}
@@ -182,7 +182,7 @@ func TestSnapshotCopyFails(t *testing.T) {
 	if err == nil || err.Error() != "copying alpha's /data: the helper container exited 1: cp: No space left on device" {
 		t.Errorf("err %v", err)
 	}
-	if got := log.String(); !strings.HasSuffix(got, "hbl-alpha_snap-x:/to\nremove hbl-alpha_snap-x\nunpause\nexec resume") {
+	if got := log.String(); !strings.HasSuffix(got, "hbl-alpha_snap-x:/to\nremove hbl-alpha_snap-x\nunpause") {
 		t.Errorf("calls:\n%s", got)
 	}
 }

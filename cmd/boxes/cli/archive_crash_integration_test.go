@@ -143,7 +143,7 @@ func TestIntegrationArchiveCrashes(t *testing.T) {
 	file := filepath.Join(dir, "backups", entries[0].Name())
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
-		for _, step := range []string{"quiescing", "streaming /data", "verifying the archive"} {
+		for _, step := range []string{"pausing", "streaming /data", "verifying the archive"} {
 			t.Run("save "+sig.String()+" at "+step, func(t *testing.T) {
 				signalAt(t, bin, dir, sig, "saving "+src+": "+step, 1, "save", src)
 				if sig == syscall.SIGINT {

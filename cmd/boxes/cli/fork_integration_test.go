@@ -78,7 +78,7 @@ boxes:
   %[3]s: {from: %[1]s}
 `, base, fromSnap, fromBox, pool))
 	r := boxes(t, dir, "plan")
-	if r.code != 0 || !strings.Contains(r.stdout, "seeded from snapshot clean of box "+base) || !strings.Contains(r.stdout, "seeded from box "+base+"'s /data (copied quiesced)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "seeded from snapshot clean of box "+base) || !strings.Contains(r.stdout, "seeded from box "+base+"'s /data (copied paused)") {
 		t.Fatalf("plan: %+v", r)
 	}
 	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {

@@ -20,7 +20,7 @@ func newSnapshotCommand(env *Env) *cobra.Command {
 		Long: `Copy box NAME's /data, under the box's lock, to a new volume on the box's
 own engine, hbl-NAME_snap-LABEL, with a short-lived helper container running
 the box's image: owners, modes, times and links are kept. A running box is
-quiesced while its /data is copied, as save quiesces it, and resumed
+paused while its /data is copied, as save pauses it, and unpaused
 whatever happens. LABEL defaults to the UTC time, YYYYMMDD-HHMMSS; a label
 is 1 to 63 characters of a-z, 0-9, '.', '_' and '-', and one the box has
 already is refused. A snapshot never leaves the engine and is not
