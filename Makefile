@@ -48,7 +48,7 @@ test-image:
 # README offers has no Go code for go test to check.
 test: lint-workflow test-image
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+	GO=$(GO) bash scripts/test.sh
 
 # The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move,
 # 50 of each of lease, renew and release, and 50 of each of a snapshot and a fork's apply.

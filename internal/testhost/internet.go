@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +63,13 @@ func StartInternet(t testing.TB, names map[string]string) *Internet {
 	if os.Geteuid() != 0 {
 		t.Skip("a made-up internet needs root (network namespaces)")
 	}
+	// One made-up internet at a time on this machine, whichever test
+	// process asks: they would route the same addresses.
+	unlock, err := lockInternet()
+	if err != nil {
+		t.Fatalf("made-up internet: %v", err)
+	}
+	t.Cleanup(unlock)
 	in := &Internet{names: map[string]netip.Addr{}}
 	for n, a := range names {
 		in.SetName(n, a)
@@ -109,6 +117,23 @@ func (in *Internet) handler(addr string) http.Handler {
 		in.mu.Unlock()
 		fmt.Fprintf(w, "hello from %s\n", addr)
 	})
+}
+
+// internetLock is the lock file a made-up internet holds while it exists.
+const internetLock = "/run/boxes-made-up-internet.lock"
+
+// lockInternet waits for the made-up internet another test process holds,
+// then holds it until unlock; a process that dies releases it.
+func lockInternet() (unlock func(), err error) {
+	f, err := os.OpenFile(internetLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // network makes the namespace with its addresses, the veth pair and the

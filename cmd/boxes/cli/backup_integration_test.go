@@ -131,7 +131,7 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	// restore: in boxes.yaml seeds a box apply creates: wrong passphrase
 	// first (nothing changes), then the right one.
 	// Without the fleet line writeFile put last, so that the box goes under boxes:.
-	yaml := strings.TrimSuffix(readFile(t, filepath.Join(dir, "boxes.yaml")), "fleet: it\n")
+	yaml := strings.TrimSuffix(readFile(t, filepath.Join(dir, "boxes.yaml")), "fleet: "+fleetName("it")+"\n")
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml+"  "+seeded+": {state: stopped, restore: backups/"+entries[0].Name()+"}\n")
 	t.Setenv(backup.EnvPassphrase, "wrong")
 	if r := boxes(t, dir, "apply", "--auto-approve", "--target", seeded); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") || !strings.Contains(r.stderr, "box "+seeded+": restore:") {

@@ -54,7 +54,7 @@ func killAt(t *testing.T, bin, dir, step string, nth int) {
 // apply converges, /data kept and no agent remade for the gates. Real
 // engine: the kills land inside compose's create, replace and start.
 func TestIntegrationCrashSafety(t *testing.T) {
-	image, image2 := startIntegration(t)
+	image, image2 := startWithItBoxes(t)
 	bin := buildBoxes(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n  it-beta: {}\n  it-gamma: {}\n")

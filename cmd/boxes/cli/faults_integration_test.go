@@ -62,7 +62,7 @@ type faultScenario struct {
 // creates, recreates and removals, where half-made containers and
 // duplicate networks come from.
 func TestIntegrationRandomKills(t *testing.T) {
-	image, image2 := startIntegration(t)
+	image, image2 := startWithItBoxes(t)
 	trials := killTrials(t)
 	began := time.Now()
 	bin := buildBoxes(t)

@@ -48,7 +48,7 @@ func boxesOn(t *testing.T, e *testhost.Engine) map[string]bool {
 // two more dockerds, one reached through ssh's docker system dial-stdio and
 // one over TLS with certificates checked, the image really streamed.
 func TestIntegrationHostsPlanApply(t *testing.T) {
-	image, _ := startIntegration(t)
+	image, _ := startWithItBoxes(t)
 	began := time.Now()
 	viaSSH := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
 	viaTLS := testhost.Start(t, testhost.Options{TLS: true}) // without the image
@@ -118,7 +118,7 @@ boxes:
 // where the fake answers at once; the test checks only that each apply
 // succeeds, and logs the ratios.
 func TestIntegrationRemoteReadiness(t *testing.T) {
-	image, _ := startIntegration(t)
+	image, _ := startWithItBoxes(t)
 	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
 	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir := t.TempDir()
@@ -155,7 +155,7 @@ func TestIntegrationRemoteReadiness(t *testing.T) {
 // engine: the failures are real dials (TCP with TLS, the ssh binary) to
 // ports that refuse or never answer, while exec runs in a real local box.
 func TestIntegrationHostErrors(t *testing.T) {
-	image, _ := startIntegration(t)
+	image, _ := startWithItBoxes(t)
 	const local = "it-h9b-local"
 	removeBoxes(local)
 	t.Cleanup(func() { removeBoxes(local) })

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,7 +22,26 @@ import (
 )
 
 // Test boxes are named it-*, so cleanup finds exactly them by their label.
+// These four are shared by several tests (startWithItBoxes), which run one
+// after the other; every other test names boxes of its own.
 var itBoxes = []string{"it-alpha", "it-beta", "it-gamma", "it-delta"}
+
+// shard is this test process's part of make test's run (BOXES_TEST_SHARD):
+// the parts run at once against one engine, so each gives its fleets a
+// name of its own, and no fleet's plan sees another part's boxes.
+var shard = os.Getenv("BOXES_TEST_SHARD")
+
+// fleetName is the fleet name a test writes as f, in this test process: the
+// tests' fleets (it, it-…) get the shard's suffix.
+func fleetName(f string) string {
+	if shard == "" || (f != "it" && !strings.HasPrefix(f, "it-")) {
+		return f
+	}
+	return f + "-s" + shard
+}
+
+// fleetLine is a boxes.yaml's fleet: line, for writeFile to rename.
+var fleetLine = regexp.MustCompile(`(?m)^fleet: ([a-z0-9-]+)$`)
 
 func testImage(t *testing.T, envVar, def string) string {
 	t.Helper()
@@ -44,7 +64,10 @@ func dockerOut(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func removeTestBoxes() { removeBoxes(itBoxes...) }
+func removeTestBoxes() {
+	removeBoxes(itBoxes...)
+	_ = exec.Command("docker", "volume", "rm", "-f", compose.VolumeName("it-delta", compose.AgentVolume)).Run()
+}
 
 // removeBoxes removes every container, network and volume labelled with one of names.
 func removeBoxes(names ...string) {
@@ -65,7 +88,6 @@ func removeBoxes(names ...string) {
 			}
 		}
 	}
-	_ = exec.Command("docker", "volume", "rm", "-f", compose.VolumeName("it-delta", compose.AgentVolume)).Run()
 }
 
 type run struct {
@@ -89,13 +111,15 @@ func writeFile(t *testing.T, path, content string) {
 		!strings.Contains(content, "\nfleet:") && strings.HasSuffix(content, "\n") {
 		content += "fleet: it\n"
 	}
+	if filepath.Base(path) == "boxes.yaml" {
+		content = fleetLine.ReplaceAllStringFunc(content, func(l string) string { return "fleet: " + fleetName(strings.TrimPrefix(l, "fleet: ")) })
+	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// startIntegration skips under -short, finds both test images, and removes
-// the it-* boxes before and after the test, also when it fails.
+// startIntegration skips under -short and finds both test images.
 func startIntegration(t *testing.T) (image, image2 string) {
 	t.Helper()
 	if testing.Short() {
@@ -103,6 +127,14 @@ func startIntegration(t *testing.T) (image, image2 string) {
 	}
 	image = testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
 	image2 = testImage(t, "BOXES_TEST_IMAGE2", "hermes-box-lite:test2")
+	return image, image2
+}
+
+// startWithItBoxes is startIntegration for a test of the shared itBoxes:
+// they are removed before and after it, also when it fails.
+func startWithItBoxes(t *testing.T) (image, image2 string) {
+	t.Helper()
+	image, image2 = startIntegration(t)
 	removeTestBoxes()
 	t.Cleanup(removeTestBoxes)
 	return image, image2
@@ -117,7 +149,7 @@ func startIntegration(t *testing.T) (image, image2 string) {
 // cannot resolve another's, IPv6 is off inside, /data survives the
 // recreates and a lost token is read back from the container.
 func TestIntegrationPlanApply(t *testing.T) {
-	image, image2 := startIntegration(t)
+	image, image2 := startWithItBoxes(t)
 
 	e, err := docker.Connect(context.Background(), spec.Host{}, docker.Options{})
 	if err != nil {

@@ -242,7 +242,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 			dockerOut(t, "rm", "-f", compose.LeaseName(box, "claim", 0))
 			agentImage := dockerOut(t, "inspect", "-f", "{{.Image}}", compose.ContainerName(box, compose.AgentService))
 			dockerOut(t, "create", "--name", compose.LeaseName(box, "claim", 0), "--network", "none",
-				"--label", compose.LeaseLabel+"=claim", "--label", compose.LeaseBoxLabel+"="+box, "--label", compose.FleetLabel+"=it",
+				"--label", compose.LeaseLabel+"=claim", "--label", compose.LeaseBoxLabel+"="+box, "--label", compose.FleetLabel+"="+fleetName("it"),
 				"--label", compose.PoolLabel+"="+pool, "--label", compose.LeaseHolderLabel+"="+holder, "--label", compose.LeaseIDLabel+"=old",
 				"--label", compose.LeaseExpiresLabel+"="+time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), agentImage, "true")
 			break

@@ -16,7 +16,7 @@ import (
 // against a real box. Real engine: exec, doctor and logs through the tools
 // run in, and read from, the box's containers.
 func TestIntegrationMCP(t *testing.T) {
-	image, _ := startIntegration(t)
+	image, _ := startWithItBoxes(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nboxes:\n  it-alpha: {}\n")
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {

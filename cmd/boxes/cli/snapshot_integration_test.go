@@ -85,7 +85,7 @@ chmod 700 work/private && printf x > work/private/x`); r.code != 0 {
 	if err := json.Unmarshal([]byte(dockerOut(t, "volume", "inspect", "-f", "{{json .Labels}}", row.Volume)), &labels); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{compose.ManagedLabel: "1", compose.BoxLabel: box, compose.FleetLabel: "it", compose.SnapshotLabel: "before"} {
+	for k, v := range map[string]string{compose.ManagedLabel: "1", compose.BoxLabel: box, compose.FleetLabel: fleetName("it"), compose.SnapshotLabel: "before"} {
 		if labels[k] != v {
 			t.Errorf("label %s=%q, want %q (%v)", k, labels[k], v, labels)
 		}

@@ -1,0 +1,69 @@
+#!/bin/bash
+# test.sh is make test's run of every test: the packages' tests, and the
+# command line's real-engine tests (cmd/boxes/cli) in parts run at the same
+# time against the one engine. Those tests spend most of their time waiting
+# for containers (a third of two cores is busy while one runs), so four at a
+# time take about a third of the time one after the other does.
+#
+# Each part is the same test binary with its own -test.run, and its own
+# BOXES_TEST_SHARD, from which its tests name their fleets; tests that share
+# box names are in one part. The last part runs every test the others do
+# not. Output goes to bin/test/*.log; a part that fails is printed whole.
+set -eu
+set -o pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+GO=${GO:-go}
+out=bin/test
+mkdir -p "$out"
+rm -f "$out"/*.log
+
+# The parts, by the tests they run (anchored names, | between them).
+parts=(
+	# The shared it-alpha … it-delta boxes, one test after the other.
+	'TestIntegrationRandomKills|TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP'
+	# Moves of it-h9-mv and its kin.
+	'TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward'
+	# Kills of restores, moves and archives; extra engines.
+	'TestIntegrationArchiveCrashes|TestIntegrationRandomKillsMove|TestIntegrationRandomKillsRestore|TestIntegrationEngineGoneMidApply|TestIntegrationForks|TestIntegrationPoolLeases|TestIntegrationRegistryPullsWithThisMachinesCredentials'
+)
+all=$(IFS='|'; echo "${parts[*]}")
+
+started=$(date +%s)
+echo "test: building the command line's tests" >&2
+$GO test -c -o "$out/cli.test" ./cmd/boxes/cli
+
+pids=() names=()
+run_part() { # name, then the test binary's flags
+	local name=$1
+	shift
+	(cd cmd/boxes/cli && BOXES_TEST_SHARD=${name#cli-} "../../../$out/cli.test" -test.count=1 -test.timeout 40m "$@") >"$out/$name.log" 2>&1 &
+	pids+=($!) names+=("$name")
+}
+for i in "${!parts[@]}"; do
+	run_part "cli-$((i + 1))" -test.run "^(${parts[$i]})\$"
+done
+run_part "cli-$((${#parts[@]} + 1))" -test.skip "^(${all})\$"
+
+mapfile -t pkgs < <($GO list ./... | grep -v '/cmd/boxes/cli$')
+$GO test -count=1 -timeout 40m "${pkgs[@]}" >"$out/packages.log" 2>&1 &
+pids+=($!) names+=(packages)
+
+echo "test: ${#names[@]} parts running: ${names[*]} (logs in $out/)" >&2
+failed=()
+for i in "${!pids[@]}"; do
+	if wait "${pids[$i]}"; then
+		echo "test: ${names[$i]} passed ($(($(date +%s) - started)) s in)" >&2
+	else
+		failed+=("${names[$i]}")
+		echo "test: ${names[$i]} FAILED ($(($(date +%s) - started)) s in)" >&2
+	fi
+done
+grep -h -E '^(ok|FAIL|---)' "$out/packages.log" || true
+for name in "${failed[@]}"; do
+	echo "==== $out/$name.log"
+	cat "$out/$name.log"
+done
+echo "test: $(($(date +%s) - started)) s in all" >&2
+[ ${#failed[@]} -eq 0 ]
