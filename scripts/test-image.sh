@@ -23,7 +23,7 @@ readonly INCLUDE=sudo,tmux,jq,curl,git,ca-certificates,procps,less,xz-utils,sqli
 # The base records INCLUDE (and that it was pruned) in this label; a base made
 # otherwise is made again.
 readonly INCLUDE_LABEL=org.hermes-box.include
-readonly INCLUDE_MARK="$INCLUDE pruned"
+readonly INCLUDE_MARK="$INCLUDE+pruned"
 readonly MIRROR=http://deb.debian.org/debian
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,13 +63,15 @@ base_image() {
 		return 1
 	}
 	local rootfs=$work/rootfs
-	$sudo debootstrap --variant=minbase --include="$INCLUDE" bookworm "$rootfs" "$MIRROR"
+	# (set -e does not reach into a function run under timed's ||: each
+	# step says itself when it fails.)
+	$sudo debootstrap --variant=minbase --include="$INCLUDE" bookworm "$rootfs" "$MIRROR" || return 1
 	# What no test reads, and every extra engine would be sent: the packages
 	# debootstrap downloaded, apt's lists, documentation and translations
 	# (about half the base; images stream to extra engines at ~15 MiB/s here).
 	$sudo rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
 		"$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
-	$sudo tar -C "$rootfs" -c . | docker import --change "LABEL $INCLUDE_LABEL=$INCLUDE_MARK" - "$BASE"
+	$sudo tar -C "$rootfs" -c . | docker import --change "LABEL $INCLUDE_LABEL=$INCLUDE_MARK" - "$BASE" || return 1
 	$sudo rm -rf "$rootfs"
 }
 
