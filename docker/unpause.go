@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/docker/compose/v2/pkg/api"
 	"github.com/docker/docker/api/types/container"
@@ -30,11 +32,33 @@ func (e *Engine) unpause(ctx context.Context, project string) error {
 
 // Pause freezes every process of container id (the cgroup freezer).
 func (e *Engine) Pause(ctx context.Context, id string) error {
-	if err := e.api.ContainerPause(ctx, id); err != nil {
+	var err error
+	for try := 0; try < pauseTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pauseRetry):
+			}
+		}
+		// The cgroup freezer gives up on processes that keep running
+		// (a busy machine, a process forking): runc thaws them again and
+		// says so; another try usually catches them.
+		if err = e.api.ContainerPause(ctx, id); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("pausing the container: %w", err)
 	}
 	return nil
 }
+
+// pauseTries and pauseRetry bound the tries of a pause the freezer refused.
+const (
+	pauseTries = 10
+	pauseRetry = 200 * time.Millisecond
+)
 
 // Unpause thaws container id if it is paused, and does nothing otherwise.
 func (e *Engine) Unpause(ctx context.Context, id string) error {
