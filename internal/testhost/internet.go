@@ -26,7 +26,12 @@ import (
 // routed into the namespace: never 203.0.113.0/24, 192.0.2.0/24 or
 // 169.254.169.254, which a machine like this one uses for itself.
 const (
-	InternetGateway = "198.51.100.1" // this machine's end of the veth pair
+	// InternetGateway is this machine's end of the veth pair: a link-local
+	// address, so that a made-up internet adds no public address to the
+	// machine (a gate closes the machine's public addresses, and one that
+	// came and went with a test in another process would change the gate
+	// of every box planned meanwhile).
+	InternetGateway = "169.254.77.1"
 	WebA            = "198.51.100.7"
 	WebB            = "198.51.100.9"
 	DNSServer       = "198.51.100.53"
@@ -138,6 +143,7 @@ func lockInternet() (unlock func(), err error) {
 
 // network makes the namespace with its addresses, the veth pair and the
 // routes: 198.51.100.0/24 and Metadata/32 into the namespace, nothing else.
+// Each end reaches the other's gateway address by a route to the link.
 func (in *Internet) network() error {
 	if out, _ := execOutput("ip", "route", "show", "198.51.100.0/24"); strings.TrimSpace(out) != "" {
 		return fmt.Errorf("198.51.100.0/24 is already routed here (%s): another made-up internet?", strings.TrimSpace(out))
@@ -160,11 +166,13 @@ func (in *Internet) network() error {
 	steps := [][]string{
 		{"ip", "link", "add", in.veth, "type", "veth", "peer", "name", peer},
 		{"ip", "link", "set", peer, "netns", in.NS},
-		{"ip", "addr", "add", InternetGateway + "/24", "dev", in.veth},
+		{"ip", "addr", "add", InternetGateway + "/32", "dev", in.veth},
 		{"ip", "link", "set", in.veth, "up"},
+		{"ip", "route", "add", "198.51.100.0/24", "dev", in.veth},
 		{"ip", "route", "add", Metadata + "/32", "dev", in.veth},
 		{"ip", "-n", in.NS, "link", "set", "lo", "up"},
 		{"ip", "-n", in.NS, "link", "set", peer, "up"},
+		{"ip", "-n", in.NS, "route", "add", InternetGateway + "/32", "dev", peer},
 	}
 	for _, a := range []string{WebA + "/24", WebB + "/24", DNSServer + "/24", Metadata + "/32"} {
 		steps = append(steps, []string{"ip", "-n", in.NS, "addr", "add", a, "dev", peer})

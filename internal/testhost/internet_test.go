@@ -30,6 +30,11 @@ func TestIntegrationInternet(t *testing.T) {
 				t.Errorf("GET %s: %q, want %q", addr, body, want)
 			}
 		}
+		// The machine's end holds no public address: a gate's closed
+		// machine addresses stay what they were while the internet exists.
+		if out, _ := execOutput("ip", "-o", "addr", "show", "to", "198.51.100.0/24"); strings.TrimSpace(out) != "" {
+			t.Errorf("this machine holds an address of the made-up internet: %s", out)
+		}
 		if seen := in.Seen(); len(seen) != 3 || seen[0].Path != "/x" {
 			t.Errorf("seen %+v, want three requests for /x", seen)
 		}

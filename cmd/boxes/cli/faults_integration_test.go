@@ -13,7 +13,7 @@ import (
 )
 
 // killTrials is how many random kills TestIntegrationRandomKills makes:
-// BOXES_KILL_TRIALS, 10 when unset (make test); make test-long asks for 50.
+// BOXES_KILL_TRIALS, 5 when unset (make test); make test-long asks for 50.
 func killTrials(t *testing.T) int { return trialsFrom(t, "BOXES_KILL_TRIALS", 5) }
 
 // trialsFrom is the number in environment variable name, def when unset.

@@ -23,7 +23,7 @@ import (
 )
 
 // restoreKillTrials is how many random kills the load, seeding and move
-// trials make of each kind: BOXES_RESTORE_KILL_TRIALS, 3 when unset (make
+// trials make of each kind: BOXES_RESTORE_KILL_TRIALS, 2 when unset (make
 // test); make test-long asks for 15.
 func restoreKillTrials(t *testing.T) int { return trialsFrom(t, "BOXES_RESTORE_KILL_TRIALS", 2) }
 
