@@ -37,7 +37,7 @@ pids=() names=()
 run_part() { # name, then the test binary's flags
 	local name=$1
 	shift
-	(cd cmd/boxes/cli && BOXES_TEST_SHARD=${name#cli-} "../../../$out/cli.test" -test.count=1 -test.timeout 40m "$@") >"$out/$name.log" 2>&1 &
+	(cd cmd/boxes/cli && BOXES_TEST_SHARD=${name#cli-} "../../../$out/cli.test" -test.v -test.count=1 -test.timeout 40m "$@") >"$out/$name.log" 2>&1 &
 	pids+=($!) names+=("$name")
 }
 for i in "${!parts[@]}"; do
@@ -60,6 +60,10 @@ for i in "${!pids[@]}"; do
 	fi
 done
 grep -h -E '^(ok|FAIL|---)' "$out/packages.log" || true
+# The command line's slowest tests, from the parts' -test.v lines.
+echo "test: the command line's slowest tests:" >&2
+grep -h -E '^--- (PASS|FAIL): ' "$out"/cli-*.log | sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)$/\2 \1/' |
+	sort -rn | head -15 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }' >&2 || true
 for name in "${failed[@]}"; do
 	echo "==== $out/$name.log"
 	cat "$out/$name.log"

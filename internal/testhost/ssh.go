@@ -73,6 +73,17 @@ func (e *Engine) startSSH() error {
 	if err := os.WriteFile(filepath.Join(sshDir, "bin", "ssh"), []byte(wrapper), 0o700); err != nil {
 		return err
 	}
+	if err := e.runSSHD(filepath.Join(sshDir, "sshd_config")); err != nil {
+		return err
+	}
+	e.SSH = "ssh://root@" + e.Addr + strings.TrimPrefix(e.Socket, "unix://")
+	e.SSHPath = filepath.Join(sshDir, "bin")
+	return nil
+}
+
+// runSSHD starts sshd on config in the engine's namespace and waits until
+// it listens on ADDR:22.
+func (e *Engine) runSSHD(config string) error {
 	// sshd insists on its privilege separation directory.
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		return err
@@ -87,7 +98,7 @@ func (e *Engine) startSSH() error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+e.Name, sshd, "-D", "-e", "-f", filepath.Join(sshDir, "sshd_config"))
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+e.Name, sshd, "-D", "-e", "-f", config)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err
@@ -105,7 +116,5 @@ func (e *Engine) startSSH() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	e.SSH = "ssh://root@" + e.Addr + strings.TrimPrefix(e.Socket, "unix://")
-	e.SSHPath = filepath.Join(sshDir, "bin")
 	return nil
 }

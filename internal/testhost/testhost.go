@@ -33,7 +33,9 @@ type Options struct {
 	TLS bool
 	// SSH runs an sshd on ADDR:22 that lets root in with a key made for the test.
 	SSH bool
-	// Images are streamed from the local engine (image save into image load).
+	// Images are streamed from the local engine (image save into image
+	// load), or copied from the data root of an engine that was (images.go):
+	// a test binary asking for them calls RemoveTemplates from its TestMain.
 	Images []string
 	// Runtimes are OCI runtimes registered in the engine's daemon
 	// configuration by name, besides its own runc (e.g. "runsc" for gVisor).
@@ -71,6 +73,7 @@ type Engine struct {
 	StartTime time.Duration
 
 	dir      string // files: config, certs, keys, logs, data-root
+	seed     string // the images' template the data root starts as (images.go)
 	run      string // short runtime directory under /run for sockets and exec-root
 	veth     string
 	cgroup   string
@@ -111,7 +114,14 @@ func Start(t testing.TB, opts Options) *Engine {
 		t.Skipf("no local Docker engine to match: %v", err)
 	}
 
-	e := &Engine{}
+	var tmpl, key string
+	var ids []string
+	if len(opts.Images) > 0 {
+		if tmpl, key, ids, err = imageTemplate(opts.Images); err != nil {
+			t.Fatalf("testhost: %v", err)
+		}
+	}
+	e := &Engine{seed: tmpl}
 	t.Cleanup(func() { e.stop(t) })
 	if err := e.network(); err != nil {
 		t.Fatalf("testhost: %v", err)
@@ -119,14 +129,20 @@ func Start(t testing.TB, opts Options) *Engine {
 	if err := e.start(driver, opts); err != nil {
 		t.Fatalf("testhost %s: %v\n%s", e.Name, err, e.logTail())
 	}
+	if len(opts.Images) > 0 {
+		if tmpl == "" {
+			err = e.streamImages(opts.Images, key)
+		}
+		if err == nil {
+			err = e.checkImages(context.Background(), opts.Images, ids)
+		}
+		if err != nil {
+			t.Fatalf("testhost %s: %v\n%s", e.Name, err, e.logTail())
+		}
+	}
 	if opts.SSH {
 		if err := e.startSSH(); err != nil {
 			t.Fatalf("testhost %s: sshd: %v\n%s", e.Name, err, tail(filepath.Join(e.dir, "sshd.log")))
-		}
-	}
-	for _, ref := range opts.Images {
-		if err := e.StreamImage(context.Background(), ref); err != nil {
-			t.Fatalf("testhost %s: %v", e.Name, err)
 		}
 	}
 	return e
@@ -243,6 +259,11 @@ func (e *Engine) start(driver string, opts Options) error {
 		return err
 	}
 	e.apiCache = c
+	if e.seed != "" {
+		if err := e.seedData(e.seed); err != nil {
+			return err
+		}
+	}
 	if err := e.startDockerd(); err != nil {
 		return err
 	}

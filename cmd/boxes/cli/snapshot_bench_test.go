@@ -16,7 +16,8 @@ import (
 // 200 MiB of random data in /data (the whole command: the box quiesced and
 // paused, measured, copied by a helper container, resumed; median of 3)
 // against a plain copy of the same volume into a new one by a helper
-// container on the same engine (docker run cp -a, median of 3).
+// container on the same engine (docker run cp -a, median of 3); and the
+// apply of a fork of that snapshot against a new box's and that copy.
 func BenchmarkSnapshot(b *testing.B) {
 	image := realEngineBench(b)
 	const box = "it-bench-snap"
@@ -24,6 +25,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	cleanup := func() {
 		removeBoxes(box)
 		for _, v := range copies {
+			removeBoxes(v) // a fork or a new box below
 			_ = exec.Command("docker", "volume", "rm", "-f", v).Run()
 		}
 	}
@@ -56,8 +58,32 @@ func BenchmarkSnapshot(b *testing.B) {
 			"-v", compose.VolumeName(box, compose.AgentVolume)+":/s:ro", "-v", copies[i]+":/d", image, "-a", "/s/.", "/d/"))
 	}
 	b.Logf("snapshots %v; plain copies %v", snaps, plain)
+
+	// A fork: boxes apply of a new box from: BOX@LABEL (the snapshot's copy
+	// made its /data, then the box created and ready), against boxes apply
+	// of a new box without from: plus the plain copy above. One box more in
+	// boxes.yaml at each turn, the two kinds in turn.
+	yaml := "version: 1\nfleet: it\nboxes:\n  " + box + ": {}\n"
+	var forks, news []time.Duration
+	for i := range 3 {
+		fork, fresh := fmt.Sprintf("%s-fork%d", box, i), fmt.Sprintf("%s-new%d", box, i)
+		copies = append(copies, fork, fresh) // removed with the rest
+		yaml += "  " + fork + ":\n    from: " + box + "@bench-0\n"
+		if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		forks = append(forks, run(bin, "-f", config, "apply", "--auto-approve"))
+		yaml += "  " + fresh + ": {}\n"
+		if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		news = append(news, run(bin, "-f", config, "apply", "--auto-approve"))
+	}
+	b.Logf("forks %v; new boxes %v", forks, news)
 	benchtable.Report(b, benchtable.Row{Figure: "boxes snapshot of 200 MiB of random data, running box (median of 3)", Value: median(snaps).Seconds(), Unit: "s",
 		Baseline: "cp -a of the volume into a new one by a helper container", Base: median(plain).Seconds()})
+	benchtable.Report(b, benchtable.Row{Figure: "boxes apply of a fork (from: BOX@LABEL) of that snapshot, to its MCP answer (median of 3)", Value: median(forks).Seconds(), Unit: "s",
+		Baseline: "boxes apply of a new box, and that cp -a", Base: (median(news) + median(plain)).Seconds()})
 }
 
 // realEngineBench skips a benchmark under -short, and returns the test
