@@ -52,15 +52,18 @@ type readBack struct {
 	err   error
 }
 
-// NewFileWriter starts writing the archive of m to f, a new empty file
-// open for reading and writing, encrypted to recipients and read back with
-// id (which must be able to decrypt it): see Write for what it holds. Call
-// Copy once with the data, then Close; or Abort on any error.
-func NewFileWriter(f *os.File, m Manifest, id age.Identity, recipients ...age.Recipient) (*FileWriter, error) {
+// NewFileWriter starts writing an archive to f, a new empty file open for
+// reading and writing, encrypted to recipients and read back with id
+// (which must be able to decrypt it): see Write for what it holds. It
+// writes the encryption's header, whose key derivation from a passphrase
+// takes most of a second by design, so a caller may start it before the
+// manifest is known. Call Copy once with the manifest and the data, then
+// Close; or Abort on any error.
+func NewFileWriter(f *os.File, id age.Identity, recipients ...age.Recipient) (*FileWriter, error) {
 	g := newGrowth()
 	fw := &FileWriter{f: f, g: g, back: make(chan readBack, 1)}
 	go func() { fw.back <- readFollowing(&follower{f: f, g: g}, id) }()
-	aw, err := newWriter(growWriter{f: f, g: g}, m, compressS2, recipients)
+	aw, err := newWriter(growWriter{f: f, g: g}, compressS2, recipients)
 	if err != nil {
 		fw.stop(err)
 		return nil, err
@@ -69,10 +72,13 @@ func NewFileWriter(f *os.File, m Manifest, id age.Identity, recipients ...age.Re
 	return fw, nil
 }
 
-// Copy writes the data tar's entries (see Write), returning once data has
-// been read to the end of its tar: the source can be let go then, before
-// Close finishes the file.
-func (fw *FileWriter) Copy(data io.Reader) (Summary, Dropped, error) {
+// Copy writes the manifest of m and the data tar's entries (see Write),
+// returning once data has been read to the end of its tar: the source can
+// be let go then, before Close finishes the file.
+func (fw *FileWriter) Copy(m Manifest, data io.Reader) (Summary, Dropped, error) {
+	if err := fw.aw.begin(m); err != nil {
+		return Summary{}, Dropped{}, err
+	}
 	return fw.aw.copy(data)
 }
 

@@ -87,7 +87,7 @@ func TestFileWriterReadsBack(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("slow=%v", slow), func(t *testing.T) {
 			f := newFile(t)
-			fw, err := NewFileWriter(f, Manifest{Box: "dev", Size: 10 << 20}, id, r)
+			fw, err := NewFileWriter(f, id, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestFileWriterReadsBack(t *testing.T) {
 			if slow {
 				data = &slowReader{r: data}
 			}
-			wrote, _, err := fw.Copy(data)
+			wrote, _, err := fw.Copy(Manifest{Box: "dev", Size: 10 << 20}, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,11 +116,11 @@ func TestFileWriterReadsBack(t *testing.T) {
 func TestFileWriterWrongIdentity(t *testing.T) {
 	r, _ := keys(t)
 	_, other := keys(t)
-	fw, err := NewFileWriter(newFile(t), Manifest{Box: "dev"}, other, r)
+	fw, err := NewFileWriter(newFile(t), other, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := fw.Copy(bytes.NewReader(dataTar(t, 3, 70<<10, "data/home/agent/a"))); err != nil {
+	if _, _, err := fw.Copy(Manifest{Box: "dev"}, bytes.NewReader(dataTar(t, 3, 70<<10, "data/home/agent/a"))); err != nil {
 		t.Fatal(err)
 	}
 	err = fw.Close()
@@ -131,11 +131,11 @@ func TestFileWriterWrongIdentity(t *testing.T) {
 
 func TestFileWriterAbort(t *testing.T) {
 	r, id := keys(t)
-	fw, err := NewFileWriter(newFile(t), Manifest{Box: "dev"}, id, r)
+	fw, err := NewFileWriter(newFile(t), id, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = fw.Copy(bytes.NewReader(dataTar(t, 3, 70<<10, "data/../etc/passwd")))
+	_, _, err = fw.Copy(Manifest{Box: "dev"}, bytes.NewReader(dataTar(t, 3, 70<<10, "data/../etc/passwd")))
 	if err == nil || !strings.Contains(err.Error(), `".."`) {
 		t.Fatalf("Copy of a bad entry: %v", err)
 	}
@@ -148,6 +148,28 @@ func TestFileWriterAbort(t *testing.T) {
 	}
 	if err := fw.Close(); err == nil {
 		t.Fatal("Close after Abort succeeded")
+	}
+}
+
+// A manifest Copy cannot write fails it before any data is read, and the
+// file never reads back as an archive.
+func TestFileWriterBadManifest(t *testing.T) {
+	r, id := keys(t)
+	f := newFile(t)
+	fw, err := NewFileWriter(f, id, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.NewReader(dataTar(t, 3, 70<<10, "data/home/agent/a"))
+	if _, _, err := fw.Copy(Manifest{}, data); err == nil || !strings.Contains(err.Error(), "no box name") {
+		t.Fatalf("Copy of a manifest without a box: %v", err)
+	}
+	if data.Len() != int(data.Size()) {
+		t.Errorf("Copy read %d bytes of data after refusing the manifest", int(data.Size())-data.Len())
+	}
+	fw.Abort()
+	if _, _, err := VerifyFile(f.Name(), id); err == nil {
+		t.Fatal("the aborted file verifies")
 	}
 }
 
@@ -217,11 +239,11 @@ func TestWriteVerifies(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := newFile(t)
-		fw, err := NewFileWriter(f, Manifest{Box: "dev"}, id, r)
+		fw, err := NewFileWriter(f, id, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wrote, _, err := fw.Copy(bytes.NewReader(src.Bytes()))
+		wrote, _, err := fw.Copy(Manifest{Box: "dev"}, bytes.NewReader(src.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,11 +83,19 @@ func (c compression) compressor(w io.Writer) (io.WriteCloser, error) {
 const s2BlockSize = 1 << 20
 
 func write(w io.Writer, m Manifest, data io.Reader, c compression, recipients []age.Recipient) (Summary, Dropped, error) {
-	aw, err := newWriter(w, m, c, recipients)
+	if _, err := prepare(m, c.format()); err != nil {
+		return Summary{}, Dropped{}, err
+	}
+	aw, err := newWriter(w, c, recipients)
 	if err != nil {
 		return Summary{}, Dropped{}, err
 	}
-	sum, dropped, err := aw.copy(data)
+	err = aw.begin(m)
+	var sum Summary
+	var dropped Dropped
+	if err == nil {
+		sum, dropped, err = aw.copy(data)
+	}
 	if err == nil {
 		err = aw.finish()
 	}
@@ -98,10 +106,11 @@ func write(w io.Writer, m Manifest, data io.Reader, c compression, recipients []
 	return sum, dropped, nil
 }
 
-// writer is one archive being written: the manifest first (newWriter),
-// then the data (copy), then the trailer and the ends of the compression
-// and the encryption (finish).
+// writer is one archive being written: the encryption's header first
+// (newWriter), then the manifest (begin), the data (copy), and the trailer
+// and the ends of the compression and the encryption (finish).
 type writer struct {
+	c      compression
 	m      Manifest
 	enc    io.WriteCloser
 	zw     io.WriteCloser
@@ -111,11 +120,10 @@ type writer struct {
 	sum    Summary
 }
 
-func newWriter(w io.Writer, m Manifest, c compression, recipients []age.Recipient) (*writer, error) {
-	m, err := prepare(m, c.format())
-	if err != nil {
-		return nil, err
-	}
+// newWriter starts an archive on w, encrypted to recipients: age writes
+// its header (a passphrase's key derivation, most of a second by design,
+// happens here), before the manifest is known.
+func newWriter(w io.Writer, c compression, recipients []age.Recipient) (*writer, error) {
 	enc, err := age.Encrypt(w, recipients...)
 	if err != nil {
 		return nil, fmt.Errorf("archive: encrypting: %w", err)
@@ -124,13 +132,19 @@ func newWriter(w io.Writer, m Manifest, c compression, recipients []age.Recipien
 	if err != nil {
 		return nil, fmt.Errorf("archive: compressing: %w", err)
 	}
-	aw := &writer{m: m, enc: enc, zw: zw, plain: &digest{}}
+	aw := &writer{c: c, enc: enc, zw: zw, plain: &digest{}}
 	aw.tw = tar.NewWriter(io.MultiWriter(aw.plain, zw))
-	if err := writeManifest(aw.tw, m); err != nil {
-		aw.abort()
-		return nil, err
-	}
 	return aw, nil
+}
+
+// begin writes the manifest of m, the archive's first entry.
+func (aw *writer) begin(m Manifest) error {
+	m, err := prepare(m, aw.c.format())
+	if err != nil {
+		return err
+	}
+	aw.m = m
+	return writeManifest(aw.tw, m)
 }
 
 // copy writes data's entries, checked, and hashes every regular file.

@@ -161,6 +161,22 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 // returns once both are done.
 func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.File) (archive.Summary, error) {
 	id := s.Agent.ID
+	// The archive's encryption starts at once, beside the steps before the
+	// stream: a passphrase's key derivation takes most of a second, which
+	// the box need not spend paused. The pause waits for it.
+	var w *archive.FileWriter
+	var werr error
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		w, werr = archive.NewFileWriter(f, s.Identity, s.Recipients...)
+	}()
+	defer func() {
+		<-started
+		if w != nil {
+			w.Abort() // nothing once Close has run
+		}
+	}()
 	// startThaw starts thawing the box, once; thawed waits for the thaw.
 	startThaw, thawed := func() {}, func() {}
 	defer func() { thawed() }()
@@ -171,7 +187,10 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 		var size int64
 		var sizeErr error
 		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Healthy: s.Agent.Healthy, Step: s.Step, Warn: s.Warn,
-			Alongside: func(ctx context.Context) { size, sizeErr = DataSize(ctx, e, id) }}.Hold(ctx, e)
+			Alongside: func(ctx context.Context) {
+				size, sizeErr = DataSize(ctx, e, id)
+				<-started
+			}}.Hold(ctx, e)
 		if err != nil {
 			return archive.Summary{}, err
 		}
@@ -182,19 +201,18 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 			s.Warn("measuring %s's /data: %v; the archive records no size bound", s.Box, sizeErr)
 		}
 	}
+	<-started
+	if werr != nil {
+		return archive.Summary{}, werr
+	}
 	s.Step("streaming /data")
 	data, err := e.CopyFrom(ctx, id, hb.Data)
 	if err != nil {
 		return archive.Summary{}, err
 	}
 	defer data.Close()
-	w, err := archive.NewFileWriter(f, m, s.Identity, s.Recipients...)
+	sum, _, err := w.Copy(m, data)
 	if err != nil {
-		return archive.Summary{}, err
-	}
-	sum, _, err := w.Copy(data)
-	if err != nil {
-		w.Abort()
 		return archive.Summary{}, err
 	}
 	// The data is read: the box is thawed while the archive is finished.
