@@ -25,6 +25,9 @@ func IdentitiesFromEnv(file, shown string, passphrase func() (string, error)) ([
 	if errors.Is(err, ErrNotArchive) {
 		return nil, fmt.Errorf("%s is %w", shown, ErrNotArchive)
 	}
+	if errors.Is(err, ErrNoArchive) {
+		return nil, fmt.Errorf("%s: %w", shown, ErrNoArchive)
+	}
 	return ids, err
 }
 
