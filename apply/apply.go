@@ -85,6 +85,14 @@ type Seeder interface {
 	Finish(ctx context.Context, host, box string) error
 }
 
+// Preparer is a Seeder with work to start beside the create of the box it
+// seeds: a restore measures its host's room for /data there.
+type Preparer interface {
+	// Prepare starts that work for seeding box on host from source, the
+	// box to be made from image; it does not wait for it.
+	Prepare(ctx context.Context, host, box, source, image string)
+}
+
 // Thawer undoes what a save that died left behind: a paused, quiesced box.
 type Thawer interface {
 	// Thaw unpauses and resumes the box's running agent, if a save that is
@@ -399,6 +407,13 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 		return err
 	}
 
+	source := bp.From
+	if bp.Restore != "" {
+		source = bp.Restore
+	}
+	if p, ok := seeder.(Preparer); ok {
+		p.Prepare(ctx, bp.Host, bp.Name, source, image)
+	}
 	var prev Previous
 	switch bp.Action {
 	case reconcile.Create:
@@ -418,9 +433,7 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
 	if seed {
-		source := bp.From
 		if bp.Restore != "" {
-			source = bp.Restore
 			a.Progress.Step(bp.Name, "restoring /data from "+a.shown(bp.Restore))
 		} else {
 			a.Progress.Step(bp.Name, "seeding /data from "+reconcile.FromText(bp.From))

@@ -458,3 +458,25 @@ func TestApplierSettlesARacedRequest(t *testing.T) {
 		t.Errorf("steps %q: not made again and started", got)
 	}
 }
+
+// preparingSeeder is a seeder with work to start beside the create.
+type preparingSeeder struct{ fakeSeeder }
+
+func (s preparingSeeder) Prepare(_ context.Context, host, box, source, image string) {
+	s.j.add(box, "prepare "+source+" "+image)
+}
+
+// A seeder that prepares is asked to before the box is created, with the
+// plan's image, so that what it prepares runs beside the create; one that
+// does not prepare seeds just the same (TestApplierLoadPlanLeavesTheBoxRunning).
+func TestApplierPreparesTheSeedBeforeTheCreate(t *testing.T) {
+	a, j, _ := newApplier(t, testBox("alpha"))
+	a.Seeder = preparingSeeder{fakeSeeder{j}}
+	if err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.gz.age")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"prepare /a.tar.gz.age " + testImage, "create", "seed /a.tar.gz.age", "start " + testImage, "ready", "finish", "init", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

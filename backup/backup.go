@@ -40,9 +40,9 @@ type Engine interface {
 	// Unpause thaws them, and does nothing to a container not paused.
 	Pause(ctx context.Context, id string) error
 	Unpause(ctx context.Context, id string) error
-	// FreeSpace is the room left on the file system of path in container
-	// id, which may be created and not started.
-	FreeSpace(ctx context.Context, id, path string) (int64, error)
+	// VolumeRoom is the room left, in bytes, where the engine makes box's
+	// volumes, measured by a throwaway container of image.
+	VolumeRoom(ctx context.Context, image, box string) (int64, error)
 }
 
 // Reserve is the free space a restore leaves on the engine's disk: it is
@@ -515,6 +515,19 @@ type Seeder struct {
 	// checks are the checks of restored data still to be made once the box
 	// runs, by host and box: Seed leaves them, Finish makes them.
 	checks map[[2]string]*pendingCheck
+	// rooms are the room for /data on each host, measured once, beside
+	// the create of the first box restored there, and shared by the
+	// restores onto it.
+	rooms map[string]*room
+}
+
+// room is one host's room for the data of restores: measured once, each
+// restore then takes its archive's data from what is left.
+type room struct {
+	measured chan struct{} // closed once free and err are set
+	free     int64
+	err      error
+	taken    int64 // by the restores it let in, under Seeder.mu
 }
 
 // pendingCheck is the check of a box's restored data, to be made.
@@ -540,22 +553,77 @@ func (s *Seeder) agent(ctx context.Context, host, box string) (Engine, string, e
 	return e, id, err
 }
 
+// Prepare starts measuring the room for restoring file into box on host,
+// the box to be created from image: apply calls it before the create, so
+// that the measure runs beside it. One measure serves every box restored
+// onto a host.
+func (s *Seeder) Prepare(ctx context.Context, host, box, file, image string) {
+	if s.Sizes[file] <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rooms[host] != nil {
+		return
+	}
+	if s.rooms == nil {
+		s.rooms = map[string]*room{}
+	}
+	r := &room{measured: make(chan struct{})}
+	s.rooms[host] = r
+	go func() {
+		defer close(r.measured)
+		e, err := s.Hosts.BoxEngine(ctx, host)
+		if err == nil {
+			r.free, err = e.VolumeRoom(ctx, image, box)
+		}
+		r.err = err
+	}()
+}
+
+// take takes need bytes for a restore onto host from the room Prepare
+// measured there, or says why the restore does not fit.
+func (s *Seeder) take(ctx context.Context, host string, need int64) error {
+	s.mu.Lock()
+	r := s.rooms[host]
+	s.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("measuring the free space for /data: nothing measured it on %s before the create", reconcile.HostLabel(host))
+	}
+	select {
+	case <-r.measured:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.err != nil {
+		return fmt.Errorf("measuring the free space for /data: %w", r.err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	free := r.free - r.taken
+	if free-need >= Reserve {
+		r.taken += need
+		return nil
+	}
+	others := ""
+	if r.taken > 0 {
+		others = fmt.Sprintf(" (besides the %s this command's other restores there take)", reconcile.HumanSize(r.taken))
+	}
+	return fmt.Errorf("%w for the restore on %s: the archive's data takes %s, %s are free%s, and %s must stay free; nothing was restored",
+		archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), others, reconcile.HumanSize(Reserve))
+}
+
 // Seed restores the archive into the created, not yet started box, once it
-// has checked that the engine has room for it.
+// has checked that the engine has room for it (Prepare measured it).
 func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
+	if need := s.Sizes[file]; need > 0 {
+		if err := s.take(ctx, host, need); err != nil {
+			return err
+		}
+	}
 	e, id, err := s.agent(ctx, host, box)
 	if err != nil {
 		return err
-	}
-	if need := s.Sizes[file]; need > 0 {
-		free, err := e.FreeSpace(ctx, id, hb.Data)
-		if err != nil {
-			return fmt.Errorf("measuring the free space for /data: %w", err)
-		}
-		if free-need < Reserve {
-			return fmt.Errorf("%w for the restore on %s: the archive's data takes %s, %s are free, and %s must stay free; nothing was restored",
-				archive.ErrNoRoom, reconcile.HostLabel(host), reconcile.HumanSize(need), reconcile.HumanSize(free), reconcile.HumanSize(Reserve))
-		}
 	}
 	contents, err := restoreData(ctx, e, id, s.Path(file), s.Identities, s.Sizes[file])
 	if err != nil {

@@ -33,6 +33,7 @@ type fakeBox struct {
 	copied   []string
 	unready  int // hb health fails this many times
 	free     int64
+	measures []string // VolumeRoom's image and box, per call
 	copyFrom func(ctx context.Context) (io.ReadCloser, error)
 	// written is what CopyTo wrote into /data, as the box's listing
 	// (archive.ListCommand) shows it, in order; listed, when set, changes
@@ -116,7 +117,10 @@ func (f *fakeBox) Unpause(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeBox) FreeSpace(context.Context, string, string) (int64, error) {
+func (f *fakeBox) VolumeRoom(_ context.Context, image, box string) (int64, error) {
+	f.mu.Lock()
+	f.measures = append(f.measures, image+" "+box)
+	f.mu.Unlock()
 	if f.free == 0 {
 		return 1 << 40, nil
 	}
@@ -388,12 +392,56 @@ func TestThaw(t *testing.T) {
 	}
 }
 
-// A restore that would not leave the reserve free is refused before it starts.
+// A restore that would not leave the reserve free is refused before it
+// starts, the room measured by Prepare with the box's image.
 func TestSeedChecksFreeSpace(t *testing.T) {
 	e := &fakeBox{free: Reserve + 100}
 	s := &Seeder{Hosts: oneHost{e}, Sizes: map[string]int64{"a": 200}}
-	if err := s.Seed(context.Background(), "", "alpha", "a"); !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
+	s.Prepare(context.Background(), "", "alpha", "a", "sha256:img")
+	err := s.Seed(context.Background(), "", "alpha", "a")
+	if !errors.Is(err, archive.ErrNoRoom) || len(e.copied) != 0 {
 		t.Errorf("got %v, copied %q", err, e.copied)
+	}
+	if want := "not enough free space for the restore on the local engine: the archive's data takes 200 B, 256.0 MiB are free, and 256.0 MiB must stay free; nothing was restored"; err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant  %s", err, want)
+	}
+	if !slices.Equal(e.measures, []string{"sha256:img alpha"}) {
+		t.Errorf("measures %q", e.measures)
+	}
+}
+
+// The restores onto one host share one measure of its room, each taking
+// its data from what the others left: two that fit alone but not together
+// are not both let in.
+func TestSeedsShareTheRoomOfAHost(t *testing.T) {
+	e := &fakeBox{free: Reserve + 300}
+	s := &Seeder{Hosts: oneHost{e}, Sizes: map[string]int64{"a": 200, "b": 200}}
+	s.Prepare(context.Background(), "", "alpha", "a", "img")
+	s.Prepare(context.Background(), "", "beta", "b", "img")
+	if err := s.take(context.Background(), "", 200); err != nil {
+		t.Fatal(err)
+	}
+	err := s.take(context.Background(), "", 200)
+	if !errors.Is(err, archive.ErrNoRoom) || !strings.Contains(err.Error(), "256.0 MiB are free (besides the 200 B this command's other restores there take)") {
+		t.Errorf("second restore: %v", err)
+	}
+	if len(e.measures) != 1 {
+		t.Errorf("measured %d times: %q", len(e.measures), e.measures)
+	}
+}
+
+// A Seed whose room nobody measured is refused, not let in unchecked; an
+// archive with no data to bound needs no measure.
+func TestSeedWithoutPrepareIsRefused(t *testing.T) {
+	e := &fakeBox{}
+	s := &Seeder{Hosts: oneHost{e}, Sizes: map[string]int64{"a": 200}}
+	err := s.Seed(context.Background(), "", "alpha", "a")
+	if err == nil || !strings.Contains(err.Error(), "nothing measured it on the local engine before the create") || len(e.copied) != 0 {
+		t.Errorf("got %v, copied %q", err, e.copied)
+	}
+	s.Prepare(context.Background(), "", "alpha", "other", "img")
+	if len(e.measures) != 0 {
+		t.Errorf("measured for an archive with no bound: %q", e.measures)
 	}
 }
 

@@ -29,6 +29,9 @@ const (
 	// OneOffLabel marks the short-lived containers boxes runs on a box's
 	// volumes and removes after: they are no part of the box.
 	OneOffLabel = "boxes.oneoff"
+	// RoomLabel marks the one-off that measures the room for a restore's
+	// data with the box restored.
+	RoomLabel = "boxes.room-for"
 	// SnapshotLabel marks a snapshot volume with its label, and the one-off
 	// container that is writing it; SnapshotCreatedLabel is when it was
 	// made (RFC 3339, UTC), SnapshotSizeLabel the size in bytes of the

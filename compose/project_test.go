@@ -837,6 +837,24 @@ func TestFleetLabelOutsideHashes(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// Every volume of a box is the engine's default, local, with no options
+// and not external: a restore's room is measured on a fresh local volume
+// of the same engine (docker's VolumeRoom), which holds only while the
+// box's volumes live where every local volume does.
+func TestVolumesAreLocalDefaults(t *testing.T) {
+	for _, b := range []spec.Box{box("web"), func() spec.Box { b := box("web"); b.Pool = "scratch"; return b }()} {
+		p := mustProject(t, input(b))
+		if len(p.Volumes) == 0 {
+			t.Fatal("no volumes")
+		}
+		for name, v := range p.Volumes {
+			if (v.Driver != "" && v.Driver != "local") || len(v.DriverOpts) > 0 || bool(v.External) {
+				t.Errorf("volume %s: driver %q, options %v, external %v", name, v.Driver, v.DriverOpts, v.External)
+			}
+		}
+	}
+}
+
 // docker compose interpolates what it reads: the printed project escapes
 // every "$" so that it reads back as the box's own values.
 func TestYAMLEscapesDollars(t *testing.T) {

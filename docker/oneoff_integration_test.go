@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 )
 
 // A throwaway container that a killed command left mounting a box's volume
-// (a restore's free-space check cut short) no longer stops the volume's
+// (a fork's helper cut short) no longer stops the volume's
 // removal: it is removed first. Real engine: the refusal worked around is
 // the engine's own, to remove a volume a container still mounts.
 func TestIntegrationRemoveVolumeLeftOneOff(t *testing.T) {
@@ -53,5 +54,83 @@ func TestIntegrationRemoveVolumeLeftOneOff(t *testing.T) {
 	}
 	if out, _ := exec.Command("docker", "inspect", left).CombinedOutput(); !strings.Contains(strings.ToLower(string(out)), "no such") {
 		t.Errorf("the throwaway container is still there: %s", out)
+	}
+}
+
+// VolumeRoom measures the file system a box's volume lives on (a fresh
+// anonymous volume is where a named local one is), leaves nothing behind,
+// and removes a measure a killed command left for the same box, with its
+// volume, but not another box's fresh one. Real engine: where the engine
+// puts volumes, and what it removes with a container, are its own.
+func TestIntegrationVolumeRoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	ctx := context.Background()
+	const box, other, vol = "it-h11c-room", "it-h11c-room-other", "hbl-it-h11c-room_agent-data"
+	image := "hermes-box-lite:test"
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	measures := func(b string) []string {
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+roomLabel+"="+b).Output()
+		return strings.Fields(string(out))
+	}
+	cleanup := func() {
+		for _, b := range []string{box, other} {
+			for _, id := range measures(b) {
+				_ = exec.Command("docker", "rm", "-f", "-v", id).Run()
+			}
+		}
+		_ = exec.Command("docker", "volume", "rm", "-f", vol).Run()
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	run("volume", "create", vol)
+	// The same file system, by its ID, for a named local volume and an
+	// anonymous one.
+	named := strings.Fields(run("run", "--rm", "--network", "none", "-v", vol+":/data", "--entrypoint", "stat", image, "-f", "-c", "%i %a %S", "/data"))
+	anon := strings.Fields(run("run", "--rm", "--network", "none", "-v", "/room", "--entrypoint", "stat", image, "-f", "-c", "%i", "/room"))
+	if named[0] != anon[0] {
+		t.Fatalf("a named volume is on file system %s, an anonymous one on %s", named[0], anon[0])
+	}
+	left := run("create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+box, "--network", "none", "-v", "/room", "--entrypoint", "true", image)
+	leftVolume := run("inspect", "-f", "{{range .Mounts}}{{.Name}}{{end}}", left)
+	fresh := run("create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+other, "--network", "none", "--entrypoint", "true", image)
+	volumesBefore := run("volume", "ls", "-q")
+
+	e, err := Connect(ctx, spec.Host{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	room, err := e.VolumeRoom(ctx, image, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks, size int64
+	fmt.Sscanf(named[1]+" "+named[2], "%d %d", &blocks, &size)
+	if want := blocks * size; room <= 0 || room < want-(256<<20) || room > want+(256<<20) {
+		t.Errorf("VolumeRoom %d bytes; stat -f of a named volume %d", room, want)
+	}
+	if ids := measures(box); len(ids) != 0 {
+		t.Errorf("measures of %s left: %v (the killed one was %s)", box, ids, left)
+	}
+	if out, _ := exec.Command("docker", "volume", "inspect", leftVolume).CombinedOutput(); !strings.Contains(strings.ToLower(string(out)), "no such volume") {
+		t.Errorf("the killed measure's volume %s is still there: %s", leftVolume, out)
+	}
+	if ids := measures(other); len(ids) != 1 || !strings.HasPrefix(fresh, ids[0]) {
+		t.Errorf("another box's measure, made just now: %v, want %s kept", ids, fresh)
+	}
+	after := strings.Fields(run("volume", "ls", "-q"))
+	for _, v := range after {
+		if !strings.Contains(volumesBefore, v) {
+			t.Errorf("volume %s is new after the measure", v)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -80,30 +81,27 @@ func (e *Engine) runToEnd(ctx context.Context, id string) (stdout []byte, stderr
 	return out.Bytes(), string(bytes.TrimSpace(errb.Bytes())), code, nil
 }
 
-// FreeSpace is the room left, in bytes, on the file system holding path in
-// container id (a volume of it, say), measured by a throwaway container that
-// mounts the same volumes: id may be created and not started.
-func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) {
-	c, err := e.api.ContainerInspect(ctx, id)
-	if err != nil {
+// VolumeRoom is the room left, in bytes, in the engine's store of local
+// volumes, where compose makes every box's volumes (it gives them no
+// driver): a throwaway container of image measures it on a fresh anonymous
+// volume, and both are removed after. It runs beside box's create, under
+// box's lock, and is labelled with box: a measure a killed command left
+// is removed by the next one of the same box, or by any once it is old.
+func (e *Engine) VolumeRoom(ctx context.Context, image, box string) (int64, error) {
+	if err := e.removeRoomMeasures(ctx, box); err != nil {
 		return 0, err
 	}
-	for _, m := range c.Mounts {
-		if m.Name == "" {
-			continue
-		}
-		if err := e.removeOneOffs(ctx, m.Name); err != nil {
-			return 0, err
-		}
-	}
+	const path = "/room"
+	cmd := []string{"stat", "-f", "-c", "%a %S", path}
 	created, err := e.api.ContainerCreate(ctx,
-		&container.Config{Image: c.Image, Entrypoint: []string{"stat", "-f", "-c", "%a %S", path}, Labels: map[string]string{oneOffLabel: "1"}},
-		&container.HostConfig{NetworkMode: "none", VolumesFrom: []string{id + ":ro"}}, nil, nil, "")
+		&container.Config{Image: image, Entrypoint: cmd, Volumes: map[string]struct{}{path: {}},
+			Labels: map[string]string{oneOffLabel: "1", roomLabel: box}},
+		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return 0, err
 	}
-	defer e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
-	out, err := e.runCreated(ctx, created.ID, []string{"stat", "-f", path})
+	defer e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	out, err := e.runCreated(ctx, created.ID, cmd)
 	if err != nil {
 		return 0, err
 	}
@@ -114,14 +112,42 @@ func (e *Engine) FreeSpace(ctx context.Context, id, path string) (int64, error) 
 	return blocks * size, nil
 }
 
+// roomLabel marks VolumeRoom's throwaway containers with the box whose
+// restore they measure for.
+const roomLabel = compose.RoomLabel
+
+// staleMeasure is the age past which a room measure is one a killed
+// command left.
+const staleMeasure = 10 * time.Minute
+
+// removeRoomMeasures removes the throwaway containers, and their anonymous
+// volumes, that VolumeRoom left when it was killed: box's, and any other
+// box's older than staleMeasure (a measure takes a second).
+func (e *Engine) removeRoomMeasures(ctx context.Context, box string) error {
+	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("label", roomLabel))})
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		if c.Labels[roomLabel] != box && time.Since(time.Unix(c.Created, 0)) < staleMeasure {
+			continue
+		}
+		if err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // oneOffLabel marks the throwaway containers boxes runs and removes after.
 const oneOffLabel = compose.OneOffLabel
 
 // removeOneOffs removes the throwaway containers that mount volume. Those
 // on a box's volumes run under the box's lock, so any found by a command
 // holding it were left by one that was killed before it could remove them
-// (a restore's free-space check, say): they would hold the volume, and no
-// plan sees them.
+// (a snapshot's or a fork's helper, say): they would hold the volume, and
+// no plan sees them.
 func (e *Engine) removeOneOffs(ctx context.Context, volume string) error {
 	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("volume", volume))})

@@ -56,7 +56,7 @@ func (e *loadEngine) WaitInit(context.Context, string) error { return nil }
 func (e *loadEngine) ContainerID(context.Context, string, string) (string, error) {
 	return "c1", nil
 }
-func (e *loadEngine) FreeSpace(context.Context, string, string) (int64, error) { return 1 << 40, nil }
+func (e *loadEngine) VolumeRoom(context.Context, string, string) (int64, error) { return 1 << 40, nil }
 
 func (e *loadEngine) CopyTo(_ context.Context, _, dir string, content io.Reader) error {
 	tr := tar.NewReader(content)

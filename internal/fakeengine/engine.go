@@ -824,9 +824,9 @@ func (e *Engine) ToolVersions(_ context.Context, image string) (map[string]strin
 	return nil, fmt.Errorf("reading the tools of %s: %w", image, ErrNotSupported)
 }
 
-// FreeSpace would measure a container's file system.
-func (e *Engine) FreeSpace(_ context.Context, id, path string) (int64, error) {
-	return 0, fmt.Errorf("measuring the free space of %s in %s: %w", path, id, ErrNotSupported)
+// VolumeRoom would measure the engine's store of volumes.
+func (e *Engine) VolumeRoom(_ context.Context, image, box string) (int64, error) {
+	return 0, fmt.Errorf("measuring the room for %s's volumes with %s: %w", box, image, ErrNotSupported)
 }
 
 // RunHelper runs a helper container on a box's volumes as far as the fake

@@ -130,20 +130,26 @@ func labelled(t *testing.T, box string) (containers, volumes, networks int) {
 		len(strings.Fields(dockerOut(t, "network", "ls", "-q", "--filter", f)))
 }
 
-// oneOffs lists the throwaway containers (boxes.oneoff) that mount a volume
-// of box on the local engine.
+// oneOffs lists the throwaway containers (boxes.oneoff) of box on the local
+// engine: those that mount a volume of it, and those that measure the room
+// for its restore.
 func oneOffs(t *testing.T, box string) []string {
 	t.Helper()
-	var ids []string
+	ids := strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label="+compose.OneOffLabel, "--filter", "label="+compose.RoomLabel+"="+box))
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		ids = append(ids, strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label=boxes.oneoff", "--filter", "volume="+compose.VolumeName(box, v)))...)
+		ids = append(ids, strings.Fields(dockerOut(t, "ps", "-aq", "--filter", "label="+compose.OneOffLabel, "--filter", "volume="+compose.VolumeName(box, v)))...)
 	}
 	return ids
 }
 
-// removeWithOneOffs removes boxes and any throwaway container holding their volumes.
+// removeWithOneOffs removes boxes, any throwaway container holding their
+// volumes, and any measuring the room for their restores, with its volume.
 func removeWithOneOffs(names ...string) {
 	for _, b := range names {
+		ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+compose.RoomLabel+"="+b).Output()
+		for _, id := range strings.Fields(string(ids)) {
+			_ = exec.Command("docker", "rm", "-f", "-v", id).Run()
+		}
 		for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 			ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "volume="+compose.VolumeName(b, v)).Output()
 			for _, id := range strings.Fields(string(ids)) {
@@ -161,7 +167,8 @@ func removeWithOneOffs(names ...string) {
 // load or apply converges, the plan after it is empty, the restored data is
 // the archive's, and the box has its containers, volumes and network once,
 // with no restore record left. Real engine: the kills fall in real restores
-// into volumes, free-space checks and their throwaway containers included.
+// into volumes, the measures of the room for them and their throwaway
+// containers included.
 func TestIntegrationRandomKillsRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -250,7 +257,7 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 			}
 			if ids := oneOffs(t, box); len(ids) > 0 {
 				orphans++
-				t.Errorf("throwaway containers hold %s's volumes: %v", box, ids)
+				t.Errorf("throwaway containers of %s are left: %v", box, ids)
 			}
 			if _, ok := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
 				orphans++
