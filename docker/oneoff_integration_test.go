@@ -21,14 +21,6 @@ func TestIntegrationRemoveVolumeLeftOneOff(t *testing.T) {
 	ctx := context.Background()
 	const vol = "hbl-it-h11c-oneoff_agent-data"
 	image := "hermes-box-lite:test"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
 	cleanup := func() {
 		ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "volume="+vol).Output()
 		for _, id := range strings.Fields(string(ids)) {
@@ -38,8 +30,8 @@ func TestIntegrationRemoveVolumeLeftOneOff(t *testing.T) {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	run("volume", "create", vol)
-	left := run("create", "--label", oneOffLabel+"=1", "--network", "none", "-v", vol+":/data", "--entrypoint", "true", image)
+	dockerRun(t, "volume", "create", vol)
+	left := dockerRun(t, "create", "--label", oneOffLabel+"=1", "--network", "none", "-v", vol+":/data", "--entrypoint", "true", image)
 
 	e, err := Connect(ctx, spec.Host{}, Options{})
 	if err != nil {
@@ -69,14 +61,6 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	ctx := context.Background()
 	const box, other, vol = "it-h11c-room", "it-h11c-room-other", "hbl-it-h11c-room_agent-data"
 	image := "hermes-box-lite:test"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
 	measures := func(b string) []string {
 		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+roomLabel+"="+b).Output()
 		return strings.Fields(string(out))
@@ -91,18 +75,18 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	}
 	cleanup()
 	t.Cleanup(cleanup)
-	run("volume", "create", vol)
+	dockerRun(t, "volume", "create", vol)
 	// The same file system, by its ID, for a named local volume and an
 	// anonymous one.
-	named := strings.Fields(run("run", "--rm", "--network", "none", "-v", vol+":/data", "--entrypoint", "stat", image, "-f", "-c", "%i %a %S", "/data"))
-	anon := strings.Fields(run("run", "--rm", "--network", "none", "-v", "/room", "--entrypoint", "stat", image, "-f", "-c", "%i", "/room"))
+	named := strings.Fields(dockerRun(t, "run", "--rm", "--network", "none", "-v", vol+":/data", "--entrypoint", "stat", image, "-f", "-c", "%i %a %S", "/data"))
+	anon := strings.Fields(dockerRun(t, "run", "--rm", "--network", "none", "-v", "/room", "--entrypoint", "stat", image, "-f", "-c", "%i", "/room"))
 	if named[0] != anon[0] {
 		t.Fatalf("a named volume is on file system %s, an anonymous one on %s", named[0], anon[0])
 	}
-	left := run("create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+box, "--network", "none", "-v", "/room", "--entrypoint", "true", image)
-	leftVolume := run("inspect", "-f", "{{range .Mounts}}{{.Name}}{{end}}", left)
-	fresh := run("create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+other, "--network", "none", "--entrypoint", "true", image)
-	volumesBefore := run("volume", "ls", "-q")
+	left := dockerRun(t, "create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+box, "--network", "none", "-v", "/room", "--entrypoint", "true", image)
+	leftVolume := dockerRun(t, "inspect", "-f", "{{range .Mounts}}{{.Name}}{{end}}", left)
+	fresh := dockerRun(t, "create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+other, "--network", "none", "--entrypoint", "true", image)
+	volumesBefore := dockerRun(t, "volume", "ls", "-q")
 
 	e, err := Connect(ctx, spec.Host{}, Options{})
 	if err != nil {
@@ -127,10 +111,21 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	if ids := measures(other); len(ids) != 1 || !strings.HasPrefix(fresh, ids[0]) {
 		t.Errorf("another box's measure, made just now: %v, want %s kept", ids, fresh)
 	}
-	after := strings.Fields(run("volume", "ls", "-q"))
+	after := strings.Fields(dockerRun(t, "volume", "ls", "-q"))
 	for _, v := range after {
 		if !strings.Contains(volumesBefore, v) {
 			t.Errorf("volume %s is new after the measure", v)
 		}
 	}
+}
+
+// dockerRun runs the docker CLI and returns what it printed, trimmed; a
+// failure ends the test.
+func dockerRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
