@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -133,11 +135,20 @@ func (e *Engine) removeRoomMeasures(ctx context.Context, box string) error {
 		if c.Labels[roomLabel] != box && time.Since(time.Unix(c.Created, 0)) < staleMeasure {
 			continue
 		}
-		if err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})); err != nil {
+		err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}))
+		if err != nil && !removalUnderway(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// removalUnderway reports whether err is the engine's refusal to remove a
+// container it is removing already: the engine goes on with a removal whose
+// client went away, so a measure an interrupted command was removing may
+// still be going when the next command sweeps, and is gone soon after.
+func removalUnderway(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
 }
 
 // oneOffLabel marks the throwaway containers boxes runs and removes after.
