@@ -31,6 +31,9 @@ type visit func(h *tar.Header, body io.Reader) error
 // walk reads every entry to the end of the stream, checks it, and calls fn
 // with it; then it checks the layout. The first error stops the walk.
 func (e *entries) walk(fn visit) (Summary, error) {
+	if e.hash != nil {
+		defer e.hash.wait() // its goroutine ends with the walk, whatever ends it
+	}
 	trailer := false
 	for {
 		h, err := e.tr.Next()
@@ -79,6 +82,7 @@ func (e *entries) readTrailer(h *tar.Header) error {
 	if h.Typeflag != tar.TypeReg {
 		return fmt.Errorf("archive: %s is not a regular file", trailerName)
 	}
+	e.hash.wait()
 	body := &bodyReader{r: e.tr}
 	if err := checkTrailer(body, e.hash.list, e.chk.sum, e.hash.recorded); err != nil {
 		if body.err != nil {
