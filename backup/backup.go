@@ -504,7 +504,9 @@ type Seeder struct {
 	Dir        string
 	Identities []age.Identity
 	Hosts      Hosts
-	Init       hb.Wait
+	// Init, when its Timeout is set, has Finish wait for hb init (see
+	// Finish).
+	Init hb.Wait
 	// Sizes bounds the data of each archive (by restore: path) to what
 	// CheckRestores found in it.
 	Sizes map[string]int64
@@ -646,7 +648,11 @@ func (s *Seeder) Seed(ctx context.Context, host, box, file string) error {
 }
 
 // Finish checks what the started box holds of the data Seed restored
-// into it, then resumes it and waits for hb init on the restored data.
+// into it, then resumes it: hb resume returns once hb init has run on the
+// restored data, or says it has not. When Init has a Timeout, Finish then
+// waits for hb init itself (a move); apply leaves it unset, for it waits
+// for the whole box next (the agent's hb init and the gate), and a second
+// probe of the agent would only add an exec to every restore.
 func (s *Seeder) Finish(ctx context.Context, host, box string) error {
 	s.mu.Lock()
 	c := s.checks[[2]string{host, box}]
@@ -666,6 +672,9 @@ func (s *Seeder) Finish(ctx context.Context, host, box string) error {
 	}
 	if err := hb.Resume(ctx, e, id); err != nil {
 		return err
+	}
+	if s.Init.Timeout == 0 {
+		return nil
 	}
 	w := s.Init
 	if s.Step != nil {

@@ -254,6 +254,27 @@ func TestSeederReportsTheInitWaitAsAStep(t *testing.T) {
 	}
 }
 
+// apply's Seeder has no Init: hb resume returns once hb init ran, and apply
+// waits for the whole box next, so Finish probes nothing after the resume.
+func TestSeederWithoutInitOnlyResumes(t *testing.T) {
+	e := &fakeBox{}
+	s := &Seeder{Hosts: oneHost{e}}
+	if err := s.Finish(context.Background(), "", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "resume" {
+		t.Errorf("Finish without Init ran %q, want resume alone", got)
+	}
+	e = &fakeBox{}
+	s.Hosts, s.Init = oneHost{e}, hb.Wait{Timeout: 5 * time.Second}
+	if err := s.Finish(context.Background(), "", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(e.hbCalls, "|"); got != "resume|health agent" {
+		t.Errorf("Finish with Init ran %q, want resume then the wait's probe", got)
+	}
+}
+
 func TestRestoreWritesTheMarkerFirst(t *testing.T) {
 	e := &fakeBox{}
 	r, id := keys(t)

@@ -34,5 +34,5 @@ func (w *Workspace) restores(ctx context.Context, p *reconcile.Plan, o ApplyOpti
 			w.opts.Warn("%s was saved from image %s; box %s gets boxes.lock's %s", w.opts.Shown(c.Archive), reconcile.ShortID(c.Manifest.Image), c.Box, reconcile.ShortID(p.Image))
 		}
 	}
-	return &backup.Seeder{Dir: w.Dir(), Identities: ids, Hosts: hosts{w}, Init: o.Init, Sizes: backup.Bounds(checked), Step: pr.Step}, nil
+	return &backup.Seeder{Dir: w.Dir(), Identities: ids, Hosts: hosts{w}, Sizes: backup.Bounds(checked), Step: pr.Step}, nil
 }
