@@ -233,8 +233,12 @@ func thaw(ctx context.Context, e Engine, id string) error {
 }
 
 // DataSize is the apparent size in bytes of /data in running container id,
-// each file counted once: at least the total of its regular files.
+// each file counted once: at least the total of its regular files. It gives
+// up after DataSizeTimeout: a save without the measure still runs, its
+// archive records no size bound.
 func DataSize(ctx context.Context, e Engine, id string) (int64, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, DataSizeTimeout, fmt.Errorf("du took over %s", DataSizeTimeout))
+	defer cancel()
 	var out, errb strings.Builder
 	code, err := e.Run(ctx, id, "root", []string{"du", "-sbx", hb.Data}, &out, &errb)
 	if err != nil {
@@ -250,6 +254,11 @@ func DataSize(ctx context.Context, e Engine, id string) (int64, error) {
 	}
 	return n, nil
 }
+
+// DataSizeTimeout bounds DataSize: du walks a million files in seconds,
+// and an engine that missed the end of its exec (seen with 20.10 under
+// load) would otherwise hold the save for ever.
+var DataSizeTimeout = 2 * time.Minute
 
 // Thaw undoes what a save that died left on box: its agent container
 // paused, quiesced (its processes stopped, hb's marker written). It does

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,9 +41,16 @@ type fakeBox struct {
 	// the listing of it, as an engine that lost or cut short a file would.
 	written []string
 	listed  func(entries []string) []string
+	// duHangs: du never answers until its context ends, as an exec whose
+	// end the engine missed.
+	duHangs bool
 }
 
-func (f *fakeBox) Run(_ context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
+func (f *fakeBox) Run(ctx context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
+	if cmd[0] == "du" && f.duHangs {
+		<-ctx.Done()
+		return -1, context.Cause(ctx)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cmd[0] != hb.Path {
@@ -197,6 +205,33 @@ func TestSaveOfAHealthyBoxSkipsTheInitCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := saveCalls(e.hbCalls); got != "du -sbx /data|pause|unpause" {
+		t.Errorf("hb calls %q", got)
+	}
+}
+
+// A du that never answers (an exec whose end the engine missed) does not
+// hold the save: after DataSizeTimeout it goes on without the measure, and
+// the archive records no size bound.
+func TestSaveGoesOnWithoutASizeWhenDuHangs(t *testing.T) {
+	defer func(d time.Duration) { DataSizeTimeout = d }(DataSizeTimeout)
+	DataSizeTimeout = 50 * time.Millisecond
+	e := &fakeBox{duHangs: true}
+	r, id := keys(t)
+	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	var warned []string
+	_, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+		Recipients: r, Identity: id, Warn: func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }}.Run(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "du took over 50ms") || !strings.Contains(warned[0], "no size bound") {
+		t.Errorf("warnings %q", warned)
+	}
+	m, _, err := archive.VerifyFile(out, id)
+	if err != nil || m.Size != 0 {
+		t.Errorf("archive: size %d, %v", m.Size, err)
+	}
+	if got := saveCalls(e.hbCalls); got != "pause|unpause" {
 		t.Errorf("hb calls %q", got)
 	}
 }

@@ -33,6 +33,12 @@ func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (
 		return -1, err
 	}
 	defer att.Close()
+	// The engine's stream of the command's output outlives ctx unless it
+	// is closed: a cancel (Ctrl-C, a timeout) ends the wait for it, as
+	// it ends the wait for an engine that never ends the stream (20.10
+	// can miss the exit of an exec's process). The command itself goes on
+	// in the box, as it does after docker exec is interrupted.
+	defer context.AfterFunc(ctx, func() { att.Close() })()
 	if o.Started != nil && o.TTY {
 		o.Started(func(h, w uint) {
 			_ = e.api.ContainerExecResize(ctx, created.ID, container.ResizeOptions{Height: h, Width: w})
@@ -50,7 +56,10 @@ func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (
 	} else {
 		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
 	}
-	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+	if cerr := ctx.Err(); cerr != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id[:min(12, len(id))], context.Cause(ctx))
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return -1, err
 	}
 	inspect, err := e.api.ContainerExecInspect(context.WithoutCancel(ctx), created.ID)

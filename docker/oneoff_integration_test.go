@@ -2,10 +2,12 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-box/boxes/spec"
 )
@@ -128,4 +130,41 @@ func dockerRun(t *testing.T, args ...string) string {
 		t.Fatalf("docker %v: %v\n%s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// An exec whose context ends returns at once with the context's cause,
+// whatever its command still does: a Ctrl-C, or a timeout around a command
+// whose end the engine never reports. Real engine: the exec's output stream
+// is the engine's, and only closing it ends the wait.
+func TestIntegrationExecEndsWithItsContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	const name = "hbl-it-h21-exec-cancel"
+	cleanup := func() { _ = exec.Command("docker", "rm", "-f", name).Run() }
+	cleanup()
+	t.Cleanup(cleanup)
+	id := dockerRun(t, "run", "-d", "--name", name, "--network", "none", "--entrypoint", "sleep", "hermes-box-lite:test", "600")
+
+	e, err := Connect(context.Background(), spec.Host{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	stop := errors.New("stopped by the test")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 500*time.Millisecond, stop)
+	defer cancel()
+	start := time.Now()
+	code, err := e.Run(ctx, id, "root", []string{"sleep", "300"}, nil, nil)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the exec returned %s after its context ended", took)
+	}
+	if !errors.Is(err, stop) || code != -1 {
+		t.Errorf("exec after its context ended: code %d, %v; want -1 and the context's cause", code, err)
+	}
+	// A context that does not end leaves the exec to its end.
+	var out strings.Builder
+	if code, err := e.Run(context.Background(), id, "root", []string{"sh", "-c", "echo done; exit 3"}, &out, nil); code != 3 || err != nil || out.String() != "done\n" {
+		t.Errorf("exec: code %d, %v, output %q", code, err, out.String())
+	}
 }
