@@ -51,19 +51,29 @@ type hasher struct {
 	free    chan []byte    // its buffers, back from it
 	done    chan struct{}  // closed when the goroutine has ended
 	fill    []byte         // the buffer being filled
+	ends    []fileEnd      // of the files ended in fill
+	handed  int            // buffers handed over
 	stopped bool           // work is closed
 }
 
-// hashPiece is content of the file being hashed; end says it is the last
-// of the file named name.
+// hashPiece is content of the files being hashed, in order: ends marks
+// where in buf each file that ends in it ends.
 type hashPiece struct {
 	buf  []byte
-	end  bool
+	ends []fileEnd
+}
+
+// fileEnd is the end of the file named name at offset at of a piece.
+type fileEnd struct {
+	at   int
 	name string
 }
 
 // hashBuffers and hashBufferSize bound what the reader may be ahead of the
-// hashing: 8 buffers of 256 KiB.
+// hashing: 8 buffers of 256 KiB. A buffer holds the content of as many
+// files as fit, so that a tree of small files is handed over a buffer at
+// a time, not a file at a time: every hand-over may wake the hashing
+// goroutine, which costs more than hashing a small file.
 const (
 	hashBuffers    = 8
 	hashBufferSize = 256 << 10
@@ -84,16 +94,17 @@ func (hs *hasher) start() {
 		defer close(hs.done)
 		h := sha256.New()
 		for p := range hs.work {
-			h.Write(p.buf)
-			if p.buf != nil {
-				hs.free <- p.buf[:0]
-			}
-			if p.end {
-				fh := fileHash{name: p.name}
+			from := 0
+			for _, e := range p.ends {
+				h.Write(p.buf[from:e.at])
+				from = e.at
+				fh := fileHash{name: e.name}
 				h.Sum(fh.sum[:0])
 				hs.list = append(hs.list, fh)
 				h.Reset()
 			}
+			h.Write(p.buf[from:])
+			hs.free <- p.buf[:0]
 		}
 	}()
 }
@@ -107,16 +118,25 @@ func (hs *hasher) add(b []byte) {
 		k := copy(hs.fill[len(hs.fill):cap(hs.fill)], b)
 		hs.fill, b = hs.fill[:len(hs.fill)+k], b[k:]
 		if len(hs.fill) == cap(hs.fill) {
-			hs.work <- hashPiece{buf: hs.fill}
-			hs.fill = nil
+			hs.handOver()
 		}
 	}
 }
 
-// end hands over the rest of the file named name.
+// end marks the end of the file named name, in the buffer being filled.
 func (hs *hasher) end(name string) {
-	hs.work <- hashPiece{buf: hs.fill, end: true, name: name}
-	hs.fill = nil
+	if hs.fill == nil {
+		hs.fill = <-hs.free
+	}
+	hs.ends = append(hs.ends, fileEnd{at: len(hs.fill), name: name})
+}
+
+// handOver hands the buffer being filled over to the hashing goroutine,
+// with the ends of files in it.
+func (hs *hasher) handOver() {
+	hs.work <- hashPiece{buf: hs.fill, ends: hs.ends}
+	hs.fill, hs.ends = nil, nil
+	hs.handed++
 }
 
 // wait ends the hashing once all handed over is hashed: list is complete.
@@ -127,6 +147,9 @@ func (hs *hasher) wait() {
 		return
 	}
 	hs.stopped = true
+	if hs.fill != nil {
+		hs.handOver()
+	}
 	close(hs.work)
 	<-hs.done
 }

@@ -66,3 +66,33 @@ func TestHasherStoppedInAFile(t *testing.T) {
 		t.Errorf("list %v, want the whole file alone", hs.list)
 	}
 }
+
+// A tree of small files is handed to the hashing goroutine a buffer at a
+// time, not a file at a time (each hand-over may wake it, which costs more
+// than hashing a small file), and each file still gets its own hash.
+func TestHasherHandsOverBuffersNotFiles(t *testing.T) {
+	const files, size = 3000, 1000
+	hs := &hasher{}
+	var want []fileHash
+	for i := range files {
+		body := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, size/2)
+		name := fmt.Sprintf("f%d", i)
+		want = append(want, fileHash{name: name, sum: sha256.Sum256(body)})
+		_, done := hs.wrap(name, bytes.NewReader(body))
+		if err := done(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs.wait()
+	if most := files*size/hashBufferSize + 1; hs.handed > most {
+		t.Errorf("%d files of %d bytes took %d hand-overs, want at most %d", files, size, hs.handed, most)
+	}
+	if len(hs.list) != files {
+		t.Fatalf("%d hashes, want %d", len(hs.list), files)
+	}
+	for i := range want {
+		if hs.list[i] != want[i] {
+			t.Fatalf("file %s: hash %x, want %x", want[i].name, hs.list[i].sum, want[i].sum)
+		}
+	}
+}
