@@ -93,3 +93,35 @@ func (p *roomyPipe) Close() error {
 	p.goneOnce.Do(func() { close(p.gone) })
 	return nil
 }
+
+// ReadAhead reads r in a goroutine of its own, up to n buffers of size
+// bytes ahead of the returned reader, so that the source (the engine's
+// stream of a box's data) is drained at its own pace while what reads it
+// works on the pieces before: the engine and the reader then each wait
+// for the other only when the buffers are empty or full, not at every
+// piece. Closing the returned reader stops the goroutine at its next
+// hand-over; one waiting in a read of r ends when that read does, so
+// close r too. Neither waits for the goroutine.
+func ReadAhead(r io.Reader, n, size int) io.ReadCloser {
+	p := newRoomyPipe(n, size)
+	go func() {
+		buf := make([]byte, size)
+		for {
+			k, err := r.Read(buf)
+			if k > 0 {
+				if _, werr := p.Write(buf[:k]); werr != nil {
+					p.CloseWithError(werr)
+					return
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				p.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return p
+}

