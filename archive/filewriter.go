@@ -36,6 +36,7 @@ import (
 type FileWriter struct {
 	aw   *writer
 	f    *os.File
+	gw   *growWriter
 	g    *growth
 	back chan readBack
 	done bool
@@ -61,9 +62,9 @@ type readBack struct {
 // Close; or Abort on any error.
 func NewFileWriter(f *os.File, id age.Identity, recipients ...age.Recipient) (*FileWriter, error) {
 	g := newGrowth()
-	fw := &FileWriter{f: f, g: g, back: make(chan readBack, 1)}
+	fw := &FileWriter{f: f, g: g, gw: newGrowWriter(f, g), back: make(chan readBack, 1)}
 	go func() { fw.back <- readFollowing(&follower{f: f, g: g}, id) }()
-	aw, err := newWriter(growWriter{f: f, g: g}, compressS2, recipients)
+	aw, err := newWriter(fw.gw, compressS2, recipients)
 	if err != nil {
 		fw.stop(err)
 		return nil, err
@@ -89,6 +90,9 @@ func (fw *FileWriter) Close() error {
 		return errors.New("archive: the writer was closed already")
 	}
 	err := fw.aw.finish()
+	if err == nil {
+		err = fw.gw.flush()
+	}
 	if err == nil {
 		err = fw.f.Sync()
 	}
@@ -197,16 +201,61 @@ func (g *growth) end(err error) {
 	g.cond.Broadcast()
 }
 
-// growWriter writes to f and tells g.
+// growWriter writes to f in pieces of writeSize and tells g of each, and
+// has the operating system start writing each writebackSize of the file
+// to its disk as soon as it is written, so that the sync at the end waits
+// for the last few pieces only, not for the whole file. (The encryption
+// writes chunks of 64 KiB: written one by one, each is a system call and
+// a wake-up of the read-back.)
 type growWriter struct {
-	f *os.File
-	g *growth
+	f       *os.File
+	g       *growth
+	buf     []byte
+	written int64 // to f
+	kicked  int64 // of the file, the part whose writeback has started
 }
 
-func (w growWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+const (
+	writeSize     = 1 << 20
+	writebackSize = 8 << 20
+)
+
+func newGrowWriter(f *os.File, g *growth) *growWriter {
+	return &growWriter{f: f, g: g, buf: make([]byte, 0, writeSize)}
+}
+
+func (w *growWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf, p, n = w.buf[:len(w.buf)+k], p[k:], n+k
+		if len(w.buf) == cap(w.buf) {
+			if err := w.flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush writes what is buffered to f.
+func (w *growWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.f.Write(w.buf)
+	w.written += int64(n)
 	w.g.add(n)
-	return n, err
+	w.buf = w.buf[:0]
+	if err != nil {
+		return err
+	}
+	if w.written-w.kicked >= writebackSize {
+		// Beside the write: the call may wait for the disk's queue.
+		go startWriteback(w.f, w.kicked, w.written-w.kicked)
+		w.kicked = w.written
+	}
+	return nil
 }
 
 // follower reads f from its start as far as it has been written, waiting

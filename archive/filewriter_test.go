@@ -84,18 +84,23 @@ func (s *slowReader) Read(p []byte) (int, error) {
 
 func TestFileWriterReadsBack(t *testing.T) {
 	r, id := keys(t)
-	for _, slow := range []bool{false, true} {
-		t.Run(fmt.Sprintf("slow=%v", slow), func(t *testing.T) {
+	// Past its write buffer, and past two of the pieces whose writeback
+	// starts early, in a large one.
+	for _, c := range []struct {
+		slow        bool
+		files, size int
+	}{{false, 12, 100 << 10}, {true, 12, 100 << 10}, {false, 10, 2*writebackSize/10 + writeSize + 3}} {
+		t.Run(fmt.Sprintf("slow=%v,%dx%d", c.slow, c.files, c.size), func(t *testing.T) {
 			f := newFile(t)
 			fw, err := NewFileWriter(f, id, r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var data io.Reader = bytes.NewReader(dataTar(t, 12, 100<<10, "data/home/agent/first"))
-			if slow {
+			var data io.Reader = bytes.NewReader(dataTar(t, c.files, c.size, "data/home/agent/first"))
+			if c.slow {
 				data = &slowReader{r: data}
 			}
-			wrote, _, err := fw.Copy(Manifest{Box: "dev", Size: 10 << 20}, data)
+			wrote, _, err := fw.Copy(Manifest{Box: "dev", Size: 64 << 20}, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +111,7 @@ func TestFileWriterReadsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if read != wrote || read.Files != 12 || read.Hashed != 12 || m.Box != "dev" {
+			if read != wrote || read.Files != c.files || read.Hashed != c.files || m.Box != "dev" {
 				t.Fatalf("read back %+v (manifest %+v), wrote %+v", read, m, wrote)
 			}
 		})
