@@ -56,13 +56,20 @@ func stopped(ctx context.Context, err error) error {
 }
 
 // openContext is open of r read until ctx is done, given up when ctx is
-// done before it returns: deriving a passphrase's key takes about a second
-// (more if the archive's header asks for it) and cannot be stopped. What
-// it opens once given up is closed, and it reads r no more.
+// done before it returns (see openWithin). It reads r no more once given
+// up.
 func openContext(ctx context.Context, r io.Reader, opts Options) (*reader, error) {
 	r = withContext(ctx, r)
+	return openWithin(ctx, func() (*reader, error) { return open(r, opts) })
+}
+
+// openWithin is open, given up when ctx is done before it returns:
+// deriving a passphrase's key takes about a second (more if the archive's
+// header asks for it) and cannot be stopped. What it opens once given up
+// is closed.
+func openWithin(ctx context.Context, open func() (*reader, error)) (*reader, error) {
 	if ctx.Done() == nil {
-		return open(r, opts)
+		return open()
 	}
 	type opened struct {
 		rd  *reader
@@ -70,7 +77,7 @@ func openContext(ctx context.Context, r io.Reader, opts Options) (*reader, error
 	}
 	c := make(chan opened, 1)
 	go func() {
-		rd, err := open(r, opts)
+		rd, err := open()
 		c <- opened{rd, err}
 	}()
 	select {

@@ -55,6 +55,11 @@ func ExtractWith(r io.Reader, dir string, opts ExtractOptions) (Manifest, Summar
 // derived, it returns at once, and a read of r under way may end after it
 // has returned.
 func ExtractContext(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
+	return extract(ctx, func() (*reader, error) { return openContext(ctx, r, opts.Options) }, dir, opts)
+}
+
+// extract is ExtractContext of the archive open opens.
+func extract(ctx context.Context, open func() (*reader, error), dir string, opts ExtractOptions) (m Manifest, sum Summary, err error) {
 	t, err := newTarget(dir)
 	if err != nil {
 		return Manifest{}, Summary{}, err
@@ -65,7 +70,7 @@ func ExtractContext(ctx context.Context, r io.Reader, dir string, opts ExtractOp
 		}
 		t.close()
 	}()
-	rd, err := openContext(ctx, r, opts.Options)
+	rd, err := open()
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
@@ -209,12 +214,17 @@ func ExtractFileContext(ctx context.Context, path, dir string, opts ExtractOptio
 	if bound := checked.Bytes + MarkerSlack; opts.MaxBytes == 0 || bound < opts.MaxBytes {
 		opts.MaxBytes = bound
 	}
-	r, done, err := openFile(path, "extracting", opts.Options)
-	if err != nil {
-		return Manifest{}, Summary{}, err
-	}
-	defer done()
-	_, sum, err := ExtractContext(ctx, r, dir, opts)
+	var done func()
+	defer func() {
+		if done != nil {
+			done()
+		}
+	}()
+	_, sum, err := extract(ctx, func() (*reader, error) {
+		rd, d, err := openFile(ctx, path, "extracting", opts.Options)
+		done = d
+		return rd, err
+	}, dir, opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}

@@ -73,21 +73,77 @@ func (o *Owner) set(h *tar.Header) {
 	h.Uid, h.Gid = 0, 0
 }
 
-// openFile opens the archive at path for what, watched by opts.Progress.
-func openFile(path, what string, opts Options) (io.Reader, func(), error) {
+// openFile opens the archive at path for what, watched by opts.Progress,
+// read until ctx is done: a box archive is decrypted on several cores
+// (decryptFile), the smolvm tool's in order. done closes what it opened.
+func openFile(ctx context.Context, path, what string, opts Options) (rd *reader, done func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
-	}
-	if opts.Progress == nil {
-		return f, func() { f.Close() }, nil
 	}
 	var size int64
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	r, done := opts.Progress(what, f, size)
-	return r, func() { done(); f.Close() }, nil
+	head := make([]byte, len(ageMagic))
+	n, _ := f.ReadAt(head, 0)
+	if !bytes.Equal(head[:n], ageMagic) {
+		var r io.Reader = f
+		stop := func() {}
+		if opts.Progress != nil {
+			r, stop = opts.Progress(what, f, size)
+		}
+		rd, err := openContext(ctx, r, opts)
+		if err != nil {
+			stop()
+			f.Close()
+			return nil, nil, err
+		}
+		return rd, func() { stop(); f.Close() }, nil
+	}
+	var counted func(int64)
+	stop := func() {}
+	if opts.Progress != nil {
+		var r io.Reader
+		r, stop = opts.Progress(what, countOnly{}, size)
+		counted = readCount(r)
+	}
+	// What fails to open, or is given up, is closed by openPlain or
+	// openWithin.
+	rd, err = openWithin(ctx, func() (*reader, error) {
+		plain, err := decryptFile(ctx, f, size, opts.Identities, counted)
+		if err != nil {
+			return nil, err
+		}
+		return openPlain(plain, opts)
+	})
+	if err != nil {
+		stop()
+		f.Close()
+		return nil, nil, err
+	}
+	return rd, func() { rd.close(); stop(); f.Close() }, nil
+}
+
+// countOnly is a reader whose reads only count: what reads it is told the
+// bytes, and gets none.
+type countOnly struct{}
+
+func (countOnly) Read(p []byte) (int, error) { return len(p), nil }
+
+// readCount reads n bytes of r, a progress reader of countOnly, at each
+// call: so the progress counts what another reader read.
+func readCount(r io.Reader) func(n int64) {
+	scratch := make([]byte, 256<<10)
+	return func(n int64) {
+		for n > 0 {
+			k, err := r.Read(scratch[:min(n, int64(len(scratch)))])
+			if err != nil {
+				return
+			}
+			n -= int64(k)
+		}
+	}
 }
 
 // Magic numbers of what this package reads.
@@ -128,6 +184,12 @@ func openBox(r io.Reader, opts Options) (*reader, error) {
 	if err != nil {
 		return nil, decryptError(err)
 	}
+	return openPlain(plain, opts)
+}
+
+// openPlain opens a box archive from its decrypted stream, which the
+// reader's close closes.
+func openPlain(plain io.ReadCloser, opts Options) (*reader, error) {
 	rd, err := decompress(plain)
 	if err != nil {
 		plain.Close()
@@ -314,6 +376,11 @@ func VerifyContext(ctx context.Context, r io.Reader, opts Options) (Manifest, Su
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
+	return verifyOpened(ctx, rd)
+}
+
+// verifyOpened reads the opened archive rd to its end, until ctx is done.
+func verifyOpened(ctx context.Context, rd *reader) (Manifest, Summary, error) {
 	sum, err := rd.walk(stoppable(ctx, func(h *tar.Header, body io.Reader) error {
 		_, err := io.Copy(io.Discard, body)
 		return err
@@ -337,12 +404,12 @@ func VerifyFileWith(path string, opts Options) (Manifest, Summary, error) {
 
 // VerifyFileContext is VerifyFileWith until ctx is done (see VerifyContext).
 func VerifyFileContext(ctx context.Context, path string, opts Options) (Manifest, Summary, error) {
-	r, done, err := openFile(path, "verifying", opts)
+	rd, done, err := openFile(ctx, path, "verifying", opts)
 	if err != nil {
 		return Manifest{}, Summary{}, err
 	}
 	defer done()
-	m, sum, err := VerifyContext(ctx, r, opts)
+	m, sum, err := verifyOpened(ctx, rd)
 	if err == nil && m.Box == "" {
 		m.Box = BoxFromName(path)
 	}

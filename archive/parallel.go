@@ -1,0 +1,183 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+
+	"filippo.io/age"
+)
+
+// segmentSize is the plaintext a worker of decryptFile decrypts at a time:
+// sixteen of age's 64 KiB chunks.
+const segmentSize = 1 << 20
+
+// decryptFile decrypts the age-encrypted file src of size bytes on several
+// cores at once: age authenticates each 64 KiB chunk on its own, so whole
+// chunks can be decrypted side by side (age.DecryptReaderAt) and handed
+// over in order. The check of a whole archive before a restore runs alone
+// on its machine, and decryption is most of its work on incompressible
+// data. The last chunk is checked first (DecryptReaderAt does), so a file
+// cut short is refused before anything is read.
+//
+// counted, when set, is told the bytes of the file each piece handed over
+// took, in order, for progress. Reading stops with ctx's error once ctx is
+// done. Close stops the workers and waits for them.
+func decryptFile(ctx context.Context, src io.ReaderAt, size int64, ids []age.Identity, counted func(n int64)) (io.ReadCloser, error) {
+	plain, plainSize, err := age.DecryptReaderAt(src, size, ids...)
+	if err != nil {
+		return nil, decryptAtError(err)
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	chunks := max(1, (plainSize+age64K-1)/age64K)
+	d := &parallelReader{
+		ctx:     ctx,
+		queue:   make(chan chan segment, 2*workers),
+		stop:    make(chan struct{}),
+		counted: counted,
+		header:  size - plainSize - chunks*ageOverhead,
+	}
+	jobs := make(chan job)
+	d.wg.Add(workers + 1)
+	for range workers {
+		go func() {
+			defer d.wg.Done()
+			for j := range jobs {
+				buf := make([]byte, j.n)
+				n, err := plain.ReadAt(buf, j.off)
+				if err == io.EOF && n == len(buf) {
+					err = nil
+				}
+				if err == nil {
+					err = ctx.Err()
+				}
+				j.out <- segment{buf: buf[:n], cipher: j.cipher, err: err}
+			}
+		}()
+	}
+	go func() {
+		defer d.wg.Done()
+		defer close(jobs)
+		defer close(d.queue)
+		for off := int64(0); off < plainSize; off += segmentSize {
+			n := min(segmentSize, plainSize-off)
+			j := job{off: off, n: n, out: make(chan segment, 1),
+				cipher: n + (n+age64K-1)/age64K*ageOverhead}
+			select {
+			case d.queue <- j.out:
+			case <-d.stop:
+				return
+			}
+			select {
+			case jobs <- j:
+			case <-d.stop:
+				j.out <- segment{err: io.ErrClosedPipe}
+				return
+			}
+		}
+	}()
+	return d, nil
+}
+
+// The sizes of age's payload: chunks of 64 KiB, each with a 16-byte tag.
+const (
+	age64K      = 64 << 10
+	ageOverhead = 16
+)
+
+// job is one segment for a worker to decrypt.
+type job struct {
+	off, n int64 // of the plaintext
+	cipher int64 // the bytes of the file it takes
+	out    chan segment
+}
+
+// segment is a decrypted piece of the plaintext, or why it is not.
+type segment struct {
+	buf    []byte
+	cipher int64
+	err    error
+}
+
+// parallelReader reads the segments decryptFile's workers decrypt, in
+// order.
+type parallelReader struct {
+	ctx     context.Context
+	queue   chan chan segment // the segments in order, up to 2 per worker ahead
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	counted func(n int64)
+	header  int64 // the bytes before the payload's first chunk, counted first
+
+	cur    []byte
+	err    error
+	closed bool
+}
+
+func (d *parallelReader) Read(p []byte) (int, error) {
+	for len(d.cur) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		next, ok := <-d.queue
+		if !ok {
+			d.err = io.EOF
+			if err := d.ctx.Err(); err != nil {
+				d.err = err
+			}
+			continue
+		}
+		s := <-next
+		if s.err != nil {
+			d.err = decryptAtError(s.err)
+			if errors.Is(s.err, d.ctx.Err()) {
+				d.err = s.err
+			}
+			continue
+		}
+		if d.counted != nil {
+			d.counted(d.header + s.cipher)
+			d.header = 0
+		}
+		d.cur = s.buf
+	}
+	n := copy(p, d.cur)
+	d.cur = d.cur[n:]
+	return n, nil
+}
+
+// Close stops the workers and waits for them to end.
+func (d *parallelReader) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	close(d.stop)
+	for next := range d.queue {
+		<-next
+	}
+	d.wg.Wait()
+	return nil
+}
+
+// decryptAtError says what an error of age.DecryptReaderAt means: a wrong
+// key or passphrase, or else a file damaged or cut short (its header, or a
+// chunk, the last one included, that does not authenticate).
+func decryptAtError(err error) error {
+	var noMatch *age.NoIdentityMatchError
+	switch {
+	case errors.As(err, &noMatch):
+		return fmt.Errorf("archive: %w", ErrWrongPassphrase)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case strings.Contains(err.Error(), "authenticate"):
+		// In the words of age's reader in order, whichever chunk it is
+		// (the last one is checked first).
+		return fmt.Errorf("archive: %s: failed to decrypt and authenticate payload chunk", damaged)
+	}
+	return fmt.Errorf("archive: %s: decrypting: %w", damaged, err)
+}
