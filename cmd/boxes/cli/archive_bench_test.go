@@ -133,9 +133,9 @@ func measure(b *testing.B, cmd *exec.Cmd) measured {
 	return m
 }
 
-// dataset writes a tar of about 200 MiB under home/agent/bench/ to w:
-// random bytes in a few files, or a tree of 10 KiB text files (like
-// node_modules) that compresses well.
+// dataset writes a tar of 200 MiB of file content under home/agent/bench/
+// to w: random bytes in a few files, or a tree of 20480 text files of
+// 10 KiB (like node_modules) that compresses well.
 func dataset(w io.Writer, compressible bool) error {
 	tw := tar.NewWriter(w)
 	now := time.Now()
@@ -168,12 +168,12 @@ func dataset(w io.Writer, compressible bool) error {
 		}
 		return tw.Close()
 	}
-	for d := range 200 {
+	for d := range 256 {
 		pkg := fmt.Sprintf("bench/pkg%03d/", d)
 		if err := dir(pkg); err != nil {
 			return err
 		}
-		for f := range 100 {
+		for f := range 80 {
 			var sb strings.Builder
 			for sb.Len() < 10<<10 {
 				fmt.Fprintf(&sb, "export function f%d_%d(x) { return x * %d + %d; } // %x\n", d, f, sb.Len(), rng.IntN(1000), rng.Uint32())
@@ -200,12 +200,32 @@ func dataset(w io.Writer, compressible bool) error {
 // /data checked"), against docker cp of the same tar into a volume.
 func BenchmarkSaveLoad(b *testing.B) {
 	image := realEngineBench(b)
-	const src, dst = "it-h10b-bench-src", "it-h10b-bench-dst"
-	scratch := "it-h10b-bench-cp"
+	// The machine's speed wanders from minute to minute (two shared cores,
+	// a file system in a VM): each figure and its baseline are measured
+	// in turn, reps times, and their medians compared; the disks' dirty
+	// pages are written out before each, so that none pays for another's.
+	//
+	// Nothing is deleted between two measurements of a data set: every
+	// copy, box and file of a rep is kept until all reps are done. On a
+	// file system without a journal (ext4 here), making a file looks past
+	// each inode freed in the last minute or more, so the 20480 files a
+	// load or a docker cp writes took anything from 1 s to 14 s, by how
+	// many files the one before had just deleted.
+	const reps = 3
+	const src = "it-h10b-bench-src"
+	dst := func(rep int) string { return fmt.Sprintf("it-h10b-bench-dst%d", rep) }
+	fresh := func(rep int) string { return fmt.Sprintf("it-h10b-bench-new%d", rep) }
+	scratch := func(rep int) string { return fmt.Sprintf("it-h10b-bench-cp%d", rep) }
+	removeReps := func() {
+		for rep := range reps {
+			removeBoxes(dst(rep), fresh(rep))
+			_ = exec.Command("docker", "rm", "-f", scratch(rep)).Run()
+			_ = exec.Command("docker", "volume", "rm", "-f", scratch(rep)).Run()
+		}
+	}
 	cleanup := func() {
-		removeBoxes(src, dst)
-		_ = exec.Command("docker", "rm", "-f", scratch).Run()
-		_ = exec.Command("docker", "volume", "rm", "-f", scratch).Run()
+		removeBoxes(src)
+		removeReps()
 	}
 	cleanup()
 	b.Cleanup(cleanup)
@@ -221,7 +241,10 @@ func BenchmarkSaveLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Setenv(backup.EnvIdentity, keyFile)
-	yaml := "version: 1\nfleet: it\narchive:\n  recipients: [" + key.Recipient().String() + "]\nboxes:\n  " + src + ": {}\n  " + dst + ": {}\n"
+	yaml := "version: 1\nfleet: it\narchive:\n  recipients: [" + key.Recipient().String() + "]\nboxes:\n  " + src + ": {}\n"
+	for rep := range reps {
+		yaml += "  " + dst(rep) + ": {}\n  " + fresh(rep) + ": {}\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(yaml), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -233,11 +256,6 @@ func BenchmarkSaveLoad(b *testing.B) {
 	agent := compose.ContainerName(src, compose.AgentService)
 	measure(b, exec.Command("docker", "exec", "-u", "0", agent, "sh", "-c", "for i in $(seq 300); do hb health agent >/dev/null 2>&1 && break; sleep 0.2; done"))
 
-	// The machine's speed wanders from minute to minute (two shared cores,
-	// a file system in a VM): each figure and its baseline are measured
-	// in turn, reps times, and their medians compared; the disks' dirty
-	// pages are written out before each, so that none pays for another's.
-	const reps = 3
 	settle := func() { _ = exec.Command("sync").Run() }
 	for _, c := range []struct {
 		name         string
@@ -253,10 +271,11 @@ func BenchmarkSaveLoad(b *testing.B) {
 
 		var cpOut, cpIn, save, load, newBox, data series
 		var archiveSize int64
+		files := b.TempDir()
 		for rep := range reps {
 			// Baselines: docker cp of /data out to a file, and of that
 			// tar into a fresh volume; and a new box made and doctored.
-			tarFile := filepath.Join(b.TempDir(), "data.tar")
+			tarFile := filepath.Join(files, fmt.Sprintf("data%d.tar", rep))
 			f, err := os.Create(tarFile)
 			if err != nil {
 				b.Fatal(err)
@@ -266,36 +285,29 @@ func BenchmarkSaveLoad(b *testing.B) {
 			settle()
 			cpOut.add(measure(b, out))
 			f.Close()
-			measure(b, exec.Command("docker", "create", "--name", scratch, "-v", scratch+":/data", "--entrypoint", "true", image))
+			measure(b, exec.Command("docker", "create", "--name", scratch(rep), "-v", scratch(rep)+":/data", "--entrypoint", "true", image))
 			f, err = os.Open(tarFile)
 			if err != nil {
 				b.Fatal(err)
 			}
-			into := exec.Command("docker", "cp", "-", scratch+":/")
+			into := exec.Command("docker", "cp", "-", scratch(rep)+":/")
 			into.Stdin = f
 			settle()
 			cpIn.add(measure(b, into))
 			f.Close()
-			_ = exec.Command("docker", "rm", "-f", scratch).Run()
-			_ = exec.Command("docker", "volume", "rm", "-f", scratch).Run()
-			os.Remove(tarFile)
-			removeBoxes(dst)
 			settle()
-			applied := measure(b, boxesCmd("apply", "--auto-approve", "--target", dst))
-			doctored := measure(b, boxesCmd("doctor", dst))
+			applied := measure(b, boxesCmd("apply", "--auto-approve", "--target", fresh(rep)))
+			doctored := measure(b, boxesCmd("doctor", fresh(rep)))
 			newBox.add(measured{took: applied.took + doctored.took})
-			removeBoxes(dst)
 
-			archiveFile := filepath.Join(b.TempDir(), src+"-bench"+archive.Ext)
+			archiveFile := filepath.Join(files, fmt.Sprintf("%s-bench%d%s", src, rep, archive.Ext))
 			settle()
 			save.add(measure(b, boxesCmd("save", src, "-o", archiveFile)))
 			settle()
-			l := measure(b, boxesCmd("load", archiveFile, dst))
+			l := measure(b, boxesCmd("load", archiveFile, dst(rep)))
 			load.add(l)
-			removeBoxes(dst)
 			info, _ := os.Stat(archiveFile)
 			archiveSize = info.Size()
-			os.Remove(archiveFile)
 
 			// Progress lines are "BOX: STEP", or "BOX STEP" redrawn on a
 			// terminal. The data part: the check of the whole archive
@@ -303,7 +315,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 			// restore, its content hashed as it streams, and the check
 			// of what the box holds, once started.
 			step := func(from int, msg string) (time.Duration, int) {
-				return l.at(from, dst+": "+msg, dst+" "+msg)
+				return l.at(from, dst(rep)+": "+msg, dst(rep)+" "+msg)
 			}
 			prechecked, i := l.at(0, "restore: ")
 			restoring, j := step(i, "restoring /data from")
@@ -319,6 +331,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 				fmt.Printf("load of %s, its progress:\n%s", c.name, lines(l))
 			}
 		}
+		removeReps()
+		os.RemoveAll(files)
 
 		b.Logf("%s: archive %d MiB; medians of %d: save %s (%.0f MiB RSS), docker cp out %s; load %s (%.0f MiB RSS), its data part %s; docker cp in %s; new box and doctor %s",
 			c.name, archiveSize>>20, reps, save.median(), save.rss(), cpOut.median(), load.median(), load.rss(), data.median(), cpIn.median(), newBox.median())
