@@ -213,14 +213,40 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 		return Endpoint{}, &HostError{Host: ep.Host, URL: raw, Err: err, Hint: "use ssh://user@host or ssh://user@host/path/to/docker.sock"}
 	}
 	ep.ssh = flags
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := helper.Dialer(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return sshConn{c}, nil
+	}
 	ep.opts = []client.Opt{
 		// Every new connection is a new ssh session: keep enough idle ones
 		// for compose's parallel calls to reuse.
-		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: helper.Dialer, MaxIdleConnsPerHost: 16}}),
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16}}),
 		client.WithHost(helper.Host),
-		client.WithDialContext(helper.Dialer),
+		client.WithDialContext(dial),
 	}
 	return ep, nil
+}
+
+// sshConn is a connection through an ssh command (the docker CLI's
+// commandconn) that says why ssh is gone when a write finds it gone: ssh
+// that could not connect exits at once, and the first request written
+// after that fails with a broken pipe alone, where a read gets ssh's own
+// words ("stderr=… Connection refused"). Which of the two the request met
+// was a race.
+type sshConn struct{ net.Conn }
+
+func (c sshConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		// ssh's output ends with it: the read returns once it has exited.
+		if _, rerr := c.Conn.Read(make([]byte, 1)); rerr != nil && strings.Contains(rerr.Error(), "stderr=") {
+			return n, rerr
+		}
+	}
+	return n, err
 }
 
 // resolveContext looks name up in the docker CLI's context store, the way

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docker/cli/cli/command"
 	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/connhelper/commandconn"
 	ctxtls "github.com/docker/cli/cli/context"
 	dcontext "github.com/docker/cli/cli/context/docker"
 	"github.com/docker/cli/cli/context/store"
@@ -366,5 +367,33 @@ func TestConnectRefused(t *testing.T) {
 	he := hostError(t, err)
 	if !strings.Contains(he.Error(), "connection refused") || !strings.Contains(he.Hint, "nothing listens there") {
 		t.Errorf("got %q hint %q", he.Error(), he.Hint)
+	}
+}
+
+// ssh that could not connect has exited before the first request is
+// written: the write's broken pipe gives way to ssh's own words, and so to
+// the hint for them, as when the request was written first and the read
+// found ssh gone. Whichever came first was a race.
+func TestSSHGoneBeforeTheRequest(t *testing.T) {
+	c, err := commandconn.New(context.Background(), "sh", "-c", "echo 'ssh: connect to host 127.0.0.1 port 9: Connection refused' >&2; exit 255")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conn := sshConn{c}
+	var werr error
+	for range 100 { // until ssh is gone and its stdin with it
+		if _, werr = conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n")); werr != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if werr == nil || !strings.Contains(werr.Error(), "Connection refused") {
+		t.Fatalf("write after ssh exited: %v, want ssh's own words", werr)
+	}
+	ep := Endpoint{Host: "far", URL: "ssh://root@127.0.0.1:9"}
+	var he *HostError
+	if err := ep.explain(context.Background(), time.Millisecond, werr); !errors.As(err, &he) || !strings.Contains(he.Hint, "nothing listens there") || !strings.Contains(he.Error(), "Connection refused") {
+		t.Errorf("explained: %v (hint %q)", err, he.Hint)
 	}
 }
