@@ -166,7 +166,7 @@ func (hs *hasher) wrap(name string, body io.Reader) (io.Reader, func() error) {
 	hs.start()
 	r := &hashingReader{r: body, hs: hs}
 	return r, func() error {
-		if _, err := copyAll(io.Discard, r); err != nil {
+		if _, err := r.copyTo(io.Discard); err != nil {
 			return err
 		}
 		hs.end(name)
@@ -184,6 +184,39 @@ func (h *hashingReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
 	h.hs.add(p[:n])
 	return n, err
+}
+
+// copyTo copies the rest of the file to dst, read straight into the
+// hashing's buffers: what Read hands the hashing is a copy of what it
+// read, one more pass over every byte of the stream. dst must not keep
+// what it is given (io.Writer's rule), for the hashing reads it later.
+func (h *hashingReader) copyTo(dst io.Writer) (int64, error) {
+	hs := h.hs
+	var n int64
+	for {
+		if hs.fill == nil {
+			hs.fill = <-hs.free
+		}
+		if len(hs.fill) == cap(hs.fill) {
+			hs.handOver()
+			continue
+		}
+		from := len(hs.fill)
+		k, err := h.r.Read(hs.fill[from:cap(hs.fill)])
+		if k > 0 {
+			hs.fill = hs.fill[:from+k]
+			if _, werr := dst.Write(hs.fill[from : from+k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // writeTrailer writes the trailer entry for hashes and sum to tw.

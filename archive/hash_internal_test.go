@@ -96,3 +96,40 @@ func TestHasherHandsOverBuffersNotFiles(t *testing.T) {
 		}
 	}
 }
+
+// What a stream copies out of a hashed file (copyAll, read straight into
+// the hashing's buffers) is the file, byte for byte, for files around the
+// buffers' size read in pieces of every size; and each is hashed whole.
+func TestHashedCopyIsTheFile(t *testing.T) {
+	sizes := []int{0, 5, hashBufferSize - 3, hashBufferSize, 2*hashBufferSize + 11, (hashBuffers + 2) * hashBufferSize}
+	hs := &hasher{}
+	var want [][sha256.Size]byte
+	for i, n := range sizes {
+		body := randomBytes(n)
+		want = append(want, sha256.Sum256(body))
+		var src io.Reader = bytes.NewReader(body)
+		if i%2 == 1 {
+			src = iotest.HalfReader(src)
+		}
+		r, done := hs.wrap(fmt.Sprintf("f%d", i), src)
+		var out bytes.Buffer
+		if _, err := copyAll(&out, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := done(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), body) {
+			t.Fatalf("file of %d bytes: copied %d bytes, not the file", n, out.Len())
+		}
+	}
+	hs.wait()
+	if len(hs.list) != len(sizes) {
+		t.Fatalf("%d hashes, want %d", len(hs.list), len(sizes))
+	}
+	for i := range sizes {
+		if hs.list[i].sum != want[i] {
+			t.Errorf("file of %d bytes: hash %x, want %x", sizes[i], hs.list[i].sum, want[i])
+		}
+	}
+}

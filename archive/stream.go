@@ -152,6 +152,9 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b 
 // file's generic ReadFrom): once per file of a tar of many small files,
 // which made the collector a good part of a save's time.
 func copyAll(dst io.Writer, src io.Reader) (int64, error) {
+	if h, ok := src.(*hashingReader); ok {
+		return h.copyTo(dst)
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *bp)
