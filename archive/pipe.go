@@ -105,19 +105,31 @@ func (p *roomyPipe) Close() error {
 func ReadAhead(r io.Reader, n, size int) io.ReadCloser {
 	p := newRoomyPipe(n, size)
 	go func() {
-		buf := make([]byte, size)
 		for {
-			k, err := r.Read(buf)
-			if k > 0 {
-				if _, werr := p.Write(buf[:k]); werr != nil {
-					p.CloseWithError(werr)
-					return
-				}
+			var b []byte
+			select {
+			case <-p.gone:
+				p.CloseWithError(io.ErrClosedPipe)
+				return
+			default:
 			}
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
+			select {
+			case b = <-p.free:
+			case <-p.gone:
+				p.CloseWithError(io.ErrClosedPipe)
+				return
+			}
+			// Read straight into the pipe's buffer, whole unless r ends.
+			k, err := io.ReadFull(r, b[:cap(b)])
+			if k > 0 {
+				p.full <- b[:k] // never blocks: full has room for every buffer
+			} else {
+				p.free <- b
+			}
+			if err == io.ErrUnexpectedEOF || err == io.EOF {
+				err = nil
+			}
+			if err != nil || k < cap(b) {
 				p.CloseWithError(err)
 				return
 			}
