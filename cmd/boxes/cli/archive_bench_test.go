@@ -206,7 +206,8 @@ func BenchmarkSaveLoad(b *testing.B) {
 	// pages are written out before each, so that none pays for another's.
 	//
 	// Nothing is deleted between two measurements of a data set: every
-	// copy, box and file of a rep is kept until all reps are done. On a
+	// copy, box and file of a rep is kept until all reps are done (the
+	// boxes stopped). On a
 	// file system without a journal (ext4 here), making a file looks past
 	// each inode freed in the last minute or more, so the 20480 files a
 	// load or a docker cp writes took anything from 1 s to 14 s, by how
@@ -299,6 +300,9 @@ func BenchmarkSaveLoad(b *testing.B) {
 			applied := measure(b, boxesCmd("apply", "--auto-approve", "--target", fresh(rep)))
 			doctored := measure(b, boxesCmd("doctor", fresh(rep)))
 			newBox.add(measured{took: applied.took + doctored.took})
+			// Stopped, not removed: a running box's health checks would
+			// weigh on the measures after it and not on those before.
+			measure(b, boxesCmd("stop", fresh(rep)))
 
 			archiveFile := filepath.Join(files, fmt.Sprintf("%s-bench%d%s", src, rep, archive.Ext))
 			settle()
@@ -306,6 +310,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 			settle()
 			l := measure(b, boxesCmd("load", archiveFile, dst(rep)))
 			load.add(l)
+			measure(b, boxesCmd("stop", dst(rep)))
 			info, _ := os.Stat(archiveFile)
 			archiveSize = info.Size()
 
