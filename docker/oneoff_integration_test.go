@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -167,4 +168,75 @@ func TestIntegrationExecEndsWithItsContext(t *testing.T) {
 	if code, err := e.Run(context.Background(), id, "root", []string{"sh", "-c", "echo done; exit 3"}, &out, nil); code != 3 || err != nil || out.String() != "done\n" {
 		t.Errorf("exec: code %d, %v, output %q", code, err, out.String())
 	}
+}
+
+// ToolVersions' throwaway container is removed by the engine once it ends,
+// so a boxes killed while it runs leaves none behind (such leftovers of
+// killed commands were found after make test); its output and exit code
+// are still read. Real engine: AutoRemove and the attach are the engine's.
+func TestIntegrationToolVersionsLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Docker engine test")
+	}
+	// Commands no other test runs in a throwaway container, to tell its
+	// leftovers from those of tests running beside it.
+	const failing, slow = "echo nope >&2; exit 33", "sleep 2.5"
+	if os.Getenv(runOnceChild) != "" {
+		// The process the test kills while its throwaway container runs.
+		e, err := Connect(context.Background(), spec.Host{}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = e.runOnce(context.Background(), "hermes-box-lite:test", []string{"sh", "-c", slow})
+		return
+	}
+	e, err := Connect(context.Background(), spec.Host{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tools, err := e.ToolVersions(context.Background(), "hermes-box-lite:test")
+	if err != nil || tools["tmux"] == "" {
+		t.Fatalf("ToolVersions: %v, %v", tools, err)
+	}
+	if _, err := e.runOnce(context.Background(), "hermes-box-lite:test", []string{"sh", "-c", failing}); err == nil || !strings.Contains(err.Error(), "exited 33: nope") {
+		t.Errorf("a failing command: %v", err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^TestIntegrationToolVersionsLeavesNothing$")
+	child.Env = append(os.Environ(), runOnceChild+"=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(oneOffsRunning(t), slow); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = child.Process.Kill()
+			t.Fatal("the child's throwaway container never ran")
+		}
+	}
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		left := ""
+		for _, line := range strings.Split(oneOffsRunning(t), "\n") {
+			if strings.Contains(line, failing) || strings.Contains(line, slow) {
+				left += line + "\n"
+			}
+		}
+		if left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("throwaway containers left after their boxes was killed:\n%s", left)
+		}
+	}
+}
+
+// runOnceChild, set, makes TestIntegrationToolVersionsLeavesNothing the
+// process it kills.
+const runOnceChild = "BOXES_TEST_RUNONCE_CHILD"
+
+// oneOffsRunning lists the engine's throwaway containers, each with its
+// command, whatever their state.
+func oneOffsRunning(t *testing.T) string {
+	return dockerRun(t, "ps", "-a", "--no-trunc", "--filter", "label="+oneOffLabel, "--format", "{{.ID}} {{.Command}}")
 }

@@ -36,16 +36,50 @@ func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]str
 	return tools, nil
 }
 
-// runOnce runs cmd in a new container of image (no network, removed after) and returns its stdout.
+// runOnce runs cmd in a new container of image (no network) and returns
+// its stdout. The engine removes the container once it ends (AutoRemove),
+// so a boxes killed meanwhile leaves nothing behind; its output is read
+// through an attach made before the start, and its exit code from a wait
+// for its removal, as docker run --rm does.
 func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byte, error) {
 	created, err := e.api.ContainerCreate(ctx,
-		&container.Config{Image: image, Entrypoint: cmd, Labels: map[string]string{oneOffLabel: "1"}},
-		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		&container.Config{Image: image, Entrypoint: cmd, Labels: map[string]string{oneOffLabel: "1"}, AttachStdout: true, AttachStderr: true},
+		&container.HostConfig{NetworkMode: "none", AutoRemove: true}, nil, nil, "")
 	if err != nil {
 		return nil, err
 	}
-	defer e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
-	return e.runCreated(ctx, created.ID, cmd)
+	started := false
+	defer func() {
+		if !started { // a container never started is not removed by the engine
+			_ = e.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		}
+	}()
+	att, err := e.api.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, err
+	}
+	defer att.Close()
+	defer context.AfterFunc(ctx, func() { att.Close() })()
+	waitC, errC := e.api.ContainerWait(ctx, created.ID, container.WaitConditionRemoved)
+	if err := e.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return nil, err
+	}
+	started = true
+	var out, errb bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errb, att.Reader); err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	var code int64
+	select {
+	case w := <-waitC:
+		code = w.StatusCode
+	case err := <-errC:
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("%v exited %d: %s", cmd, code, bytes.TrimSpace(errb.Bytes()))
+	}
+	return out.Bytes(), nil
 }
 
 // runCreated starts the created throwaway container id, waits for it to end
