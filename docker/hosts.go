@@ -218,7 +218,7 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sshConn{c}, nil
+		return sshConn{Conn: c, said: new(atomic.Pointer[error])}, nil
 	}
 	ep.opts = []client.Opt{
 		// Every new connection is a new ssh session: keep enough idle ones
@@ -231,19 +231,38 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 }
 
 // sshConn is a connection through an ssh command (the docker CLI's
-// commandconn) that says why ssh is gone when a write finds it gone: ssh
-// that could not connect exits at once, and the first request written
-// after that fails with a broken pipe alone, where a read gets ssh's own
-// words ("stderr=… Connection refused"). Which of the two the request met
-// was a race.
-type sshConn struct{ net.Conn }
+// commandconn) that says why ssh is gone when a write finds it gone. ssh
+// that could not connect exits at once; the first read to find its output
+// ended gets ssh's own words ("stderr=… Connection refused"), while a
+// request written after it exited fails with a broken pipe, or, once the
+// read has waited for ssh, a closed file, and says nothing. Which of the
+// two the request met first was a race.
+type sshConn struct {
+	net.Conn
+	said *atomic.Pointer[error] // the read's error that carries ssh's words
+}
+
+func (c sshConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && strings.Contains(err.Error(), "stderr=") {
+		c.said.Store(&err)
+	}
+	return n, err
+}
 
 func (c sshConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	if err != nil && errors.Is(err, syscall.EPIPE) {
-		// ssh's output ends with it: the read returns once it has exited.
-		if _, rerr := c.Conn.Read(make([]byte, 1)); rerr != nil && strings.Contains(rerr.Error(), "stderr=") {
-			return n, rerr
+	if err == nil || !(errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)) {
+		return n, err
+	}
+	// ssh is gone: its output has ended, so a read returns at once (or
+	// the read under way has, or is about to, with ssh's words).
+	if errors.Is(err, syscall.EPIPE) {
+		_, _ = c.Read(make([]byte, 1))
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if said := c.said.Load(); said != nil {
+			return n, *said
 		}
 	}
 	return n, err

@@ -375,25 +375,48 @@ func TestConnectRefused(t *testing.T) {
 // the hint for them, as when the request was written first and the read
 // found ssh gone. Whichever came first was a race.
 func TestSSHGoneBeforeTheRequest(t *testing.T) {
-	c, err := commandconn.New(context.Background(), "sh", "-c", "echo 'ssh: connect to host 127.0.0.1 port 9: Connection refused' >&2; exit 255")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	conn := sshConn{c}
-	var werr error
-	for range 100 { // until ssh is gone and its stdin with it
-		if _, werr = conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n")); werr != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if werr == nil || !strings.Contains(werr.Error(), "Connection refused") {
-		t.Fatalf("write after ssh exited: %v, want ssh's own words", werr)
-	}
+	const ssh = "echo 'ssh: connect to host 127.0.0.1 port 9: Connection refused' >&2; exit 255"
 	ep := Endpoint{Host: "far", URL: "ssh://root@127.0.0.1:9"}
-	var he *HostError
-	if err := ep.explain(context.Background(), time.Millisecond, werr); !errors.As(err, &he) || !strings.Contains(he.Hint, "nothing listens there") || !strings.Contains(he.Error(), "Connection refused") {
-		t.Errorf("explained: %v (hint %q)", err, he.Hint)
+	check := func(t *testing.T, werr error) {
+		t.Helper()
+		if werr == nil || !strings.Contains(werr.Error(), "Connection refused") {
+			t.Fatalf("write after ssh exited: %v, want ssh's own words", werr)
+		}
+		var he *HostError
+		if err := ep.explain(context.Background(), time.Millisecond, werr); !errors.As(err, &he) || !strings.Contains(he.Hint, "nothing listens there") || !strings.Contains(he.Error(), "Connection refused") {
+			t.Errorf("explained: %v (hint %q)", err, he.Hint)
+		}
 	}
+	t.Run("no read yet", func(t *testing.T) {
+		c, err := commandconn.New(context.Background(), "sh", "-c", ssh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conn := sshConn{Conn: c, said: new(atomic.Pointer[error])}
+		var werr error
+		for range 100 { // until ssh is gone and its stdin with it
+			if _, werr = conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n")); werr != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		check(t, werr)
+	})
+	// The HTTP transport reads as soon as it connects: that read waits
+	// for ssh, which closes its pipes, and the request's write then finds
+	// a closed file.
+	t.Run("read first", func(t *testing.T) {
+		c, err := commandconn.New(context.Background(), "sh", "-c", ssh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conn := sshConn{Conn: c, said: new(atomic.Pointer[error])}
+		if _, err := conn.Read(make([]byte, 10)); err == nil {
+			t.Fatal("read from an ssh that exited: no error")
+		}
+		_, werr := conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n"))
+		check(t, werr)
+	})
 }
