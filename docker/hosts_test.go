@@ -387,13 +387,17 @@ func TestSSHGoneBeforeTheRequest(t *testing.T) {
 			t.Errorf("explained: %v (hint %q)", err, he.Hint)
 		}
 	}
-	t.Run("no read yet", func(t *testing.T) {
+	// An ssh that cannot connect: it says so and exits at once.
+	gone := func(t *testing.T) sshConn {
 		c, err := commandconn.New(context.Background(), "sh", "-c", ssh)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		conn := sshConn{Conn: c, said: new(atomic.Pointer[error])}
+		t.Cleanup(func() { c.Close() })
+		return sshConn{Conn: c, said: new(atomic.Pointer[error])}
+	}
+	t.Run("no read yet", func(t *testing.T) {
+		conn := gone(t)
 		var werr error
 		for range 100 { // until ssh is gone and its stdin with it
 			if _, werr = conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n")); werr != nil {
@@ -407,12 +411,7 @@ func TestSSHGoneBeforeTheRequest(t *testing.T) {
 	// for ssh, which closes its pipes, and the request's write then finds
 	// a closed file.
 	t.Run("read first", func(t *testing.T) {
-		c, err := commandconn.New(context.Background(), "sh", "-c", ssh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conn := sshConn{Conn: c, said: new(atomic.Pointer[error])}
+		conn := gone(t)
 		if _, err := conn.Read(make([]byte, 10)); err == nil {
 			t.Fatal("read from an ssh that exited: no error")
 		}
