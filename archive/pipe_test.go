@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 )
 
@@ -83,46 +81,6 @@ func TestRoomyPipeReaderGone(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Write still waits after the reader closed")
 	}
-}
-
-// ReadAhead passes on every byte in order and then the source's end or
-// error; closed early, its goroutine stops at its next hand-over instead
-// of draining the source.
-func TestReadAhead(t *testing.T) {
-	want := randomBytes(3_000_000)
-	r := ReadAhead(&slowReader{r: bytes.NewReader(want)}, 3, 64<<10)
-	got, err := io.ReadAll(r)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("read %d bytes (%v), not the %d of the source", len(got), err, len(want))
-	}
-	r.Close()
-
-	bad := errors.New("the engine went away")
-	r = ReadAhead(io.MultiReader(bytes.NewReader([]byte("some")), iotest.ErrReader(bad)), 2, 16)
-	if b, err := io.ReadAll(r); string(b) != "some" || !errors.Is(err, bad) {
-		t.Errorf("read %q, %v; want the bytes, then the source's error", b, err)
-	}
-
-	src := &endless{}
-	r = ReadAhead(src, 2, 1024)
-	if _, err := io.ReadFull(r, make([]byte, 100)); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	time.Sleep(50 * time.Millisecond)
-	before := src.reads.Load()
-	time.Sleep(100 * time.Millisecond)
-	if after := src.reads.Load(); after != before {
-		t.Errorf("the source was read %d more times after Close", after-before)
-	}
-}
-
-// endless is a source that never ends, counting its reads.
-type endless struct{ reads atomic.Int64 }
-
-func (e *endless) Read(p []byte) (int, error) {
-	e.reads.Add(1)
-	return len(p), nil
 }
 
 // randomBytes is n bytes of a fixed random stream.
