@@ -33,13 +33,12 @@ func decryptFile(ctx context.Context, src io.ReaderAt, size int64, ids []age.Ide
 		return nil, decryptAtError(err)
 	}
 	workers := min(runtime.GOMAXPROCS(0), 4)
-	chunks := max(1, (plainSize+age64K-1)/age64K)
 	d := &parallelReader{
 		ctx:     ctx,
 		queue:   make(chan chan segment, 2*workers),
 		stop:    make(chan struct{}),
 		counted: counted,
-		header:  size - plainSize - chunks*ageOverhead,
+		header:  size - max(sealed(plainSize), ageOverhead), // an empty payload is one empty chunk
 	}
 	jobs := make(chan job)
 	d.wg.Add(workers + 1)
@@ -55,7 +54,7 @@ func decryptFile(ctx context.Context, src io.ReaderAt, size int64, ids []age.Ide
 				if err == nil {
 					err = ctx.Err()
 				}
-				j.out <- segment{buf: buf[:n], cipher: j.cipher, err: err}
+				j.out <- segment{buf: buf[:n], err: err}
 			}
 		}()
 	}
@@ -65,8 +64,7 @@ func decryptFile(ctx context.Context, src io.ReaderAt, size int64, ids []age.Ide
 		defer close(d.queue)
 		for off := int64(0); off < plainSize; off += segmentSize {
 			n := min(segmentSize, plainSize-off)
-			j := job{off: off, n: n, out: make(chan segment, 1),
-				cipher: n + (n+age64K-1)/age64K*ageOverhead}
+			j := job{off: off, n: n, out: make(chan segment, 1)}
 			select {
 			case d.queue <- j.out:
 			case <-d.stop:
@@ -89,18 +87,20 @@ const (
 	ageOverhead = 16
 )
 
+// sealed is the bytes of the file that n bytes of plaintext take, n a
+// whole number of chunks or the payload's end.
+func sealed(n int64) int64 { return n + (n+age64K-1)/age64K*ageOverhead }
+
 // job is one segment for a worker to decrypt.
 type job struct {
 	off, n int64 // of the plaintext
-	cipher int64 // the bytes of the file it takes
 	out    chan segment
 }
 
 // segment is a decrypted piece of the plaintext, or why it is not.
 type segment struct {
-	buf    []byte
-	cipher int64
-	err    error
+	buf []byte
+	err error
 }
 
 // parallelReader reads the segments decryptFile's workers decrypt, in
@@ -140,7 +140,7 @@ func (d *parallelReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if d.counted != nil {
-			d.counted(d.header + s.cipher)
+			d.counted(d.header + sealed(int64(len(s.buf))))
 			d.header = 0
 		}
 		d.cur = s.buf
@@ -165,15 +165,14 @@ func (d *parallelReader) Close() error {
 }
 
 // decryptAtError says what an error of age.DecryptReaderAt means: a wrong
-// key or passphrase, or else a file damaged or cut short (its header, or a
-// chunk, the last one included, that does not authenticate).
+// key or passphrase (as decryptError says it), or else a file damaged or
+// cut short (its header, or a chunk, the last one included, that does not
+// authenticate).
 func decryptAtError(err error) error {
 	var noMatch *age.NoIdentityMatchError
 	switch {
 	case errors.As(err, &noMatch):
-		return fmt.Errorf("archive: %w", ErrWrongPassphrase)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
+		return decryptError(err)
 	case strings.Contains(err.Error(), "authenticate"):
 		// In the words of age's reader in order, whichever chunk it is
 		// (the last one is checked first).

@@ -56,7 +56,7 @@ func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (
 	} else {
 		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
 	}
-	if cerr := ctx.Err(); cerr != nil {
+	if ctx.Err() != nil {
 		return -1, fmt.Errorf("exec in %s: %w", id[:min(12, len(id))], context.Cause(ctx))
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
