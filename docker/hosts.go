@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -218,7 +219,7 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sshConn{Conn: c, said: new(atomic.Pointer[error])}, nil
+		return newSSHConn(c), nil
 	}
 	ep.opts = []client.Opt{
 		// Every new connection is a new ssh session: keep enough idle ones
@@ -239,13 +240,24 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 // two the request met first was a race.
 type sshConn struct {
 	net.Conn
-	said *atomic.Pointer[error] // the read's error that carries ssh's words
+	gone *sshWords
+}
+
+// sshWords is the first read error that carries ssh's words, once said.
+type sshWords struct {
+	once sync.Once
+	err  error
+	said chan struct{} // closed once err is set
+}
+
+func newSSHConn(c net.Conn) sshConn {
+	return sshConn{Conn: c, gone: &sshWords{said: make(chan struct{})}}
 }
 
 func (c sshConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil && strings.Contains(err.Error(), "stderr=") {
-		c.said.Store(&err)
+		c.gone.once.Do(func() { c.gone.err = err; close(c.gone.said) })
 	}
 	return n, err
 }
@@ -260,12 +272,12 @@ func (c sshConn) Write(p []byte) (int, error) {
 	if errors.Is(err, syscall.EPIPE) {
 		_, _ = c.Read(make([]byte, 1))
 	}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if said := c.said.Load(); said != nil {
-			return n, *said
-		}
+	select {
+	case <-c.gone.said:
+		return n, c.gone.err
+	case <-time.After(2 * time.Second):
+		return n, err
 	}
-	return n, err
 }
 
 // resolveContext looks name up in the docker CLI's context store, the way

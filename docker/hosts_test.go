@@ -394,7 +394,7 @@ func TestSSHGoneBeforeTheRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		return sshConn{Conn: c, said: new(atomic.Pointer[error])}
+		return newSSHConn(c)
 	}
 	t.Run("no read yet", func(t *testing.T) {
 		conn := gone(t)
