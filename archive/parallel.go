@@ -133,10 +133,7 @@ func (d *parallelReader) Read(p []byte) (int, error) {
 		}
 		s := <-next
 		if s.err != nil {
-			d.err = decryptAtError(s.err)
-			if errors.Is(s.err, d.ctx.Err()) {
-				d.err = s.err
-			}
+			d.err = chunkError(s.err)
 			continue
 		}
 		if d.counted != nil {
@@ -170,13 +167,18 @@ func (d *parallelReader) Close() error {
 // authenticate).
 func decryptAtError(err error) error {
 	var noMatch *age.NoIdentityMatchError
-	switch {
-	case errors.As(err, &noMatch):
+	if errors.As(err, &noMatch) {
 		return decryptError(err)
-	case strings.Contains(err.Error(), "authenticate"):
-		// In the words of age's reader in order, whichever chunk it is
-		// (the last one is checked first).
-		return fmt.Errorf("archive: %s: failed to decrypt and authenticate payload chunk", damaged)
 	}
-	return fmt.Errorf("archive: %s: decrypting: %w", damaged, err)
+	return fmt.Errorf("archive: %s: %w", damaged, chunkError(err))
+}
+
+// chunkError is err in the words of age's reader in order when it is a
+// chunk that fails to authenticate, whichever chunk it is: reading on, the
+// entry it is in says the rest ("damaged or truncated: in NAME: …").
+func chunkError(err error) error {
+	if strings.Contains(err.Error(), "authenticate") {
+		return errors.New("failed to decrypt and authenticate payload chunk")
+	}
+	return err
 }

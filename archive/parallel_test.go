@@ -97,8 +97,8 @@ func TestDecryptFileRefusals(t *testing.T) {
 	}
 	got, err := io.ReadAll(r)
 	r.Close()
-	if err == nil || !strings.Contains(err.Error(), damaged) {
-		t.Errorf("a flipped byte: %v, want a damaged archive", err)
+	if err == nil || !strings.Contains(err.Error(), "failed to decrypt and authenticate payload chunk") {
+		t.Errorf("a flipped byte: %v, want a chunk that fails to authenticate", err)
 	}
 	if len(got)%segmentSize != 0 || len(got) == 0 || !bytes.Equal(got, plain[:len(got)]) {
 		t.Errorf("before the damage: read %d bytes, want whole segments of the plaintext", len(got))
@@ -161,5 +161,32 @@ func TestDecryptFileStops(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close of a reader read in part still waits")
+	}
+}
+
+// A chunk damaged in the middle of an archive is named once as damage, by
+// the entry it is in, as age's reader in order has it named: the
+// decryption's own words, not a second "damaged or truncated".
+func TestVerifyNamesADamagedChunkOnce(t *testing.T) {
+	r, id := keys(t)
+	f := newFile(t)
+	if _, err := Write(f, Manifest{Box: "dev"}, bytes.NewReader(dataTar(t, 6, 1<<20, "data/home/agent/first")), r); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte{0}
+	if _, err := f.ReadAt(buf, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	buf[0] ^= 1
+	if _, err := f.WriteAt(buf, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = VerifyFile(f.Name(), id)
+	if err == nil || strings.Count(err.Error(), damaged) != 1 || !strings.Contains(err.Error(), "in data/home/agent/") || !strings.Contains(err.Error(), "failed to decrypt and authenticate payload chunk") {
+		t.Errorf("verify of a damaged chunk: %v", err)
 	}
 }
