@@ -89,7 +89,7 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	left := dockerRun(t, "create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+box, "--network", "none", "-v", "/room", "--entrypoint", "true", image)
 	leftVolume := dockerRun(t, "inspect", "-f", "{{range .Mounts}}{{.Name}}{{end}}", left)
 	fresh := dockerRun(t, "create", "--label", oneOffLabel+"=1", "--label", roomLabel+"="+other, "--network", "none", "--entrypoint", "true", image)
-	volumesBefore := dockerRun(t, "volume", "ls", "-q")
+	since := time.Now()
 
 	e, err := Connect(ctx, spec.Host{}, Options{})
 	if err != nil {
@@ -114,12 +114,51 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	if ids := measures(other); len(ids) != 1 || !strings.HasPrefix(fresh, ids[0]) {
 		t.Errorf("another box's measure, made just now: %v, want %s kept", ids, fresh)
 	}
-	after := strings.Fields(dockerRun(t, "volume", "ls", "-q"))
-	for _, v := range after {
-		if !strings.Contains(volumesBefore, v) {
-			t.Errorf("volume %s is new after the measure", v)
+	// The volumes this measure's containers mounted are gone. Told by the
+	// engine's events, not by the volumes listed before and after: other
+	// tests make and remove boxes on the same engine meanwhile.
+	made := measuresSince(t, since, box)
+	if len(made) == 0 {
+		t.Fatalf("the engine's events name no measure of %s", box)
+	}
+	mounted := volumesMountedBy(t, since, made)
+	if len(mounted) == 0 {
+		t.Fatalf("the engine's events name no volume the measures %v mounted", made)
+	}
+	for _, v := range mounted {
+		if out, _ := exec.Command("docker", "volume", "inspect", v).CombinedOutput(); !strings.Contains(strings.ToLower(string(out)), "no such volume") {
+			t.Errorf("the measure's volume %s is still there: %s", v, out)
 		}
 	}
+}
+
+// measuresSince returns the IDs of the room measures of box the engine
+// created since then, from its events.
+func measuresSince(t *testing.T, since time.Time, box string) map[string]bool {
+	t.Helper()
+	out := dockerRun(t, "events", "--since", since.Format(time.RFC3339Nano), "--until", time.Now().Format(time.RFC3339Nano),
+		"--filter", "type=container", "--filter", "event=create", "--filter", "label="+roomLabel+"="+box, "--format", "{{.Actor.ID}}")
+	ids := map[string]bool{}
+	for _, id := range strings.Fields(out) {
+		ids[id] = true
+	}
+	return ids
+}
+
+// volumesMountedBy returns the volumes the engine's events say the
+// containers mounted since then.
+func volumesMountedBy(t *testing.T, since time.Time, containers map[string]bool) []string {
+	t.Helper()
+	out := dockerRun(t, "events", "--since", since.Format(time.RFC3339Nano), "--until", time.Now().Format(time.RFC3339Nano),
+		"--filter", "type=volume", "--filter", "event=mount", "--format", `{{.Actor.ID}} {{index .Actor.Attributes "container"}}`)
+	var vols []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && containers[f[1]] {
+			vols = append(vols, f[0])
+		}
+	}
+	return vols
 }
 
 // dockerRun runs the docker CLI and returns what it printed, trimmed; a
