@@ -582,3 +582,43 @@ func TestPassphraseEmpty(t *testing.T) {
 		t.Error("PassphraseIdentity accepted an empty passphrase")
 	}
 }
+
+// SecretOf tells a passphrase's archive from one saved to age keys by the
+// header alone, and anything else is unknown: the smolvm tool's OpenPGP
+// archives, a file that is not an archive, one cut inside its header, and
+// one that is not there.
+func TestSecretOf(t *testing.T) {
+	key, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyed bytes.Buffer
+	if _, err := archive.Write(&keyed, manifest(), bytes.NewReader(makeTar(t, boxData())), key.Recipient()); err != nil {
+		t.Fatal(err)
+	}
+	pass := write(t, boxData())
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		data []byte
+		want archive.Secret
+	}{
+		{"passphrase", pass, archive.SecretPassphrase},
+		{"keys", keyed.Bytes(), archive.SecretKeys},
+		{"openpgp", []byte{0xc3, 0x2e, 0x04, 0x09, 0x03, 0x08}, archive.SecretUnknown},
+		{"text", []byte("hello\n"), archive.SecretUnknown},
+		{"cut header", pass[:40], archive.SecretUnknown},
+		{"empty", nil, archive.SecretUnknown},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, c.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := archive.SecretOf(path); got != c.want {
+			t.Errorf("%s: SecretOf = %d, want %d", c.name, got, c.want)
+		}
+	}
+	if got := archive.SecretOf(filepath.Join(dir, "missing")); got != archive.SecretUnknown {
+		t.Errorf("a missing file: SecretOf = %d, want unknown", got)
+	}
+}

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"sync"
 
 	"filippo.io/age"
@@ -125,3 +129,43 @@ func passphraseOf(ids []age.Identity) []byte {
 	}
 	return nil
 }
+
+// Secret is what the header of an archive says opens it.
+type Secret int
+
+const (
+	// SecretUnknown: not an age file (the smolvm tool's archives, which a
+	// passphrase opens), or one whose header does not read.
+	SecretUnknown Secret = iota
+	// SecretPassphrase: a passphrase (age's scrypt stanza).
+	SecretPassphrase
+	// SecretKeys: age keys, boxes.yaml's archive.recipients or a move's
+	// one-time key.
+	SecretKeys
+)
+
+// SecretOf tells, by its header alone, what opens the archive at path: so
+// that a reader asks for the secret the archive needs. Anything it cannot
+// tell is SecretUnknown, which the reader tells apart as it opens the file.
+func SecretOf(path string) Secret {
+	f, err := os.Open(path)
+	if err != nil {
+		return SecretUnknown
+	}
+	defer f.Close()
+	_, err = age.Decrypt(io.LimitReader(f, 1<<20), stanzaTypes{})
+	var noMatch *age.NoIdentityMatchError
+	switch {
+	case !errors.As(err, &noMatch) || len(noMatch.StanzaTypes) == 0:
+		return SecretUnknown
+	case slices.Contains(noMatch.StanzaTypes, "scrypt"):
+		return SecretPassphrase
+	}
+	return SecretKeys
+}
+
+// stanzaTypes is an identity that matches no stanza: age's refusal then
+// lists the header's stanza types.
+type stanzaTypes struct{}
+
+func (stanzaTypes) Unwrap([]*age.Stanza) ([]byte, error) { return nil, age.ErrIncorrectIdentity }

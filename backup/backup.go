@@ -57,6 +57,10 @@ var ErrExists = hint.New("the archive exists; save never overwrites an archive",
 var ErrNotArchive = hint.New("not a boxes archive (*"+archive.Ext+", *"+archive.ExtZstd+", *"+archive.ExtGzip+" or the smolvm tool's *"+archive.ExtLegacy+")",
 	"boxes save writes NAME-YYYYMMDD-HHMMSS"+archive.Ext+"; rename an archive only back to the name it was given")
 
+// ErrNeedsIdentity is an archive saved to age keys opened with no identity.
+var ErrNeedsIdentity = hint.New("it is saved to age keys, not to a passphrase, and "+EnvIdentity+" is not set",
+	"set "+EnvIdentity+" to the age identity file of a key it was saved to (archive.recipients in boxes.yaml)")
+
 // ErrNoArchive is an archive path where there is no file.
 var ErrNoArchive = hint.New("no such archive", "boxes save writes archives under backups/ beside boxes.yaml; boxes ls shows each box's last one")
 
@@ -414,9 +418,12 @@ func Keys(recipients []string, passphrase func() (string, error)) ([]age.Recipie
 	return append(out, once.Recipient()), once, nil
 }
 
-// Identities decrypt archive file: those in identityFile when it is set,
-// else the passphrase. The file is checked first, so nobody is asked for a
-// passphrase to read what is not there.
+// Identities decrypt archive file: for an archive saved to age keys, those
+// in identityFile, which must be set; for one saved to a passphrase, the
+// passphrase, whether identityFile is set or not; for one whose header does
+// not tell, identityFile's when it is set, else the passphrase. The file is
+// checked first, so nobody is asked for a passphrase to read what is not
+// there, or for one that cannot open it.
 func Identities(file, identityFile string, passphrase func() (string, error)) ([]age.Identity, error) {
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", file, ErrNoArchive)
@@ -426,8 +433,12 @@ func Identities(file, identityFile string, passphrase func() (string, error)) ([
 	if !archive.IsArchiveName(file) {
 		return nil, fmt.Errorf("%s: %w", file, ErrNotArchive)
 	}
+	secret := archive.SecretOf(file)
+	if secret == archive.SecretKeys && identityFile == "" {
+		return nil, ErrNeedsIdentity
+	}
 	// The smolvm tool's archives open with a passphrase only.
-	if identityFile != "" && !strings.HasSuffix(file, archive.ExtLegacy) {
+	if identityFile != "" && !strings.HasSuffix(file, archive.ExtLegacy) && secret != archive.SecretPassphrase {
 		f, err := os.Open(identityFile)
 		if err != nil {
 			return nil, err

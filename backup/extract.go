@@ -28,6 +28,9 @@ func IdentitiesFromEnv(file, shown string, passphrase func() (string, error)) ([
 	if errors.Is(err, ErrNoArchive) {
 		return nil, fmt.Errorf("%s: %w", shown, ErrNoArchive)
 	}
+	if errors.Is(err, ErrNeedsIdentity) {
+		return nil, fmt.Errorf("%s: %w", shown, ErrNeedsIdentity)
+	}
 	return ids, err
 }
 

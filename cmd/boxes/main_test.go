@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/hermes-box/boxes/archive"
@@ -257,7 +258,7 @@ func startRegistries(ts *testscript.TestScript, neg bool, args []string) {
 // encrypted payload, truncate cuts off its end.
 func writeArchive(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: archive FILE PASSPHRASE [flip|truncate]")
+		ts.Fatalf("usage: archive FILE PASSPHRASE|key=IDENTITY-FILE [flip|truncate]")
 	}
 	var data bytes.Buffer
 	tw := tar.NewWriter(&data)
@@ -272,11 +273,20 @@ func writeArchive(ts *testscript.TestScript, neg bool, args []string) {
 	old := archive.ScryptWorkFactor
 	archive.ScryptWorkFactor = 10
 	defer func() { archive.ScryptWorkFactor = old }()
-	r, err := archive.PassphraseRecipient(args[1])
-	ts.Check(err)
+	var r age.Recipient
+	if idFile, ok := strings.CutPrefix(args[1], "key="); ok {
+		id, err := age.GenerateX25519Identity()
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(idFile), []byte(id.String()+"\n"), 0o600))
+		r = id.Recipient()
+	} else {
+		pr, err := archive.PassphraseRecipient(args[1])
+		ts.Check(err)
+		r = pr
+	}
 	var out bytes.Buffer
 	m := archive.Manifest{Box: "alpha", Created: time.Date(2026, 12, 2, 10, 15, 0, 0, time.UTC), Image: "sha256:" + strings.Repeat("ab", 32)}
-	_, err = archive.Write(&out, m, &data, r)
+	_, err := archive.Write(&out, m, &data, r)
 	ts.Check(err)
 	b := out.Bytes()
 	if len(args) == 3 {
