@@ -20,7 +20,7 @@ import (
 // signalAt runs the boxes binary with args and sends it sig when the nth
 // line of its output (stdout or stderr) containing step appears; it returns
 // once the process has ended. It fails the test if the step never came.
-func signalAt(t *testing.T, bin, dir string, sig syscall.Signal, step string, nth int, args ...string) {
+func signalAt(t *testing.T, bin, dir string, sig syscall.Signal, step string, nth int, args ...string) (printed string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...)...)
 	pr, pw := io.Pipe()
@@ -41,10 +41,11 @@ func signalAt(t *testing.T, bin, dir string, sig syscall.Signal, step string, nt
 			}
 		}
 	}
-	_, _ = io.Copy(io.Discard, pr)
+	_, _ = io.Copy(&out, pr)
 	if seen < nth {
 		t.Fatalf("%v finished before %q:\n%s", args, step, out.String())
 	}
+	return out.String()
 }
 
 // sha256In is the SHA-256 of a file in a box's agent container.
@@ -145,10 +146,17 @@ func TestIntegrationArchiveCrashes(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		for _, step := range []string{"pausing", "streaming /data", "verifying the archive"} {
 			t.Run("save "+sig.String()+" at "+step, func(t *testing.T) {
-				signalAt(t, bin, dir, sig, "saving "+src+": "+step, 1, "save", src)
+				before, _ := os.ReadDir(filepath.Join(dir, "backups"))
+				printed := signalAt(t, bin, dir, sig, "saving "+src+": "+step, 1, "save", src)
 				if sig == syscall.SIGINT {
 					thawed(t, src, "after Ctrl-C")
 					noPartials(t, dir, "after Ctrl-C")
+					// Unless the save published its archive before the
+					// signal came, it says what the Ctrl-C left.
+					after, _ := os.ReadDir(filepath.Join(dir, "backups"))
+					if said := "saving " + src + ": interrupted; no archive was written, and the box is resumed"; len(after) == len(before) && !strings.Contains(printed, said) {
+						t.Errorf("save after Ctrl-C printed:\n%s\nwant %q", printed, said)
+					}
 				} else {
 					r := boxes(t, dir, "plan", "--detailed-exitcode", "--target", src)
 					frozen := step != "verifying the archive" // by then the save had thawed the box

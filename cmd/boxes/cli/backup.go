@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -58,6 +60,9 @@ func save(ctx context.Context, env *Env, name, out string, asJSON bool) error {
 			Warn:   env.Warnf,
 			SHA256: asJSON,
 		})
+		if _, statErr := os.Lstat(out); err != nil && ctx.Err() != nil && errors.Is(statErr, fs.ErrNotExist) {
+			return interrupted(ctx, "saving "+name, "no archive was written, and the box is resumed")
+		}
 		if err != nil {
 			return err
 		}
