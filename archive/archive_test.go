@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -620,5 +621,13 @@ func TestSecretOf(t *testing.T) {
 	}
 	if got := archive.SecretOf(filepath.Join(dir, "missing")); got != archive.SecretUnknown {
 		t.Errorf("a missing file: SecretOf = %d, want unknown", got)
+	}
+	// A named pipe with no writer: opened, it would block.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := archive.SecretOf(fifo); got != archive.SecretUnknown {
+		t.Errorf("a named pipe: SecretOf = %d, want unknown", got)
 	}
 }

@@ -146,8 +146,13 @@ const (
 
 // SecretOf tells, by its header alone, what opens the archive at path: so
 // that a reader asks for the secret the archive needs. Anything it cannot
-// tell is SecretUnknown, which the reader tells apart as it opens the file.
+// tell is SecretUnknown, which the reader tells apart as it opens the file;
+// so is what is not a regular file (a named pipe is not even opened:
+// its reader is the one that reads it).
 func SecretOf(path string) Secret {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return SecretUnknown
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return SecretUnknown
