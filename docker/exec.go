@@ -13,7 +13,7 @@ import (
 )
 
 // Exec runs a command in container id and returns its exit code once its
-// output has ended.
+// output has ended, or the cause of ctx's end should ctx end first.
 func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
 	created, err := e.api.ContainerExecCreate(ctx, id, container.ExecOptions{
 		User:         o.User,
@@ -56,7 +56,9 @@ func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (
 	} else {
 		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
 	}
-	if ctx.Err() != nil {
+	// Closed by the cancel, the stream fails; one that ended first is the
+	// command's end, whose exit code stands.
+	if err != nil && ctx.Err() != nil {
 		return -1, fmt.Errorf("exec in %s: %w", id[:min(12, len(id))], context.Cause(ctx))
 	}
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -237,47 +237,76 @@ func (ep Endpoint) withSSH(raw string) (Endpoint, error) {
 // ended gets ssh's own words ("stderr=… Connection refused"), while a
 // request written after it exited fails with a broken pipe, or, once the
 // read has waited for ssh, a closed file, and says nothing. Which of the
-// two the request met first was a race.
+// two the request met first was a race. It keeps commandconn's half
+// closes: an exec's stdin ends with CloseWrite.
 type sshConn struct {
 	net.Conn
-	gone *sshWords
+	once    sync.Once
+	words   error         // the first read error with ssh's words
+	said    chan struct{} // closed once words is set
+	reading atomic.Int32  // reads under way
+	closed  atomic.Bool   // closed by its user, not by ssh's end
 }
 
-// sshWords is the first read error that carries ssh's words, once said.
-type sshWords struct {
-	once sync.Once
-	err  error
-	said chan struct{} // closed once err is set
+// sshWordsWait is how long a write that found ssh gone waits for a read
+// under way to get ssh's words; past it the write's own error stands.
+const sshWordsWait = 2 * time.Second
+
+func newSSHConn(c net.Conn) *sshConn {
+	return &sshConn{Conn: c, said: make(chan struct{})}
 }
 
-func newSSHConn(c net.Conn) sshConn {
-	return sshConn{Conn: c, gone: &sshWords{said: make(chan struct{})}}
-}
-
-func (c sshConn) Read(p []byte) (int, error) {
+func (c *sshConn) Read(p []byte) (int, error) {
+	c.reading.Add(1)
+	defer c.reading.Add(-1)
 	n, err := c.Conn.Read(p)
 	if err != nil && strings.Contains(err.Error(), "stderr=") {
-		c.gone.once.Do(func() { c.gone.err = err; close(c.gone.said) })
+		c.once.Do(func() { c.words = err; close(c.said) })
 	}
 	return n, err
 }
 
-func (c sshConn) Write(p []byte) (int, error) {
+func (c *sshConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	if err == nil || !(errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)) {
+	if err == nil || c.closed.Load() || !(errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)) {
 		return n, err
 	}
-	// ssh is gone: its output has ended, so a read returns at once (or
-	// the read under way has, or is about to, with ssh's words).
-	if errors.Is(err, syscall.EPIPE) {
+	// ssh is gone: its output has ended, so a read returns at once with
+	// its words. With no read under way, this write reads (the connection
+	// is dead for its user, so nobody misses the byte); with one, the
+	// write waits for what that read finds rather than take its bytes.
+	if errors.Is(err, syscall.EPIPE) && c.reading.Load() == 0 {
 		_, _ = c.Read(make([]byte, 1))
 	}
 	select {
-	case <-c.gone.said:
-		return n, c.gone.err
-	case <-time.After(2 * time.Second):
+	case <-c.said:
+		return n, c.words
+	case <-time.After(sshWordsWait):
 		return n, err
 	}
+}
+
+// Close closes the connection; a write after it fails at once.
+func (c *sshConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
+}
+
+// CloseWrite ends what is written, as commandconn does: ssh's stdin is
+// closed, and the remote command reads its end.
+func (c *sshConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// CloseRead ends what is read, as commandconn does.
+func (c *sshConn) CloseRead() error {
+	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		return cr.CloseRead()
+	}
+	return nil
 }
 
 // resolveContext looks name up in the docker CLI's context store, the way

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -388,7 +389,7 @@ func TestSSHGoneBeforeTheRequest(t *testing.T) {
 		}
 	}
 	// An ssh that cannot connect: it says so and exits at once.
-	gone := func(t *testing.T) sshConn {
+	gone := func(t *testing.T) *sshConn {
 		c, err := commandconn.New(context.Background(), "sh", "-c", ssh)
 		if err != nil {
 			t.Fatal(err)
@@ -418,4 +419,59 @@ func TestSSHGoneBeforeTheRequest(t *testing.T) {
 		_, werr := conn.Write([]byte("HEAD /_ping HTTP/1.1\r\n\r\n"))
 		check(t, werr)
 	})
+}
+
+// An exec's stdin through ssh ends with the hijacked connection's
+// CloseWrite, which the docker client finds by the connection's type: the
+// remote command (cat here, in ssh's place) reads its end and finishes.
+func TestSSHConnKeepsHalfCloses(t *testing.T) {
+	c, err := commandconn.New(context.Background(), "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := net.Conn(newSSHConn(c))
+	defer conn.Close()
+	if _, err := conn.Write([]byte("the end of stdin")); err != nil {
+		t.Fatal(err)
+	}
+	cw, ok := conn.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the ssh connection has no CloseWrite")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := conn.(interface{ CloseRead() error }); !ok {
+		t.Error("the ssh connection has no CloseRead")
+	}
+	got := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(conn); got <- string(b) }()
+	select {
+	case s := <-got:
+		if s != "the end of stdin" {
+			t.Errorf("cat gave back %q", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cat never saw the end of its stdin")
+	}
+}
+
+// A write after the connection's user closed it fails at once: there are
+// no ssh words to wait for.
+func TestSSHConnClosedByItsUser(t *testing.T) {
+	c, err := commandconn.New(context.Background(), "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := newSSHConn(c)
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := conn.Write([]byte("late")); err == nil {
+		t.Fatal("a write after Close: no error")
+	}
+	if waited := time.Since(start); waited >= sshWordsWait {
+		t.Errorf("a write after Close waited %v for ssh's words", waited)
+	}
 }

@@ -128,6 +128,7 @@ func TestIntegrationVolumeRoom(t *testing.T) {
 	for _, v := range mounted {
 		if out, _ := exec.Command("docker", "volume", "inspect", v).CombinedOutput(); !strings.Contains(strings.ToLower(string(out)), "no such volume") {
 			t.Errorf("the measure's volume %s is still there: %s", v, out)
+			_ = exec.Command("docker", "volume", "rm", "-f", v).Run()
 		}
 	}
 }
