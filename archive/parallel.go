@@ -46,13 +46,18 @@ func decryptFile(ctx context.Context, src io.ReaderAt, size int64, ids []age.Ide
 		go func() {
 			defer d.wg.Done()
 			for j := range jobs {
+				if err := ctx.Err(); err != nil {
+					j.out <- segment{err: err}
+					continue
+				}
+				// A chunk that fails leaves the ones before it in buf[:n],
+				// which are handed over before the failure: the reader
+				// fails where age's reader in order does, in the same
+				// entry.
 				buf := make([]byte, j.n)
 				n, err := plain.ReadAt(buf, j.off)
 				if err == io.EOF && n == len(buf) {
 					err = nil
-				}
-				if err == nil {
-					err = ctx.Err()
 				}
 				j.out <- segment{buf: buf[:n], err: err}
 			}
@@ -134,9 +139,11 @@ func (d *parallelReader) Read(p []byte) (int, error) {
 		s := <-next
 		if s.err != nil {
 			d.err = chunkError(s.err)
-			continue
+			if err := d.ctx.Err(); err != nil {
+				d.err = err
+			}
 		}
-		if d.counted != nil {
+		if len(s.buf) > 0 && d.counted != nil {
 			d.counted(d.header + sealed(int64(len(s.buf))))
 			d.header = 0
 		}
@@ -161,24 +168,30 @@ func (d *parallelReader) Close() error {
 	return nil
 }
 
-// decryptAtError says what an error of age.DecryptReaderAt means: a wrong
-// key or passphrase (as decryptError says it), or else a file damaged or
-// cut short (its header, or a chunk, the last one included, that does not
-// authenticate).
+// decryptAtError says what an error of age.DecryptReaderAt means: a file
+// cut short or damaged in its payload (a size that is no whole number of
+// chunks, or a chunk, the last one included, that does not authenticate),
+// else what decryptError says of age.Decrypt's errors (a wrong key, a
+// header cut short, anything else).
 func decryptAtError(err error) error {
-	var noMatch *age.NoIdentityMatchError
-	if errors.As(err, &noMatch) {
-		return decryptError(err)
+	if msg := err.Error(); strings.Contains(msg, "chunk") || strings.Contains(msg, "payload size") {
+		return fmt.Errorf("archive: %s: %w", damaged, chunkError(err))
 	}
-	return fmt.Errorf("archive: %s: %w", damaged, chunkError(err))
+	return decryptError(err)
 }
 
+// ageChunkFailure is what age's reader in order says of a chunk that does
+// not authenticate. age has no error value for it, nor the same words in
+// its DecryptReaderAt, so chunkError tells the failure by its words.
+const ageChunkFailure = "failed to decrypt and authenticate payload chunk, file may be corrupted or tampered with"
+
 // chunkError is err in the words of age's reader in order when it is a
-// chunk that fails to authenticate, whichever chunk it is: reading on, the
-// entry it is in says the rest ("damaged or truncated: in NAME: …").
+// chunk that fails to authenticate, whichever chunk it is: every reader
+// says the same of the same file, and reading on, the entry it is in says
+// the rest ("damaged or truncated: in NAME: …").
 func chunkError(err error) error {
 	if strings.Contains(err.Error(), "authenticate") {
-		return errors.New("failed to decrypt and authenticate payload chunk")
+		return errors.New(ageChunkFailure)
 	}
 	return err
 }
