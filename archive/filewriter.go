@@ -61,8 +61,13 @@ type readBack struct {
 // manifest is known. Call Copy once with the manifest and the data, then
 // Close; or Abort on any error.
 func NewFileWriter(f *os.File, id age.Identity, recipients ...age.Recipient) (*FileWriter, error) {
+	return newFileWriter(f, id, startWriteback, recipients...)
+}
+
+// newFileWriter is NewFileWriter with writeback in startWriteback's place.
+func newFileWriter(f *os.File, id age.Identity, writeback func(f *os.File, off, n int64), recipients ...age.Recipient) (*FileWriter, error) {
 	g := newGrowth()
-	fw := &FileWriter{f: f, g: g, gw: newGrowWriter(f, g), back: make(chan readBack, 1)}
+	fw := &FileWriter{f: f, g: g, gw: newGrowWriter(f, g, writeback), back: make(chan readBack, 1)}
 	go func() { fw.back <- readFollowing(&follower{f: f, g: g}, id) }()
 	aw, err := newWriter(fw.gw, compressS2, recipients)
 	if err != nil {
@@ -93,6 +98,7 @@ func (fw *FileWriter) Close() error {
 	if err == nil {
 		err = fw.gw.flush()
 	}
+	fw.gw.stopWriteback()
 	if err == nil {
 		err = fw.f.Sync()
 	}
@@ -123,8 +129,9 @@ func (fw *FileWriter) Abort() {
 	fw.stop(errors.New("the write stopped"))
 }
 
-// stop ends the read-back with err and waits for it.
+// stop ends the read-back with err and waits for it, and the writebacks.
 func (fw *FileWriter) stop(err error) {
+	fw.gw.stopWriteback()
 	fw.done = true
 	fw.g.end(err)
 	<-fw.back
@@ -212,7 +219,16 @@ type growWriter struct {
 	g       *growth
 	buf     []byte
 	written int64 // to f
-	kicked  int64 // of the file, the part whose writeback has started
+	kicked  int64 // of the file, the part whose writeback has been asked for
+
+	// One goroutine starts the writebacks, beside the writes: the call
+	// may wait for the disk's queue. While it waits, the next range grows
+	// instead of queueing.
+	writeback func(f *os.File, off, n int64)
+	kicks     chan [2]int64 // offset and length, at most one waiting
+	quit      chan struct{}
+	quitOnce  sync.Once
+	ended     chan struct{}
 }
 
 const (
@@ -220,8 +236,21 @@ const (
 	writebackSize = 8 << 20
 )
 
-func newGrowWriter(f *os.File, g *growth) *growWriter {
-	return &growWriter{f: f, g: g, buf: make([]byte, 0, writeSize)}
+func newGrowWriter(f *os.File, g *growth, writeback func(f *os.File, off, n int64)) *growWriter {
+	w := &growWriter{f: f, g: g, buf: make([]byte, 0, writeSize), writeback: writeback,
+		kicks: make(chan [2]int64, 1), quit: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(w.ended)
+		for {
+			select {
+			case r := <-w.kicks:
+				w.writeback(f, r[0], r[1])
+			case <-w.quit:
+				return
+			}
+		}
+	}()
+	return w
 }
 
 func (w *growWriter) Write(p []byte) (int, error) {
@@ -251,11 +280,21 @@ func (w *growWriter) flush() error {
 		return err
 	}
 	if w.written-w.kicked >= writebackSize {
-		// Beside the write: the call may wait for the disk's queue.
-		go startWriteback(w.f, w.kicked, w.written-w.kicked)
-		w.kicked = w.written
+		select {
+		case w.kicks <- [2]int64{w.kicked, w.written - w.kicked}:
+			w.kicked = w.written
+		default: // the last one waits still: this range joins the next
+		}
 	}
 	return nil
+}
+
+// stopWriteback ends the writebacks' goroutine and waits for it: the
+// sync, or the removal of the file, is what follows. A writeback asked
+// for and not started is left to the sync.
+func (w *growWriter) stopWriteback() {
+	w.quitOnce.Do(func() { close(w.quit) })
+	<-w.ended
 }
 
 // follower reads f from its start as far as it has been written, waiting

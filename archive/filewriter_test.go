@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,6 +258,69 @@ func TestWriteVerifies(t *testing.T) {
 		}
 		if _, read, err := VerifyFile(f.Name(), id); err != nil || read != wrote {
 			t.Fatalf("compressible=%v: Verify: %+v, %v; wrote %+v", compressible, read, err, wrote)
+		}
+	}
+}
+
+// The writebacks asked for while a large file is written cover it from its
+// start, in order, without overlap, each of writebackSize or more; one the
+// disk makes wait grows the next range instead of queueing; and none is
+// started once Close or Abort has returned.
+func TestFileWriterWritebacks(t *testing.T) {
+	r, id := keys(t)
+	data := dataTar(t, 10, 5*writebackSize/10+writeSize, "data/home/agent/first")
+	for _, slow := range []bool{false, true} {
+		for _, abort := range []bool{false, true} {
+			t.Run(fmt.Sprintf("slow=%v,abort=%v", slow, abort), func(t *testing.T) {
+				var mu sync.Mutex
+				var ranges [][2]int64
+				over := false
+				writeback := func(_ *os.File, off, n int64) {
+					if slow {
+						time.Sleep(20 * time.Millisecond)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if over {
+						t.Errorf("a writeback of %d bytes at %d after the writer returned", n, off)
+					}
+					ranges = append(ranges, [2]int64{off, n})
+				}
+				f := newFile(t)
+				fw, err := newFileWriter(f, id, writeback, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := fw.Copy(Manifest{Box: "dev", Size: 64 << 20}, bytes.NewReader(data)); err != nil {
+					t.Fatal(err)
+				}
+				if abort {
+					fw.Abort()
+				} else if err := fw.Close(); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				over = true
+				got := ranges
+				mu.Unlock()
+				fi, err := f.Stat()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) == 0 {
+					t.Fatalf("no writeback for a file of %d bytes", fi.Size())
+				}
+				next := int64(0)
+				for _, rg := range got {
+					if rg[0] != next || rg[1] < writebackSize {
+						t.Fatalf("writebacks %v: not one range after the other from 0, each of %d bytes or more", got, writebackSize)
+					}
+					next += rg[1]
+				}
+				if next > fi.Size() {
+					t.Errorf("writebacks %v cover %d bytes of a file of %d", got, next, fi.Size())
+				}
+			})
 		}
 	}
 }
