@@ -72,6 +72,9 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 	var code int64
 	select {
 	case w := <-waitC:
+		if w.Error != nil && w.Error.Message != "" {
+			return nil, fmt.Errorf("%v: the engine's wait for its end: %s", cmd, w.Error.Message)
+		}
 		code = w.StatusCode
 	case err := <-errC:
 		return nil, err
