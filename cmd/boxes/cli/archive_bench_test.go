@@ -207,11 +207,11 @@ func BenchmarkSaveLoad(b *testing.B) {
 	//
 	// Nothing is deleted between two measurements of a data set: every
 	// copy, box and file of a rep is kept until all reps are done (the
-	// boxes stopped). On a
-	// file system without a journal (ext4 here), making a file looks past
-	// each inode freed in the last minute or more, so the 20480 files a
-	// load or a docker cp writes took anything from 1 s to 14 s, by how
-	// many files the one before had just deleted.
+	// boxes stopped), about 2.5 GB for the random data. On a file system
+	// without a journal (ext4 here), making a file looks past each inode
+	// freed in the last minute or more, so the 20480 files a load or a
+	// docker cp writes took anything from 1 s to 14 s, by how many files
+	// the one before had just deleted.
 	const reps = 3
 	const src = "it-h10b-bench-src"
 	dst := func(rep int) string { return fmt.Sprintf("it-h10b-bench-dst%d", rep) }
