@@ -247,7 +247,10 @@ func TestIntegrationToolVersionsLeavesNothing(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(oneOffsRunning(t), slow); time.Sleep(50 * time.Millisecond) {
+	// Killed once its container runs: the engine's AutoRemove is what
+	// removes it then. (Killed between the create and the start, it
+	// leaves a container the next run sweeps: TestStaleOneOffsSwept.)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(oneOffs(t, "status=running"), slow); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = child.Process.Kill()
 			t.Fatal("the child's throwaway container never ran")
@@ -257,7 +260,7 @@ func TestIntegrationToolVersionsLeavesNothing(t *testing.T) {
 	_ = child.Wait()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		left := ""
-		for _, line := range strings.Split(oneOffsRunning(t), "\n") {
+		for _, line := range strings.Split(oneOffs(t), "\n") {
 			if strings.Contains(line, failing) || strings.Contains(line, slow) {
 				left += line + "\n"
 			}
@@ -275,8 +278,12 @@ func TestIntegrationToolVersionsLeavesNothing(t *testing.T) {
 // process it kills.
 const runOnceChild = "BOXES_TEST_RUNONCE_CHILD"
 
-// oneOffsRunning lists the engine's throwaway containers, each with its
-// command, whatever their state.
-func oneOffsRunning(t *testing.T) string {
-	return dockerRun(t, "ps", "-a", "--no-trunc", "--filter", "label="+oneOffLabel, "--format", "{{.ID}} {{.Command}}")
+// oneOffs lists the engine's throwaway containers, each with its command,
+// in every state unless filters (docker ps --filter) say which.
+func oneOffs(t *testing.T, filters ...string) string {
+	args := []string{"ps", "-a", "--no-trunc", "--filter", "label=" + oneOffLabel, "--format", "{{.ID}} {{.Command}}"}
+	for _, f := range filters {
+		args = append(args, "--filter", f)
+	}
+	return dockerRun(t, args...)
 }

@@ -42,6 +42,7 @@ func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]str
 // through an attach made before the start, and its exit code from a wait
 // for its removal, as docker run --rm does.
 func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byte, error) {
+	e.removeStaleOneOffs(ctx)
 	created, err := e.api.ContainerCreate(ctx,
 		&container.Config{Image: image, Entrypoint: cmd, Labels: map[string]string{oneOffLabel: "1"}, AttachStdout: true, AttachStderr: true},
 		&container.HostConfig{NetworkMode: "none", AutoRemove: true}, nil, nil, "")
@@ -83,6 +84,26 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 		return nil, fmt.Errorf("%v exited %d: %s", cmd, code, bytes.TrimSpace(errb.Bytes()))
 	}
 	return out.Bytes(), nil
+}
+
+// removeStaleOneOffs removes what a boxes killed between runOnce's create
+// and its start left: throwaway containers never started (the engine's
+// AutoRemove removes only those that ran), older than staleMeasure, so
+// that another command's about to start is left alone. Room measures have
+// their own sweep (removeRoomMeasures). It is best effort: a failure here
+// is no reason to fail the run.
+func (e *Engine) removeStaleOneOffs(ctx context.Context) {
+	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("status", "created"))})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		if _, room := c.Labels[roomLabel]; room || time.Since(time.Unix(c.Created, 0)) < staleMeasure {
+			continue
+		}
+		_ = e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
 }
 
 // runCreated starts the created throwaway container id, waits for it to end
@@ -155,8 +176,9 @@ func (e *Engine) VolumeRoom(ctx context.Context, image, box string) (int64, erro
 // restore they measure for.
 const roomLabel = compose.RoomLabel
 
-// staleMeasure is the age past which a room measure is one a killed
-// command left.
+// staleMeasure is the age past which a throwaway container (a room
+// measure, a run never started) is one a killed command left: each takes
+// seconds.
 const staleMeasure = 10 * time.Minute
 
 // removeRoomMeasures removes the throwaway containers, and their anonymous

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -205,8 +207,13 @@ func TestIntegrationSaveLoadExtract(t *testing.T) {
 	if r := boxes(t, keyDir, "save", src, "-o", sealed); r.code != 0 {
 		t.Fatalf("save to recipients: %+v", r)
 	}
-	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-pass")); r.code != 1 || !strings.Contains(r.stderr, "wrong passphrase") {
+	// A passphrase set does not open it, nor is it tried: the refusal says
+	// what would.
+	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-pass")); r.code != 1 || !strings.Contains(r.stderr, "it is saved to age keys, not to a passphrase, and BOXES_IDENTITY is not set") {
 		t.Errorf("extract of a recipients archive with a passphrase: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(keyDir, "with-pass")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused extract made its directory: %v", err)
 	}
 	t.Setenv(backup.EnvIdentity, filepath.Join(keyDir, "key.txt"))
 	if r := boxes(t, keyDir, "extract", sealed, filepath.Join(keyDir, "with-key")); r.code != 0 {
