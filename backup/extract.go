@@ -71,8 +71,10 @@ type Extracted struct {
 // is the archive's name without its extension), leaving ExtractReserve free
 // on its file system. A dir that holds anything is refused before
 // identities (which may ask for a passphrase) is called. Once ctx is done,
-// it stops and leaves dir as it was (see archive.ExtractFileContext).
-func Extract(ctx context.Context, file, dir string, identities func() ([]age.Identity, error), o archive.Options) (Extracted, error) {
+// it stops and leaves dir as it was (see archive.ExtractFileContext). What
+// the archive's read finds wrong is named by shown, the archive as
+// messages name it.
+func Extract(ctx context.Context, file, shown, dir string, identities func() ([]age.Identity, error), o archive.Options) (Extracted, error) {
 	dir, err := extractDir(file, dir)
 	if err != nil {
 		return Extracted{}, err
@@ -81,5 +83,8 @@ func Extract(ctx context.Context, file, dir string, identities func() ([]age.Ide
 		return Extracted{}, err
 	}
 	m, sum, err := archive.ExtractFileContext(ctx, file, dir, archive.ExtractOptions{Options: o, Reserve: ExtractReserve})
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%s: %w", shown, err)
+	}
 	return Extracted{File: file, Dir: dir, Manifest: m, Summary: sum}, err
 }

@@ -32,7 +32,7 @@ func TestExtractRefusesAFullDirBeforeAsking(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := false
-	_, err := Extract(context.Background(), "alpha.age", dir, func() ([]age.Identity, error) { asked = true; return nil, nil }, archive.Options{})
+	_, err := Extract(context.Background(), "alpha.age", "alpha.age", dir, func() ([]age.Identity, error) { asked = true; return nil, nil }, archive.Options{})
 	var full *NotEmptyError
 	if !errors.As(err, &full) || full.Dir != dir || asked {
 		t.Errorf("err %v, asked %v", err, asked)

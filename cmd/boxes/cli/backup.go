@@ -97,7 +97,7 @@ terminal; age identities from ` + backup.EnvIdentity + `.
 }
 
 func extract(ctx context.Context, env *Env, file, dir string) error {
-	x, err := backup.Extract(ctx, file, dir, func() ([]age.Identity, error) { return openIdentity(ctx, env, file) },
+	x, err := backup.Extract(ctx, file, shown(file), dir, func() ([]age.Identity, error) { return openIdentity(ctx, env, file) },
 		archive.Options{Progress: watch(env)})
 	if err != nil && ctx.Err() != nil {
 		return interrupted(ctx, "extracting "+shown(file), "nothing was extracted")
