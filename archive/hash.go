@@ -109,17 +109,24 @@ func (hs *hasher) start() {
 	}()
 }
 
-// add copies b into the buffers, handing each over once full.
+// room is the free part of the buffer being filled: a full one is handed
+// over first, and a free one taken when none is being filled. What is put
+// there counts once hs.fill is grown over it.
+func (hs *hasher) room() []byte {
+	if hs.fill != nil && len(hs.fill) == cap(hs.fill) {
+		hs.handOver()
+	}
+	if hs.fill == nil {
+		hs.fill = <-hs.free
+	}
+	return hs.fill[len(hs.fill):cap(hs.fill)]
+}
+
+// add copies b into the buffers.
 func (hs *hasher) add(b []byte) {
 	for len(b) > 0 {
-		if hs.fill == nil {
-			hs.fill = <-hs.free
-		}
-		k := copy(hs.fill[len(hs.fill):cap(hs.fill)], b)
+		k := copy(hs.room(), b)
 		hs.fill, b = hs.fill[:len(hs.fill)+k], b[k:]
-		if len(hs.fill) == cap(hs.fill) {
-			hs.handOver()
-		}
 	}
 }
 
@@ -194,15 +201,9 @@ func (h *hashingReader) copyTo(dst io.Writer) (int64, error) {
 	hs := h.hs
 	var n int64
 	for {
-		if hs.fill == nil {
-			hs.fill = <-hs.free
-		}
-		if len(hs.fill) == cap(hs.fill) {
-			hs.handOver()
-			continue
-		}
+		room := hs.room()
 		from := len(hs.fill)
-		k, err := h.r.Read(hs.fill[from:cap(hs.fill)])
+		k, err := h.r.Read(room)
 		if k > 0 {
 			hs.fill = hs.fill[:from+k]
 			if _, werr := dst.Write(hs.fill[from : from+k]); werr != nil {
