@@ -90,21 +90,38 @@ func (e *Engine) runOnce(ctx context.Context, image string, cmd []string) ([]byt
 // and its start left: throwaway containers never started (the engine's
 // AutoRemove removes only those that ran), older than staleMeasure, so
 // that another command's about to start is left alone. Room measures have
-// their own sweep (removeRoomMeasures). It is best effort: a failure here
+// their own rule (removeRoomMeasures). It is best effort: a failure here
 // is no reason to fail the run.
 func (e *Engine) removeStaleOneOffs(ctx context.Context) {
+	_ = e.sweepOneOffs(ctx, filters.Arg("status", "created"), func(c container.Summary) bool {
+		_, room := c.Labels[roomLabel]
+		return !room && stale(c)
+	})
+}
+
+// sweepOneOffs removes, with their anonymous volumes, the throwaway
+// containers that also match also and that left says a killed command
+// left; one already gone, or being removed, is no matter.
+func (e *Engine) sweepOneOffs(ctx context.Context, also filters.KeyValuePair, left func(container.Summary) bool) error {
 	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("status", "created"))})
+		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), also)})
 	if err != nil {
-		return
+		return err
 	}
 	for _, c := range list {
-		if _, room := c.Labels[roomLabel]; room || time.Since(time.Unix(c.Created, 0)) < staleMeasure {
+		if !left(c) {
 			continue
 		}
-		_ = e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}))
+		if err != nil && !removalUnderway(err) {
+			return err
+		}
 	}
+	return nil
 }
+
+// stale reports whether throwaway container c is older than staleMeasure.
+func stale(c container.Summary) bool { return time.Since(time.Unix(c.Created, 0)) >= staleMeasure }
 
 // runCreated starts the created throwaway container id, waits for it to end
 // and returns its stdout; cmd names it in errors.
@@ -185,21 +202,9 @@ const staleMeasure = 10 * time.Minute
 // volumes, that VolumeRoom left when it was killed: box's, and any other
 // box's older than staleMeasure (a measure takes a second).
 func (e *Engine) removeRoomMeasures(ctx context.Context, box string) error {
-	list, err := e.api.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", oneOffLabel), filters.Arg("label", roomLabel))})
-	if err != nil {
-		return err
-	}
-	for _, c := range list {
-		if c.Labels[roomLabel] != box && time.Since(time.Unix(c.Created, 0)) < staleMeasure {
-			continue
-		}
-		err := ignoreNotFound(e.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}))
-		if err != nil && !removalUnderway(err) {
-			return err
-		}
-	}
-	return nil
+	return e.sweepOneOffs(ctx, filters.Arg("label", roomLabel), func(c container.Summary) bool {
+		return c.Labels[roomLabel] == box || stale(c)
+	})
 }
 
 // removalUnderway reports whether err is the engine's refusal to remove a
