@@ -69,6 +69,8 @@ type fakeEngine struct {
 	// raced is box → the step that fails once, with the engine's error
 	// for a second network of the box's name.
 	raced map[string]string
+	// ready is box → the token its executor was last waited for with.
+	ready map[string]string
 }
 
 func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
@@ -150,6 +152,12 @@ func (f *fakeEngine) WaitReady(_ context.Context, box, token string) (string, er
 	if token == "" {
 		return "", errors.New("no token")
 	}
+	f.mu.Lock()
+	if f.ready == nil {
+		f.ready = map[string]string{}
+	}
+	f.ready[box] = token
+	f.mu.Unlock()
 	return "http://127.0.0.1:1", f.step(box, "ready")
 }
 func (f *fakeEngine) WaitInit(_ context.Context, box string) error {
@@ -271,6 +279,46 @@ func TestApplierRestoredBoxGetsAFreshToken(t *testing.T) {
 	}
 	if tok, ok, _ := a.Tokens.Get("alpha"); !ok || tok == testToken {
 		t.Errorf("token after a restore: %q, %v", tok, ok)
+	}
+}
+
+// A pool box is never made with a token file this directory kept: the file
+// may be a previous holder's, kept by the directory that leased the box
+// before a reset from another directory deleted it. A recreate keeps the
+// token the plan read from the engine; without one (its reason "token") it
+// mints a new one too. A box declared by name keeps its file's token.
+func TestApplierPoolBoxGetsAFreshToken(t *testing.T) {
+	pool := func(b spec.Box) spec.Box { b.Pool = "scratch"; return b }
+	for _, tc := range []struct {
+		name  string
+		box   spec.Box
+		plan  reconcile.BoxPlan
+		fresh bool
+	}{
+		{"pool box created", pool(testBox("scratch-1")), reconcile.BoxPlan{Name: "scratch-1", Action: reconcile.Create}, true},
+		{"pool box recreated without the engine's token", pool(testBox("scratch-1")),
+			reconcile.BoxPlan{Name: "scratch-1", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "token"}, {Kind: "nocontainers"}}}, true},
+		{"pool box recreated with the engine's token", pool(testBox("scratch-1")),
+			reconcile.BoxPlan{Name: "scratch-1", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "replace"}}}, false},
+		{"box created", testBox("alpha"), reconcile.BoxPlan{Name: "alpha", Action: reconcile.Create}, false},
+		{"box recreated", testBox("alpha"), reconcile.BoxPlan{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "replace"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, e := newApplier(t, tc.box)
+			if err := a.Tokens.Put(tc.box.Name, testToken); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{tc.plan}}); err != nil {
+				t.Fatal(err)
+			}
+			tok, ok, _ := a.Tokens.Get(tc.box.Name)
+			if !ok || (tok != testToken) != tc.fresh {
+				t.Errorf("token after the apply: %q (kept: %v), want a fresh one: %v", tok, tok == testToken, tc.fresh)
+			}
+			if got := e.ready[tc.box.Name]; got != tok {
+				t.Errorf("the box was made ready with token %q, stored %q", got, tok)
+			}
+		})
 	}
 }
 

@@ -104,7 +104,10 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 		}
 		if b.Pool != "" {
 			// A pool box may have been reset from another working
-			// directory: the engine's token is the one that counts.
+			// directory: the engine's token is the one that counts, and a
+			// token file the engine does not back may be a previous
+			// holder's. Without one the plan says "token", and the
+			// apply mints a new one.
 			if token, ok := w.engineToken(ctx, b.Host, r); ok {
 				if have, _, _ := w.Tokens.Get(b.Name); have != token {
 					if err := w.Tokens.Put(b.Name, token); err != nil {
@@ -112,8 +115,8 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 					}
 				}
 				tokens[b.Name] = token
-				continue
 			}
+			continue
 		}
 		token, ok, err := w.Tokens.Get(b.Name)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/mcpserver"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -483,4 +484,67 @@ func leaseRowOf(t *testing.T, dir, box string) workspace.LeaseRow {
 	}
 	t.Fatalf("no row of %s in boxes leases", box)
 	return workspace.LeaseRow{}
+}
+
+// A pool box reset from another working directory is made again with a
+// token nobody kept: d2 leases the box (its token file holds the token);
+// d1 releases it while d1's apply lock is held, so its top-up cannot make
+// the box again; d2's next apply makes it, and the previous holder's token
+// gets 401 from the new executor, the token d2 now stores 200. Real engine:
+// the token the executor answers to is the one its container was made with.
+func TestIntegrationPoolResetTokenNotKept(t *testing.T) {
+	image, _ := startIntegration(t)
+	const pool = "it-tkpool"
+	removePool(pool)
+	t.Cleanup(func() { removePool(pool) })
+	config := fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 1}\n", pool)
+	d1, d2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{d1, d2} {
+		writeFile(t, filepath.Join(d, "boxes.yaml"), config)
+		if r := boxes(t, d, "lock", "image", image); r.code != 0 {
+			t.Fatalf("lock: %+v", r)
+		}
+	}
+	if r := boxes(t, d1, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	r := boxes(t, d2, "lease", pool, "--holder", "previous", "--json")
+	var row workspace.LeaseRow
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil {
+		t.Fatalf("lease in the second directory: %+v", r)
+	}
+	old := mustToken(t, d2, row.Box)
+	if got := statusWith(t, row.Executor, old); got != http.StatusOK {
+		t.Fatalf("the holder's token gets %d from its box, want 200", got)
+	}
+
+	lock, err := statedir.LockApply(filepath.Join(d1, "boxes.yaml"), "a test holding the apply lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = boxes(t, d1, "release", row.Box)
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 0 {
+		t.Fatalf("release from the first directory: %+v", r)
+	}
+	if out := dockerOut(t, "ps", "-aq", "--filter", "label="+compose.BoxLabel+"="+row.Box); strings.TrimSpace(out) != "" {
+		t.Fatalf("the release made %s again though its apply lock was held (the case this test needs): %s", row.Box, out)
+	}
+
+	if r := boxes(t, d2, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply in the second directory: %+v", r)
+	}
+	url := executorURL(t, d2, row.Box)
+	if got := statusWith(t, url, old); got != http.StatusUnauthorized {
+		t.Errorf("the previous holder's token gets %d from the box made again, want 401", got)
+	}
+	now := mustToken(t, d2, row.Box)
+	if now == old {
+		t.Errorf("the second directory's token file still holds the previous holder's token")
+	}
+	if got := statusWith(t, url, now); got != http.StatusOK {
+		t.Errorf("the token the second directory stores gets %d, want 200", got)
+	}
 }
