@@ -1,10 +1,12 @@
 package compose
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"github.com/compose-spec/compose-go/v2/types"
-	dcompose "github.com/docker/compose/v2/pkg/compose"
 )
 
 // ServiceHashes returns, for each service of p, the config hash docker/compose
@@ -20,16 +22,36 @@ import (
 func ServiceHashes(p *types.Project) (map[string]string, error) {
 	hashes := make(map[string]string, len(p.Services))
 	for name, s := range p.Services {
-		// ServiceHash clears Deploy.Replicas through the pointer it is given.
-		if s.Deploy != nil {
-			d := *s.Deploy
-			s.Deploy = &d
-		}
-		h, err := dcompose.ServiceHash(s)
+		h, err := serviceHash(s)
 		if err != nil {
 			return nil, fmt.Errorf("hashing service %s of %s: %w", name, p.Name, err)
 		}
 		hashes[name] = h
 	}
 	return hashes, nil
+}
+
+// serviceHash is docker/compose's ServiceHash, written here so that the
+// planner does not link compose's engine (and the Docker and Kubernetes
+// clients it brings) for one function; TestServiceHashes holds the two
+// equal. It hashes the service's JSON without what compose leaves out of a
+// container's identity: build, pull policy, scale, replicas, dependencies
+// and profiles.
+func serviceHash(s types.ServiceConfig) (string, error) {
+	s.Build = nil
+	s.PullPolicy = ""
+	s.Scale = nil
+	if s.Deploy != nil {
+		d := *s.Deploy
+		d.Replicas = nil
+		s.Deploy = &d
+	}
+	s.DependsOn = nil
+	s.Profiles = nil
+	data, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }

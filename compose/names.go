@@ -60,6 +60,18 @@ const (
 	TokenVar = "EXECUTOR_TOKEN"
 )
 
+// The labels docker/compose reads and writes on a project's resources, in
+// boxes' one table so that the pure side need not link compose's API
+// package; TestComposeLabels holds them equal to compose's own.
+const (
+	ComposeProjectLabel     = "com.docker.compose.project"
+	ComposeServiceLabel     = "com.docker.compose.service"
+	ComposeConfigHashLabel  = "com.docker.compose.config-hash"
+	ComposeWorkingDirLabel  = "com.docker.compose.project.working_dir"
+	ComposeConfigFilesLabel = "com.docker.compose.project.config_files"
+	ComposeOneoffLabel      = "com.docker.compose.oneoff"
+)
+
 // Labels are the labels boxes puts on every resource of box name.
 func Labels(name string) map[string]string {
 	return map[string]string{ManagedLabel: "1", BoxLabel: name}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/docker/compose/v2/pkg/api"
 
 	"github.com/hermes-box/boxes/spec"
 )
@@ -118,16 +117,17 @@ func Project(in Input) (*types.Project, error) {
 }
 
 // composeLabels are the labels the compose CLI (ToProject) adds to every
-// service and the library needs to find and converge its containers. They
-// stay out of the config hash (CustomLabels are not serialised).
+// service and the library needs to find and converge its containers, but
+// compose's version, which the Docker engine adds (it is the linked
+// library's). They stay out of the config hash (CustomLabels are not
+// serialised).
 func composeLabels(p *types.Project, service string) types.Labels {
 	return types.Labels{
-		api.ProjectLabel:     p.Name,
-		api.ServiceLabel:     service,
-		api.VersionLabel:     api.ComposeVersion,
-		api.WorkingDirLabel:  p.WorkingDir,
-		api.ConfigFilesLabel: strings.Join(p.ComposeFiles, ","),
-		api.OneoffLabel:      "False",
+		ComposeProjectLabel:     p.Name,
+		ComposeServiceLabel:     service,
+		ComposeWorkingDirLabel:  p.WorkingDir,
+		ComposeConfigFilesLabel: strings.Join(p.ComposeFiles, ","),
+		ComposeOneoffLabel:      "False",
 	}
 }
 

@@ -774,6 +774,46 @@ func TestServiceHashes(t *testing.T) {
 		}
 	})
 
+	// ServiceHashes is written here, not called from docker/compose, so that
+	// the planner does not link compose's engine: it must equal compose's for
+	// every shape of box, and for the fields compose leaves out of the hash.
+	t.Run("equals compose's", func(t *testing.T) {
+		inputs := []Input{base()}
+		for _, mutate := range []func(*Input){
+			func(in *Input) { in.Box.Env = map[string]string{"TZ": "Europe/Berlin", "X": "$literal"} },
+			func(in *Input) { in.Box.CPUs, in.Box.Memory, in.Box.Runtime = 3, 6*gib, "runsc" },
+			func(in *Input) { in.Box.Executor.Port, in.Box.Executor.Bind = 8788, "0.0.0.0" },
+			func(in *Input) { in.Box.Private = []spec.Destination{mustDestination("10.1.2.3:5432")} },
+			func(in *Input) { withCredential(in, "value") },
+			func(in *Input) { in.Box.State = spec.Stopped },
+		} {
+			in := base()
+			mutate(&in)
+			inputs = append(inputs, in)
+		}
+		for i, in := range inputs {
+			p := mustProject(t, in)
+			// The fields compose leaves out, set, so that leaving them out is checked too.
+			s := p.Services[AgentService]
+			replicas, scale := 2, 3
+			s.Deploy = &types.DeployConfig{Replicas: &replicas}
+			s.Build = &types.BuildConfig{Context: "."}
+			s.PullPolicy, s.Scale, s.Profiles = types.PullPolicyAlways, &scale, []string{"extra"}
+			s.DependsOn = types.DependsOnConfig{ExecutorService: {Condition: types.ServiceConditionStarted}}
+			p.Services[AgentService] = s
+			want := mustHashes(t, p)
+			for name, s := range p.Services {
+				got, err := dcompose.ServiceHash(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want[name] {
+					t.Errorf("input %d, %s: compose computes %s, ServiceHashes says %s", i, name, got, want[name])
+				}
+			}
+		}
+	})
+
 	t.Run("does not change the project", func(t *testing.T) {
 		p := mustProject(t, base())
 		s := p.Services[AgentService]

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -200,7 +201,7 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	if force {
 		recreate = api.RecreateForce
 	}
-	return e.raced(e.compose.Create(ctx, p, api.CreateOptions{
+	return e.raced(e.compose.Create(ctx, versioned(p), api.CreateOptions{
 		Services:             p.ServiceNames(),
 		Recreate:             recreate,
 		RecreateDependencies: recreate,
@@ -214,7 +215,7 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 // whatever compose sees of them: the others, and what depends on these, are
 // left as they run (a gate-only change leaves the agent's processes alone).
 func (e *Engine) Replace(ctx context.Context, p *types.Project, services []string) error {
-	return e.raced(e.compose.Create(ctx, p, api.CreateOptions{
+	return e.raced(e.compose.Create(ctx, versioned(p), api.CreateOptions{
 		Services:             services,
 		Recreate:             api.RecreateForce,
 		RecreateDependencies: api.RecreateNever,
@@ -222,6 +223,18 @@ func (e *Engine) Replace(ctx context.Context, p *types.Project, services []strin
 		RemoveOrphans:        false,
 		AssumeYes:            false,
 	}))
+}
+
+// versioned is p with the linked compose library's version among each
+// service's labels, as the compose CLI writes it (no part of the config hash).
+func versioned(p *types.Project) *types.Project {
+	q := *p
+	q.Services = types.Services{}
+	for name, s := range p.Services {
+		s.CustomLabels = maps.Clone(s.CustomLabels).Add(api.VersionLabel, api.ComposeVersion)
+		q.Services[name] = s
+	}
+	return &q
 }
 
 // Start starts the project's created or stopped containers and unpauses paused ones.
