@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// The planner is pure: it links no engine SDK (compose-go's types bring two
-// small Docker modules of plain types, units and ports, which are not one). A Docker or Kubernetes client
-// here would come in through some small helper, and would cost every
-// command its initialisation.
+// The planner is pure: it links no engine SDK. A Docker or Kubernetes
+// client here would come in through some small helper, and would cost every
+// command its initialisation. (compose-go's types bring two small Docker
+// modules of plain types, units and ports: not a client.)
 func TestPlannerLinksNoEngine(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
