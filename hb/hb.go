@@ -1,6 +1,6 @@
 // Package hb is the host side of the guest contract: the names of hb's
 // markers and /data layout, and quiesce, resume, wait-for-init and doctor,
-// run through a small exec interface. image/guest/hb is the other side; a test
+// run through a small exec interface. guest/hb is the other side; a test
 // checks the names here against its text.
 package hb
 

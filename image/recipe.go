@@ -1,33 +1,24 @@
-// Package image is the box image's recipe: the Dockerfile, provision/ and
-// guest/ beside this file, embedded so that an installed boxes binary builds
-// the image without the source tree, and the build arguments made from the
-// pins. Building it is image/build's.
+// Package image is the box image's recipe as boxes builds it: the Dockerfile,
+// provision/ and guest/ at the repository's root (embedded by package boxes,
+// so that an installed boxes binary builds the image without the source
+// tree), and the build arguments made from the pins. Building it is
+// image/build's.
 package image
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 
+	boxes "github.com/hermes-box/boxes"
 	"github.com/hermes-box/boxes/spec"
 )
 
 // Recipe is the build context of the box image: the Dockerfile, provision/
-// and the guest files the Dockerfile copies (guest/ also holds tests), so
-// that an installed boxes binary can build the image without the source
-// tree. Its root is this folder: build it from there, with the Dockerfile
-// at the top.
-//
-// embed keeps no file modes: boxes build derives them from the content
-// (docker.BuildContext), so that a build from the binary and one from a
-// source tree (--recipe) share the layer cache. A new guest file is listed
-// here and in the Dockerfile's COPY (recipe_test.go checks the two agree).
-//
-//go:embed Dockerfile provision guest/hb guest/profile.sh guest/tmux.conf
-var Recipe embed.FS
+// and guest/ at the repository's root, embedded there (package boxes).
+var Recipe fs.FS = boxes.Recipe
 
 // Dockerfile is the recipe's Dockerfile, relative to the root of Recipe.
 const Dockerfile = "Dockerfile"
@@ -107,8 +98,7 @@ func missingPins(missing []string) error {
 	return fmt.Errorf("boxes.lock lacks what the build needs: %s", strings.Join(missing, ", "))
 }
 
-// RecipeDir is the recipe in directory dir (--recipe: image/ in a source
-// tree), seen through the built-in recipe's names; "" is the built-in recipe.
+// RecipeDir is the recipe in directory dir (--recipe: a source tree's root), seen through the built-in recipe's names; "" is the built-in recipe.
 func RecipeDir(dir string) (fs.FS, error) {
 	if dir == "" {
 		return Recipe, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// The GitHub repositories image/provision/provision.sh installs from.
+// The GitHub repositories provision/provision.sh installs from.
 const (
 	uvRepo     = "astral-sh/uv"
 	uvAsset    = "uv-x86_64-unknown-linux-gnu.tar.gz"

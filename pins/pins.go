@@ -4,7 +4,7 @@
 //
 // Every response is checked before it becomes a pin: the HTTP status, the
 // document's shape, the version's form and the hash's form. A pin that comes
-// back from Resolve is in the form image/provision/provision.sh accepts.
+// back from Resolve is in the form provision/provision.sh accepts.
 package pins
 
 import (

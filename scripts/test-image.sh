@@ -1,12 +1,12 @@
 #!/bin/bash
 # test-image.sh builds the offline test images (what `make test-image` runs):
 #
-#   hermes-box-lite:test         image/Dockerfile on a Debian bookworm base with
+#   hermes-box-lite:test         the Dockerfile on a Debian bookworm base with
 #                                every install off, plus the Executor stand-in
 #                                (cmd/executor-standin) as /usr/local/bin/executor
 #   hermes-box-lite:test2        the same but for /opt/hermes-box/test-variant: a
 #                                second image for reconciler tests
-#   hermes-box-lite:test-recipe  image/Dockerfile's own output, built by
+#   hermes-box-lite:test-recipe  the Dockerfile's own output, built by
 #                                `boxes build --offline`, before the stand-in
 #
 # Needs docker and go; no registry. The base image hermes-box-lite-base:bookworm
@@ -82,7 +82,7 @@ binaries() {
 		CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/boxes" ./cmd/boxes)
 }
 
-# image/Dockerfile through boxes build itself, from the recipe built into
+# the Dockerfile through boxes build itself, from the recipe built into
 # the binary, with every network install off.
 build_recipe() {
 	"$work/boxes" -f "$work/boxes.yaml" build --offline --no-lock --quiet \

@@ -2,7 +2,7 @@
 # try.sh is `make try`: boxes on any machine with Docker, without the internet.
 #
 # The real image needs npm, nodejs.org, GitHub and a registry. This builds the
-# offline test image instead (image/Dockerfile with every network install
+# offline test image instead (the Dockerfile with every network install
 # off on a debootstrapped Debian base, plus the stand-in Executor that the
 # tests use: NOT the real Executor, and no Claude, Codex or Hermes inside),
 # pins a separate example fleet in try/ to it, and walks through what a day

@@ -45,7 +45,7 @@ digest as the lock's image ref: hosts that lack the image pull it by digest.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.tag, "tag", "t", "", "tag the image as REF (default "+compose.ManagedLabel+":<first 12 digits of the inputs digest>)")
 	fl.StringVar(&f.base, "base", "", "build FROM this image instead of the lock's base (a mirror, or a local base with --offline)")
-	fl.StringVar(&f.recipe, "recipe", "", "build from the recipe in DIR (holding Dockerfile, provision/, guest/: a source tree's image/) instead of the built-in one")
+	fl.StringVar(&f.recipe, "recipe", "", "build from the recipe in DIR (holding Dockerfile, provision/, guest/: a source tree's root) instead of the built-in one")
 	fl.BoolVar(&f.offline, "offline", false, "switch off every network install (INSTALL_*=0); needs no tool pins")
 	fl.BoolVar(&f.force, "force", false, "build even when the lock's image is current (the layer cache still applies)")
 	fl.BoolVar(&f.noLock, "no-lock", false, "build and tag only; leave boxes.lock as it is")

@@ -1,5 +1,5 @@
 // Package guest_test tests the box image recipe: the guest scripts, the
-// provision script and the image built from them. image/guest/ holds no Go
+// provision script and the image built from them. guest/ holds no Go
 // package; these are tests only.
 //
 // Tests named TestIntegration… run against the real Docker engine through
@@ -40,11 +40,11 @@ const (
 
 // ------------------------------------------------------------ helpers
 
-// repoRoot is the source tree's root; the recipe is its image/ folder,
-// this package's parent.
+// repoRoot is the source tree's root, this package's parent, where the
+// recipe's Dockerfile, provision/ and guest/ are.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func scripts(t *testing.T) []string {
 	t.Helper()
 	root := repoRoot(t)
 	var files []string
-	for _, pattern := range []string{"image/guest/hb", "image/guest/*.sh", "image/provision/*.sh", "scripts/test-image.sh"} {
+	for _, pattern := range []string{"guest/hb", "guest/*.sh", "provision/*.sh", "scripts/test-image.sh"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -340,7 +340,7 @@ func TestProvisionVerifiesDigests(t *testing.T) {
 	sri := "sha512-" + base64.StdEncoding.EncodeToString(sum512[:])
 	sum256 := sha256.Sum256(content)
 	hex256 := hex.EncodeToString(sum256[:])
-	lib := filepath.Join(repoRoot(t), "image", "provision", "lib.sh")
+	lib := filepath.Join(repoRoot(t), "provision", "lib.sh")
 
 	sh := func(script string) (string, int) {
 		t.Helper()

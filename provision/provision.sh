@@ -1,5 +1,5 @@
 #!/bin/bash
-# provision.sh installs the box's tools into the image. image/Dockerfile runs
+# provision.sh installs the box's tools into the image. The Dockerfile runs
 # it once, in the "tools" stage, as root on an Ubuntu 24.04 base (the offline
 # test image uses a Debian bookworm base with every install switched off).
 #

@@ -1,10 +1,11 @@
 # The hermes-box image: one image, two entrypoints (design section 1).
 #
 # `boxes build` builds it, with the pins of boxes.lock as build arguments
-# (recipe.go, BuildArgs). By hand, from a checkout (git keeps guest/hb 0755),
-# with this folder, image/, as the context:
+# (image/recipe.go, BuildArgs). By hand, from a checkout (git keeps guest/hb
+# 0755), with the repository's root as the context (.dockerignore keeps it to
+# this file, provision/ and guest/):
 #   DOCKER_BUILDKIT=0 docker build \
-#     --build-arg BASE_IMAGE=ubuntu:24.04@sha256:... --build-arg NODE_VERSION=... image
+#     --build-arg BASE_IMAGE=ubuntu:24.04@sha256:... --build-arg NODE_VERSION=... .
 # Two cached stages: "tools" (provision/, minutes) and "assets" (guest/,
 # seconds), so that editing a guest script rebuilds only the assets.
 #
