@@ -156,24 +156,29 @@ func (t *tools) heldBox(box string) (string, error) {
 	return h.id, nil
 }
 
-// mayWorkIn refuses a pool's box this session does not hold: a box lent
-// to someone else, or free for anyone, is not this session's to touch.
-func (t *tools) mayWorkIn(box string) error {
-	cfg, err := spec.Load(t.file)
-	if err != nil {
-		return nil // boxes itself will say what is wrong with the file
-	}
-	if p, ok := cfg.PoolOf(box); ok {
-		t.mu.Lock()
-		_, mine := t.held[box]
-		t.mu.Unlock()
-		if !mine {
-			return fmt.Errorf("%s is a box of pool %s that this session does not hold: lease one from the pool", box, p.Name)
+// confinement is how boxes is told to confine a command in box: under
+// this session's lease of it (--lease ID), or, for a box the session does
+// not hold, away from every box that is or was a pool's (--no-pool). The
+// engine the command observes decides: a pool taken out of boxes.yaml
+// keeps its leased boxes for their holders. boxes.yaml is read first only
+// to refuse a pool's box the session does not hold with a clearer word.
+func (t *tools) confinement(box string) ([]string, error) {
+	t.mu.Lock()
+	_, mine := t.held[box]
+	t.mu.Unlock()
+	if mine {
+		id, err := t.heldBox(box)
+		if err != nil {
+			return nil, err
 		}
-		_, err := t.heldBox(box)
-		return err
+		return []string{"--lease", id}, nil
 	}
-	return nil
+	if cfg, err := spec.Load(t.file); err == nil {
+		if p, ok := cfg.PoolOf(box); ok {
+			return nil, fmt.Errorf("%s is a box of pool %s that this session does not hold: lease one from the pool", box, p.Name)
+		}
+	}
+	return []string{"--no-pool"}, nil
 }
 
 // RenewInput extends a lease.
@@ -245,7 +250,8 @@ type ReadInput struct {
 }
 
 func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, Result, error) {
-	if _, err := t.heldBox(in.Box); err != nil {
+	id, err := t.heldBox(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	full, err := homePath(in.Path)
@@ -259,7 +265,7 @@ func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInp
 	case n < 0 || n > MaxRead:
 		return nil, Result{}, fmt.Errorf("max_bytes %d: want 1 to %d", n, MaxRead)
 	}
-	return t.invoke(ctx, []string{"exec", in.Box, "--", "head", "-c", strconv.Itoa(n), "--", full}, false)
+	return t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "head", "-c", strconv.Itoa(n), "--", full}, false)
 }
 
 // WriteInput is a file to write.
@@ -270,7 +276,8 @@ type WriteInput struct {
 }
 
 func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, Result, error) {
-	if _, err := t.heldBox(in.Box); err != nil {
+	id, err := t.heldBox(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	full, err := homePath(in.Path)
@@ -282,7 +289,7 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteI
 	}
 	// The content and the path are arguments, never parsed by the shell.
 	script := `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`
-	res, out, err := t.invoke(ctx, []string{"exec", in.Box, "--", "sh", "-c", script, "write_file", in.Content, full}, false)
+	res, out, err := t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "sh", "-c", script, "write_file", in.Content, full}, false)
 	if err == nil && !res.IsError {
 		msg := fmt.Sprintf("wrote %d bytes to %s", len(in.Content), full)
 		res.Content = []mcp.Content{&mcp.TextContent{Text: msg}}

@@ -170,10 +170,11 @@ func TestLeaseSession(t *testing.T) {
 	want := [][]string{
 		{"lease", "p", "--holder", "agent-7", "--ttl", "1h0m0s", "--wait", "0s", "--json"},
 		{"lease", "p", "--holder", "agent-7", "--ttl", "1h0m0s", "--wait", "0s", "--json"},
-		{"exec", "p-1", "--", "timeout", "-k", "5", "600", "true"},
-		{"exec", "alpha", "--", "timeout", "-k", "5", "600", "true"},
-		{"exec", "p-1", "--", "sh", "-c", `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`, "write_file", "a 'quoted' $line\n", "/data/home/agent/work/notes.txt"},
-		{"exec", "p-1", "--", "head", "-c", "10", "--", "/data/home/agent/work/notes.txt"},
+		// Under the session's lease on the engine, or away from any pool's box.
+		{"exec", "p-1", "--lease", "id1", "--", "timeout", "-k", "5", "600", "true"},
+		{"exec", "alpha", "--no-pool", "--", "timeout", "-k", "5", "600", "true"},
+		{"exec", "p-1", "--lease", "id1", "--", "sh", "-c", `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`, "write_file", "a 'quoted' $line\n", "/data/home/agent/work/notes.txt"},
+		{"exec", "p-1", "--lease", "id1", "--", "head", "-c", "10", "--", "/data/home/agent/work/notes.txt"},
 		{"renew", "p-2", "--lease", "id2", "--ttl", "2h0m0s", "--json"},
 		{"release", "p-1", "--lease", "id1"},
 		// The end of the session: what it still holds, that lease only.

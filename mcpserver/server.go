@@ -180,7 +180,8 @@ func (t *tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) 
 	if len(in.Command) == 0 {
 		return nil, Result{}, errors.New("exec needs a command")
 	}
-	if err := t.mayWorkIn(in.Box); err != nil {
+	confine, err := t.confinement(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	timeout := in.Timeout
@@ -194,13 +195,19 @@ func (t *tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) 
 	// deadline here is the backstop should the box not answer.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+30)*time.Second)
 	defer cancel()
-	args := append([]string{"exec", in.Box, "--", "timeout", "-k", "5", strconv.Itoa(timeout)}, in.Command...)
+	args := append([]string{"exec", in.Box}, confine...)
+	args = append(append(args, "--", "timeout", "-k", "5", strconv.Itoa(timeout)), in.Command...)
 	res, out, err := t.invoke(ctx, args, true)
 	if ctx.Err() == context.DeadlineExceeded {
 		return nil, out, fmt.Errorf("the box did not answer within %d seconds", timeout+30)
 	}
-	// boxes itself failed (no such box, box not running): a tool error, so
-	// that it is not read as the command's own exit code.
+	return boxesFailed(res, out, err)
+}
+
+// boxesFailed makes a failure of boxes itself (no such box, box not
+// running, a box refused) a tool error, so that it is not read as the exit
+// code of what it ran.
+func boxesFailed(res *mcp.CallToolResult, out Result, err error) (*mcp.CallToolResult, Result, error) {
 	if err == nil && out.ExitCode != 0 && (strings.HasPrefix(out.Stderr, "boxes: error: ") || strings.Contains(out.Stderr, "\nboxes: error: ")) {
 		res.IsError = true
 	}
@@ -218,7 +225,8 @@ func (t *tools) logs(ctx context.Context, _ *mcp.CallToolRequest, in LogsInput) 
 	if err := boxName(in.Box); err != nil {
 		return nil, Result{}, err
 	}
-	if err := t.mayWorkIn(in.Box); err != nil {
+	confine, err := t.confinement(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	service := in.Service
@@ -233,7 +241,7 @@ func (t *tools) logs(ctx context.Context, _ *mcp.CallToolRequest, in LogsInput) 
 	if tail <= 0 {
 		tail = 200
 	}
-	return t.invoke(ctx, []string{"logs", in.Box, service, "-n", strconv.Itoa(tail)}, false)
+	return t.invoke(ctx, append([]string{"logs", in.Box, service, "-n", strconv.Itoa(tail)}, confine...), false)
 }
 
 // DoctorInput names the box to check.
@@ -245,11 +253,12 @@ func (t *tools) doctor(ctx context.Context, _ *mcp.CallToolRequest, in DoctorInp
 	if err := boxName(in.Box); err != nil {
 		return nil, Result{}, err
 	}
-	if err := t.mayWorkIn(in.Box); err != nil {
+	confine, err := t.confinement(in.Box)
+	if err != nil {
 		return nil, Result{}, err
 	}
 	// doctor exits 1 when it finds a problem; its report is still the answer.
-	return t.invoke(ctx, []string{"doctor", in.Box, "--json"}, true)
+	return boxesFailed(t.invoke(ctx, append([]string{"doctor", in.Box, "--json"}, confine...), true))
 }
 
 // boxName refuses what cannot be a box name, above all anything that would

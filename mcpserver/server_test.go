@@ -116,9 +116,10 @@ func TestCommandLines(t *testing.T) {
 	}
 	want := [][]string{
 		{"-f", "/w/boxes.yaml", "ls", "--json", "--all"},
-		{"-f", "/w/boxes.yaml", "exec", "alpha", "--", "timeout", "-k", "5", "600", "sh", "-c", "echo hello; exit 3"},
-		{"-f", "/w/boxes.yaml", "doctor", "alpha", "--json"},
-		{"-f", "/w/boxes.yaml", "logs", "zed", "agent", "-n", "200"},
+		// A box this session does not hold: never one that is or was a pool's.
+		{"-f", "/w/boxes.yaml", "exec", "alpha", "--no-pool", "--", "timeout", "-k", "5", "600", "sh", "-c", "echo hello; exit 3"},
+		{"-f", "/w/boxes.yaml", "doctor", "alpha", "--json", "--no-pool"},
+		{"-f", "/w/boxes.yaml", "logs", "zed", "agent", "-n", "200", "--no-pool"},
 	}
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("command lines\n got %q\nwant %q", f.calls, want)
@@ -165,7 +166,7 @@ func TestBadArgumentsRunNothing(t *testing.T) {
 	}
 }
 
-func TestExecFailureOfBoxesIsAToolError(t *testing.T) {
+func TestFailureOfBoxesIsAToolError(t *testing.T) {
 	run := func(_ context.Context, _ []string, _, stderr io.Writer) int {
 		fmt.Fprint(stderr, "boxes: error: box alpha has no agent container\n")
 		return 1
@@ -183,5 +184,10 @@ func TestExecFailureOfBoxesIsAToolError(t *testing.T) {
 	res := call(t, cs, "exec", map[string]any{"box": "alpha", "command": []string{"true"}})
 	if !res.IsError || !strings.Contains(text(res), "no agent container") {
 		t.Errorf("got %v %q", res.IsError, text(res))
+	}
+	// doctor's exit code 1 is its report's; boxes's own failure (a box it
+	// refuses) is not a report.
+	if res := call(t, cs, "doctor", map[string]any{"box": "alpha"}); !res.IsError || !strings.Contains(text(res), "no agent container") {
+		t.Errorf("doctor: got %v %q", res.IsError, text(res))
 	}
 }

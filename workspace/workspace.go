@@ -99,6 +99,9 @@ type Options struct {
 	Shown func(path string) string
 	// Warn receives warnings (a recovered token, an unreadable volume size).
 	Warn func(format string, args ...any)
+	// Confine limits the boxes the commands that work on one box (those
+	// that observe it with ObserveBox) may act on.
+	Confine Confine
 }
 
 // Workspace is one boxes.yaml, its lock, and its engines.
@@ -383,7 +386,8 @@ func (w *Workspace) HostOf(name string) (host string, declared bool) {
 // ObserveBox observes only what box name needs: its declared host, or every
 // host when boxes.yaml does not declare it. A box another fleet holds is an
 // *OtherFleetError, and one no fleet declares a *NoFleetError, before
-// anything is done to it: only rm (ObserveRemoval) reaches the latter.
+// anything is done to it: only rm (ObserveRemoval) reaches the latter. A box
+// the workspace's Confine keeps out is refused on what was just observed.
 func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
 	return w.observeOwn(ctx, name, false)
 }
@@ -397,6 +401,9 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	host, r, err := w.observeBox(ctx, name)
 	if err == nil {
 		err = w.Claim(name, host, r, noFleetOK)
+	}
+	if err == nil {
+		err = w.confined(host, name, r)
 	}
 	if err != nil {
 		return host, r, err

@@ -8,6 +8,7 @@ import (
 
 func newDoctorCommand(env *Env) *cobra.Command {
 	var asJSON bool
+	var confine workspace.Confine
 	cmd := &cobra.Command{
 		Use:   "doctor NAME",
 		Short: "Check a box from the host and from inside (hb doctor); exit 1 on a problem",
@@ -17,10 +18,10 @@ MCP initialize with the token (and refusing one without it), the containers
 on the locked image; then from inside the box with hb doctor (the tools,
 the /data layout, the MCP handshake with Executor). Each check prints ok,
 warn or error with what to do; exit 1 when one is an error. --json prints
-the checks.`,
+the checks. --lease and --no-pool confine it as they do exec.`,
 		Args: exactlyOne("doctor", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return inWorkspace(env, func(ws *workspace.Workspace) error {
+			return inConfinedWorkspace(env, confine, func(ws *workspace.Workspace) error {
 				rep, err := ws.ObserveDoctor(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -33,5 +34,6 @@ the checks.`,
 		},
 	}
 	jsonFlag(cmd, &asJSON, "print the checks as JSON")
+	confineFlags(cmd, &confine)
 	return cmd
 }

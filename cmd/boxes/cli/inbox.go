@@ -19,13 +19,16 @@ import (
 func newExecCommand(env *Env) *cobra.Command {
 	var user string
 	var interactive, tty bool
+	var confine workspace.Confine
 	cmd := &cobra.Command{
 		Use:   "exec NAME -- CMD [ARG…]",
 		Short: "Run a command in a box's agent container; its exit code is boxes's",
 		Long: `Run CMD with its arguments in box NAME's agent container, as user agent in
 its home (-u root for system work), and exit with CMD's exit code. The
 command gets no standard input unless -i, and no terminal unless -t. A box
-just created is waited for until its hb init has finished.
+just created is waited for until its hb init has finished. --lease ID runs
+it only while the box's lease on its engine is ID; --no-pool refuses a box
+that is or was a pool's (boxes mcp runs its commands so).
 
   boxes exec alpha -- git -C work status
   boxes exec -u root alpha -- apt-get install -y ripgrep
@@ -47,10 +50,11 @@ just created is waited for until its hb init has finished.
 			if tty {
 				opts.Env = []string{"TERM=" + terminal.Name()}
 			}
-			return runInBox(cmd.Context(), env, args[0], opts)
+			return runInBox(cmd.Context(), env, confine, args[0], opts)
 		},
 	}
 	cmd.Flags().StringVarP(&user, "user", "u", hb.AgentUser, "run as this user (root for system work)")
+	confineFlags(cmd, &confine)
 	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "pass standard input to the command")
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "give the command a terminal")
 	return cmd
@@ -69,7 +73,7 @@ one.`,
 			if !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
-			return runInBox(cmd.Context(), env, args[0], workspace.ExecOptions{
+			return runInBox(cmd.Context(), env, workspace.Confine{}, args[0], workspace.ExecOptions{
 				Cmd: hb.Attach(), User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
@@ -77,15 +81,15 @@ one.`,
 	}
 }
 
-// runInBox runs opts in the running agent container of box name and turns a
-// non-zero exit into boxes's exit code.
-func runInBox(ctx context.Context, env *Env, name string, opts workspace.ExecOptions) error {
+// runInBox runs opts in the running agent container of box name, if c
+// lets it, and turns a non-zero exit into boxes's exit code.
+func runInBox(ctx context.Context, env *Env, c workspace.Confine, name string, opts workspace.ExecOptions) error {
 	var raw func() func()
 	if opts.TTY {
 		raw = func() func() { return terminal.Raw(env.In) }
 		opts.Started = func(resize func(h, w uint)) { terminal.FollowSize(ctx, env.Out, resize) }
 	}
-	return inWorkspace(env, func(ws *workspace.Workspace) error {
+	return inConfinedWorkspace(env, c, func(ws *workspace.Workspace) error {
 		code, err := ws.Exec(ctx, name, initWait(env, name), opts, raw)
 		var replaced *workspace.ReplacedError
 		switch {
@@ -103,12 +107,14 @@ var InitTimeout = 60 * time.Second
 
 func newLogsCommand(env *Env) *cobra.Command {
 	var o workspace.LogOptions
+	var confine workspace.Confine
 	cmd := &cobra.Command{
 		Use:   "logs NAME [agent|executor|gate]",
 		Short: "Print a box container's logs (the agent's unless named)",
 		Long: `Print the logs of one of box NAME's containers: the agent's, or the
 executor's or the gate's when named. -f (--follow) keeps printing new lines until
 interrupted, as docker logs -f does; -n N prints only the last N lines.
+--lease and --no-pool confine it as they do exec.
 
   boxes logs alpha executor -f -n 50`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -125,7 +131,7 @@ interrupted, as docker logs -f does; -n N prints only the last N lines.
 			if len(args) == 2 {
 				service = args[1]
 			}
-			return inWorkspace(env, func(ws *workspace.Workspace) error {
+			return inConfinedWorkspace(env, confine, func(ws *workspace.Workspace) error {
 				return ws.Logs(cmd.Context(), args[0], service, o, env.Out, env.Err)
 			})
 		},
@@ -135,5 +141,6 @@ interrupted, as docker logs -f does; -n N prints only the last N lines.
 	cmd.Flags().BoolVar(&o.Follow, "follow", false, "keep printing new lines until interrupted (-f)")
 	cmd.Flags().StringVarP(&o.Tail, "tail", "n", "all", "print only the last N lines")
 	cmd.Flags().BoolVar(&o.Timestamps, "timestamps", false, "prefix each line with its time")
+	confineFlags(cmd, &confine)
 	return cmd
 }

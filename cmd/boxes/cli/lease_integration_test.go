@@ -455,6 +455,26 @@ func TestIntegrationMCPLease(t *testing.T) {
 	if res, out := call("exec", map[string]any{"box": other, "command": []string{"true"}}); !res.IsError || !strings.Contains(out, "does not hold") {
 		t.Errorf("exec in the pool's other box: %v %s", res.IsError, out)
 	}
+
+	// The pool leaves boxes.yaml: its leased box is still the session's
+	// alone. A read-only session of the same directory cannot exec in it.
+	writeFile(t, config, "version: 1\nfleet: it\n")
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := mcpserver.New(inProcess, config, "test").Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	ros, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ros.Close()
+	if res, out := mcpCaller(t, ros)("exec", map[string]any{"box": l.Box, "command": []string{"cat", "work/it's here.txt"}}); !res.IsError || !strings.Contains(out, "reached only under its lease") {
+		t.Errorf("a read-only session's exec in the leased box of a pool boxes.yaml no longer has: %v %s", res.IsError, out)
+	}
+	if res, out := call("exec", map[string]any{"box": l.Box, "command": []string{"true"}}); res.IsError || !strings.Contains(out, `"exit_code":0`) {
+		t.Errorf("the holder's exec once the pool left boxes.yaml: %s", out)
+	}
+	writeFile(t, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 2}\n", pool))
 	if row := leaseRowOf(t, dir, l.Box); row.State != "leased" || row.Holder != "mcp-test" {
 		t.Fatalf("while the session holds it: %+v", row)
 	}

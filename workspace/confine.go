@@ -1,0 +1,95 @@
+package workspace
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/reconcile"
+)
+
+// Confine limits the boxes a command works on to those the engine, as the
+// command observes it, says it may: boxes mcp runs exec, logs and doctor
+// with one, so that whether a box is a pool's, and whose lease it is, is
+// never decided from boxes.yaml alone (a pool taken out of it leaves its
+// leased boxes to their holders).
+type Confine struct {
+	// Lease is the one lease (its ID) under which a box is worked in: the
+	// box's claim on its engine must be this lease's, and not expired.
+	Lease string
+	// NoPool refuses a box that is or was a pool's: its resources carry a
+	// pool's label, a lease marker names it, or boxes.yaml puts it in a
+	// pool.
+	NoPool bool
+}
+
+// confined refuses box name, whose resources on host are r as just
+// observed, when w's Confine does not let commands work on it.
+func (w *Workspace) confined(host, name string, r reconcile.Resources) error {
+	g := w.opts.Confine
+	if g.NoPool {
+		if pool, ok := w.poolOnEngine(host, name, r); ok {
+			what := "a pool's box"
+			if pool != "" {
+				what = "a box of pool " + pool
+			}
+			return hint.Wrap(fmt.Errorf("%s is, or was, %s, reached only under its lease; nothing was done", name, what),
+				"boxes lease claims a box of a pool; --lease ID then works in it")
+		}
+	}
+	if g.Lease != "" {
+		var l reconcile.Lease
+		if o := w.Observed[host]; o != nil {
+			l = o.Leases(w.Config.Fleet)[name]
+		}
+		if err := checkHolder(name, l, g.Lease); err != nil {
+			return err
+		}
+		switch now := time.Now(); {
+		case l.Reset != nil:
+			return fmt.Errorf("%s is being reset: lease %s has ended", name, g.Lease)
+		case l.ExpiredAt(now):
+			return hint.Wrap(fmt.Errorf("lease %s of %s expired at %s: the box is not yours any more", g.Lease, name, l.Expires().UTC().Format(time.RFC3339)),
+				"boxes lease claims a fresh box")
+		}
+	}
+	return nil
+}
+
+// poolOnEngine reports whether box name on host is or was a pool's, and
+// which pool's when that is known: its resources r are labelled with a
+// pool, a lease marker of any fleet names it there, or boxes.yaml declares
+// it in a pool.
+func (w *Workspace) poolOnEngine(host, name string, r reconcile.Resources) (string, bool) {
+	labelled := func(labels map[string]string) (string, bool) {
+		p, ok := labels[compose.PoolLabel]
+		return p, ok
+	}
+	for _, c := range r.Containers {
+		if p, ok := labelled(c.Labels); ok {
+			return p, true
+		}
+	}
+	for _, v := range r.Volumes {
+		if p, ok := labelled(v.Labels); ok {
+			return p, true
+		}
+	}
+	for _, n := range r.Networks {
+		if p, ok := labelled(n.Labels); ok {
+			return p, true
+		}
+	}
+	if o := w.Observed[host]; o != nil {
+		for _, m := range o.LeaseMarks {
+			if m.Box == name {
+				return m.Pool, true
+			}
+		}
+	}
+	if p, ok := w.Config.PoolOf(name); ok {
+		return p.Name, true
+	}
+	return "", false
+}
