@@ -224,14 +224,15 @@ func (t *tools) release(ctx context.Context, _ *mcp.CallToolRequest, in ReleaseI
 	return res, out, err
 }
 
-// homePath is p, relative to the agent's home, as an absolute path in the
-// box; a path that would leave the home is refused.
+// homePath is p, relative to the agent's home, cleaned; a path that would
+// leave the home as written is refused. A symbolic link is followed in the
+// box itself (readScript, writeScript), where one that leads out is refused.
 func homePath(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", errors.New("path: a file's path under /data/home/agent is needed")
-	case len(p) > 4096 || strings.ContainsRune(p, 0):
-		return "", errors.New("path: at most 4096 bytes, with no NUL")
+	case len(p) > 4096 || strings.ContainsAny(p, "\x00\n"):
+		return "", errors.New("path: at most 4096 bytes, with no NUL or newline")
 	case strings.HasPrefix(p, "/"):
 		return "", fmt.Errorf("path %q: give it relative to /data/home/agent", p)
 	}
@@ -239,8 +240,39 @@ func homePath(p string) (string, error) {
 	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("path %q leaves /data/home/agent", p)
 	}
-	return Home + "/" + clean, nil
+	return clean, nil
 }
+
+// The file tools' scripts resolve the path ($2, under the home $1) in the
+// box, refuse it when a symbolic link leads it out of the home, then open
+// it, and act through that open file only once the kernel says that it is
+// in the home: the agent may change its files at any moment, so what is
+// checked is the file opened, not a name. Every value is an argument of
+// sh -c, never parsed by the shell.
+const (
+	fileScript = `home=$1 rel=$2
+refuse() { printf 'path "%s" %s\n' "$rel" "$1" >&2; exit 1; }
+inside() { case $1 in "$home" | "$home"/*) ;; *) refuse "leaves $home through a symbolic link";; esac; }
+`
+	// $3 is the most bytes to read.
+	readScript = fileScript + `r=$(realpath -e -- "$home/$rel") || exit 1
+inside "$r"
+[ -f "$r" ] || refuse "is not a regular file"
+exec 3<"$r"
+inside "$(readlink /proc/self/fd/3)"
+exec head -c "$3" <&3
+`
+	// $3 is the content. The file is opened without truncating it, and
+	// truncated through the open file once it is known to be the home's.
+	writeScript = fileScript + `t=$(realpath -m -- "$home/$rel") || exit 1
+inside "$t"
+[ ! -d "$t" ] || refuse "is a directory"
+mkdir -p -- "${t%/*}" || exit 1
+exec 3>>"$t"
+inside "$(readlink /proc/self/fd/3)"
+printf '%s' "$3" >/proc/self/fd/3
+`
+)
 
 // ReadInput names a file to read.
 type ReadInput struct {
@@ -254,7 +286,7 @@ func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInp
 	if err != nil {
 		return nil, Result{}, err
 	}
-	full, err := homePath(in.Path)
+	rel, err := homePath(in.Path)
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -265,7 +297,7 @@ func (t *tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in ReadInp
 	case n < 0 || n > MaxRead:
 		return nil, Result{}, fmt.Errorf("max_bytes %d: want 1 to %d", n, MaxRead)
 	}
-	return t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "head", "-c", strconv.Itoa(n), "--", full}, false)
+	return t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "sh", "-c", readScript, "read_file", Home, rel, strconv.Itoa(n)}, false)
 }
 
 // WriteInput is a file to write.
@@ -280,18 +312,16 @@ func (t *tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in WriteI
 	if err != nil {
 		return nil, Result{}, err
 	}
-	full, err := homePath(in.Path)
+	rel, err := homePath(in.Path)
 	if err != nil {
 		return nil, Result{}, err
 	}
 	if len(in.Content) > MaxWrite || !utf8.ValidString(in.Content) || strings.ContainsRune(in.Content, 0) {
 		return nil, Result{}, fmt.Errorf("content: at most %d bytes of UTF-8 text with no NUL", MaxWrite)
 	}
-	// The content and the path are arguments, never parsed by the shell.
-	script := `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`
-	res, out, err := t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "sh", "-c", script, "write_file", in.Content, full}, false)
+	res, out, err := t.invoke(ctx, []string{"exec", in.Box, "--lease", id, "--", "sh", "-c", writeScript, "write_file", Home, rel, in.Content}, false)
 	if err == nil && !res.IsError {
-		msg := fmt.Sprintf("wrote %d bytes to %s", len(in.Content), full)
+		msg := fmt.Sprintf("wrote %d bytes to %s/%s", len(in.Content), Home, rel)
 		res.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
 		out.Stdout = msg
 	}

@@ -173,8 +173,8 @@ func TestLeaseSession(t *testing.T) {
 		// Under the session's lease on the engine, or away from any pool's box.
 		{"exec", "p-1", "--lease", "id1", "--", "timeout", "-k", "5", "600", "true"},
 		{"exec", "alpha", "--no-pool", "--", "timeout", "-k", "5", "600", "true"},
-		{"exec", "p-1", "--lease", "id1", "--", "sh", "-c", `mkdir -p -- "$(dirname -- "$2")" && printf '%s' "$1" > "$2"`, "write_file", "a 'quoted' $line\n", "/data/home/agent/work/notes.txt"},
-		{"exec", "p-1", "--lease", "id1", "--", "head", "-c", "10", "--", "/data/home/agent/work/notes.txt"},
+		{"exec", "p-1", "--lease", "id1", "--", "sh", "-c", writeScript, "write_file", "/data/home/agent", "work/notes.txt", "a 'quoted' $line\n"},
+		{"exec", "p-1", "--lease", "id1", "--", "sh", "-c", readScript, "read_file", "/data/home/agent", "work/notes.txt", "10"},
 		{"renew", "p-2", "--lease", "id2", "--ttl", "2h0m0s", "--json"},
 		{"release", "p-1", "--lease", "id1"},
 		// The end of the session: what it still holds, that lease only.
@@ -206,6 +206,7 @@ func TestLeaseToolsRefuseBadArguments(t *testing.T) {
 		{"read_file", map[string]any{"box": "p-1", "path": "/etc/passwd"}, "give it relative to /data/home/agent"},
 		{"read_file", map[string]any{"box": "p-1", "path": "a/../.."}, "leaves /data/home/agent"},
 		{"read_file", map[string]any{"box": "p-1", "path": ""}, "a file's path under /data/home/agent is needed"},
+		{"read_file", map[string]any{"box": "p-1", "path": "two\nlines"}, "with no NUL or newline"},
 		{"read_file", map[string]any{"box": "p-1", "path": "x", "max_bytes": MaxRead + 1}, "max_bytes 1048577: want 1 to 1048576"},
 		{"write_file", map[string]any{"box": "p-1", "path": ".", "content": "x"}, "leaves /data/home/agent"},
 		{"write_file", map[string]any{"box": "p-1", "path": "big", "content": strings.Repeat("x", MaxWrite+1)}, "content: at most 65536 bytes"},

@@ -456,6 +456,34 @@ func TestIntegrationMCPLease(t *testing.T) {
 		t.Errorf("exec in the pool's other box: %v %s", res.IsError, out)
 	}
 
+	// A symbolic link does not lead the file tools out of the home: the
+	// path is resolved in the box, and what is opened is checked.
+	links := "ln -s /etc etclink && ln -s /tmp tmplink && ln -s /tmp/it-outside flink && mkdir d && ln -s .. d/up && ln -s \"work/it's here.txt\" inlink"
+	if res, out := call("exec", map[string]any{"box": l.Box, "command": []string{"sh", "-c", links}}); res.IsError || !strings.Contains(out, `"exit_code":0`) {
+		t.Fatalf("making links: %s", out)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "etclink/hostname"}},
+		{"read_file", map[string]any{"path": "d/up/etclink/hostname"}},
+		{"write_file", map[string]any{"path": "tmplink/it-written", "content": "x"}},
+		{"write_file", map[string]any{"path": "tmplink/it-dir/it-written", "content": "x"}},
+		{"write_file", map[string]any{"path": "flink", "content": "x"}},
+	} {
+		c.args["box"] = l.Box
+		if res, out := call(c.tool, c.args); !res.IsError || !strings.Contains(out, "leaves /data/home/agent through a symbolic link") {
+			t.Errorf("%s %s: %v %q", c.tool, c.args["path"], res.IsError, out)
+		}
+	}
+	if res, out := call("exec", map[string]any{"box": l.Box, "command": []string{"sh", "-c", "ls -A /tmp | grep it- ; true"}}); res.IsError || !strings.Contains(out, `"stdout":""`) {
+		t.Errorf("written outside the home: %s", out)
+	}
+	if res, out := call("read_file", map[string]any{"box": l.Box, "path": "d/up/inlink"}); res.IsError || out != "from the session\n" {
+		t.Errorf("read_file through links inside the home: %v %q", res.IsError, out)
+	}
+
 	// The pool leaves boxes.yaml: its leased box is still the session's
 	// alone. A read-only session of the same directory cannot exec in it.
 	writeFile(t, config, "version: 1\nfleet: it\n")
