@@ -116,6 +116,19 @@ type Host struct {
 	TLS string
 }
 
+// HostKind is the kind of engine a host is: what reaches it, and what a box
+// becomes there. Each kind has its connector (workspace.Kinds).
+type HostKind string
+
+// HostDocker is a Docker engine: docker: (any DOCKER_HOST form), context:
+// (a docker context), or the local engine (DOCKER_HOST, then the default
+// socket).
+const HostDocker HostKind = "docker"
+
+// Kind is the kind of engine h is. Every host boxes.yaml can declare today
+// is a Docker engine.
+func (h Host) Kind() HostKind { return HostDocker }
+
 // Box returns the declared box with that name.
 func (c *Config) Box(name string) (Box, bool) {
 	for _, b := range c.Boxes {

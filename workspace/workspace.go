@@ -86,6 +86,18 @@ type Connector interface {
 	Connect(ctx context.Context, host spec.Host) (Engine, error)
 }
 
+// Kinds reaches each host through the connector of its kind.
+type Kinds map[spec.HostKind]Connector
+
+// Connect reaches host h's engine through the connector of h's kind.
+func (k Kinds) Connect(ctx context.Context, h spec.Host) (Engine, error) {
+	c, ok := k[h.Kind()]
+	if !ok {
+		return nil, fmt.Errorf("host %s: this boxes reaches no engine of kind %s", reconcile.HostName(h.Name), h.Kind())
+	}
+	return c.Connect(ctx, h)
+}
+
 // ErrNoConfig is returned when boxes.yaml does not exist.
 var ErrNoConfig = hint.New("boxes.yaml not found", "run boxes init to write one, or pass -f FILE")
 

@@ -341,3 +341,24 @@ func TestLockPath(t *testing.T) {
 		t.Errorf("LockPath %q, LockPathOf %q, want %q", ws.LockPath(), workspace.LockPathOf(ws.Path), want)
 	}
 }
+
+// Each host is reached through the connector of its kind; a kind with none
+// is refused, naming the host, before anything is reached.
+func TestKindsConnectByKind(t *testing.T) {
+	reached := map[string]bool{}
+	k := workspace.Kinds{spec.HostDocker: connectFunc(func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+		reached[h.Name] = true
+		return nil, nil
+	})}
+	if _, err := k.Connect(context.Background(), spec.Host{Name: "nexus", Docker: "ssh://me@nexus"}); err != nil || !reached["nexus"] {
+		t.Errorf("a Docker host: %v, reached %v", err, reached)
+	}
+	_, err := workspace.Kinds{}.Connect(context.Background(), spec.Host{Name: "nexus", Docker: "ssh://me@nexus"})
+	if err == nil || err.Error() != "host nexus: this boxes reaches no engine of kind docker" {
+		t.Errorf("no connector for the kind: %v", err)
+	}
+}
+
+type connectFunc func(context.Context, spec.Host) (workspace.Engine, error)
+
+func (f connectFunc) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) { return f(ctx, h) }

@@ -41,10 +41,12 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"boxes": func() {
-			if path := os.Getenv(fakeEngineVar); path != "" {
-				cli.Engines = func() workspace.Connector { return &fakeengine.Connector{Path: path} }
+			path := os.Getenv(fakeEngineVar)
+			if path == "" {
+				os.Exit(cli.Main(cli.StdStreams(), os.Args[1:]))
 			}
-			os.Exit(cli.Main(cli.StdStreams(), os.Args[1:]))
+			fake := cli.Connectors{spec.HostDocker: func() workspace.Connector { return &fakeengine.Connector{Path: path} }}
+			os.Exit(cli.MainOn(cli.StdStreams(), os.Args[1:], fake))
 		},
 	})
 }

@@ -97,8 +97,14 @@ type run struct {
 
 func boxes(t *testing.T, dir string, args ...string) run {
 	t.Helper()
+	return boxesWith(t, DefaultConnectors(), dir, args...)
+}
+
+// boxesWith is boxes with the hosts reached through c.
+func boxesWith(t *testing.T, c Connectors, dir string, args ...string) run {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...))
+	code := MainWith(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", filepath.Join(dir, "boxes.yaml")}, args...), c)
 	return run{code, out.String(), errb.String()}
 }
 

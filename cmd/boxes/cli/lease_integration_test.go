@@ -488,7 +488,7 @@ func TestIntegrationMCPLease(t *testing.T) {
 	// alone. A read-only session of the same directory cannot exec in it.
 	writeFile(t, config, "version: 1\nfleet: it\n")
 	st, ct := mcp.NewInMemoryTransports()
-	if _, err := mcpserver.New(inProcess, config, "test").Connect(ctx, st, nil); err != nil {
+	if _, err := mcpserver.New(inProcess(DefaultConnectors()), config, "test").Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
 	ros, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)

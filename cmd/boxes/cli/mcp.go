@@ -46,7 +46,7 @@ Register it with an agent, for example:
 				}
 			}
 			ctx := cmd.Context()
-			s, end := mcpserver.NewWith(inProcess, env.File, versionString(), o)
+			s, end := mcpserver.NewWith(inProcess(env.connectors), env.File, versionString(), o)
 			err := mcpserver.Serve(ctx, s, env.In, env.Out)
 			// The session is over: what it holds goes back, even on a signal.
 			if rerr := end(context.WithoutCancel(ctx)); rerr != nil {
@@ -59,7 +59,10 @@ Register it with an agent, for example:
 	return cmd
 }
 
-// inProcess runs one boxes command line in this process, with no standard input.
-func inProcess(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return MainContext(ctx, Streams{In: strings.NewReader(""), Out: stdout, Err: stderr}, args)
+// inProcess runs one boxes command line in this process, with no standard
+// input, reaching the hosts through c.
+func inProcess(c Connectors) mcpserver.Runner {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return MainWith(ctx, Streams{In: strings.NewReader(""), Out: stdout, Err: stderr}, args, c)
+	}
 }

@@ -28,7 +28,7 @@ func TestIntegrationMCP(t *testing.T) {
 
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	if _, err := mcpserver.New(inProcess, filepath.Join(dir, "boxes.yaml"), "test").Connect(ctx, st, nil); err != nil {
+	if _, err := mcpserver.New(inProcess(DefaultConnectors()), filepath.Join(dir, "boxes.yaml"), "test").Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)

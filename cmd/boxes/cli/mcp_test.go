@@ -12,13 +12,13 @@ import (
 
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/mcpserver"
+	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// onFakeEngines makes every boxes run in-process reach fake engines whose
-// state is a file of dir (see internal/fakeengine), whose local engine has
-// image.
-func onFakeEngines(t *testing.T, dir, image string) {
+// onFakeEngines are connectors to fake engines whose state is a file of dir
+// (see internal/fakeengine), whose local engine has image.
+func onFakeEngines(t *testing.T, dir, image string) Connectors {
 	t.Helper()
 	path := filepath.Join(dir, "engines.json")
 	if err := fakeengine.Edit(path, func(s *fakeengine.State) error { s.AddImage("", image); return nil }); err != nil {
@@ -26,17 +26,16 @@ func onFakeEngines(t *testing.T, dir, image string) {
 	}
 	// A command that reaches for Docker itself fails fast.
 	t.Setenv("DOCKER_HOST", "unix://"+dir+"/no-docker.sock")
-	old := Engines
-	Engines = func() workspace.Connector { return &fakeengine.Connector{Path: path} }
-	t.Cleanup(func() { Engines = old })
+	return Connectors{spec.HostDocker: func() workspace.Connector { return &fakeengine.Connector{Path: path} }}
 }
 
-// mcpSession is a session of boxes mcp on boxes.yaml in dir, run in-process.
-func mcpSession(t *testing.T, dir string, o mcpserver.Options) func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+// mcpSession is a session of boxes mcp on boxes.yaml in dir, run in-process
+// with the hosts reached through c.
+func mcpSession(t *testing.T, dir string, c Connectors, o mcpserver.Options) func(name string, args map[string]any) (*mcp.CallToolResult, string) {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	s, _ := mcpserver.NewWith(inProcess, filepath.Join(dir, "boxes.yaml"), "test", o)
+	s, _ := mcpserver.NewWith(inProcess(c), filepath.Join(dir, "boxes.yaml"), "test", o)
 	if _, err := s.Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -56,23 +55,23 @@ func mcpSession(t *testing.T, dir string, o mcpserver.Options) func(name string,
 func TestMCPConfinesPoolBoxesByTheEngine(t *testing.T) {
 	dir := t.TempDir()
 	const image = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	onFakeEngines(t, dir, image)
+	fake := onFakeEngines(t, dir, image)
 	file := filepath.Join(dir, "boxes.yaml")
 	withPool := "version: 1\nfleet: main\npools:\n  scratch: {size: 2}\nboxes:\n  alpha: {}\n"
 	writeFile(t, file, withPool)
 	writeFile(t, filepath.Join(dir, "boxes.lock"), "version: 1\nimage:\n  id: "+image+"\n")
-	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+	if r := boxesWith(t, fake, dir, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
 
-	holder := mcpSession(t, dir, mcpserver.Options{AllowLease: true})
+	holder := mcpSession(t, dir, fake, mcpserver.Options{AllowLease: true})
 	res, out := holder("lease", map[string]any{"pool": "scratch", "holder": "mcp-a"})
 	var l mcpserver.Lease
 	if res.IsError || json.Unmarshal([]byte(out), &l) != nil || l.Box != "scratch-1" {
 		t.Fatalf("lease: %v %s", res.IsError, out)
 	}
-	readOnly := mcpSession(t, dir, mcpserver.Options{})
-	other := mcpSession(t, dir, mcpserver.Options{AllowLease: true})
+	readOnly := mcpSession(t, dir, fake, mcpserver.Options{})
+	other := mcpSession(t, dir, fake, mcpserver.Options{AllowLease: true})
 	refused := func(call func(string, map[string]any) (*mcp.CallToolResult, string), who, box, want string) {
 		t.Helper()
 		for _, tc := range []struct {
@@ -118,10 +117,10 @@ func TestMCPConfinesPoolBoxesByTheEngine(t *testing.T) {
 	// someone else leases it anew: the session, which still counts the
 	// box as its own, reaches it no more.
 	writeFile(t, file, withPool)
-	if r := boxes(t, dir, "release", "scratch-1"); r.code != 0 {
+	if r := boxesWith(t, fake, dir, "release", "scratch-1"); r.code != 0 {
 		t.Fatalf("release: %+v", r)
 	}
-	if r := boxes(t, dir, "lease", "scratch", "--holder", "someone"); r.code != 0 || !strings.Contains(r.stdout, "scratch-1") {
+	if r := boxesWith(t, fake, dir, "lease", "scratch", "--holder", "someone"); r.code != 0 || !strings.Contains(r.stdout, "scratch-1") {
 		t.Fatalf("lease again: %+v", r)
 	}
 	refused(holder, "the session that held it", "scratch-1", "lease "+l.Lease+" of scratch-1 has ended: the box is not yours any more")

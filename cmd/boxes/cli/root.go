@@ -44,6 +44,8 @@ type Env struct {
 	Streams
 	// File is the path of boxes.yaml; boxes.lock and .boxes/ live beside it.
 	File string
+	// connectors reach the hosts, by kind.
+	connectors Connectors
 	// printedJSON is set once a JSON document went to stdout: a command
 	// that fails after printing its result does not print its errors too.
 	printedJSON bool
@@ -88,14 +90,24 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // SIGTERM cancel the command's context: whatever it started, it undoes or
 // leaves recoverable (save resumes the box, a prompt restores the terminal).
 func Main(s Streams, args []string) int {
+	return MainOn(s, args, DefaultConnectors())
+}
+
+// MainOn is Main with the hosts reached through c.
+func MainOn(s Streams, args []string, c Connectors) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return MainContext(ctx, s, args)
+	return MainWith(ctx, s, args, c)
 }
 
 // MainContext runs boxes with args until ctx ends and returns the exit code.
 func MainContext(ctx context.Context, s Streams, args []string) int {
-	err := Run(ctx, s, args)
+	return MainWith(ctx, s, args, DefaultConnectors())
+}
+
+// MainWith is MainContext with the hosts reached through c.
+func MainWith(ctx context.Context, s Streams, args []string, c Connectors) int {
+	err := runWith(ctx, s, args, c)
 	if err == nil {
 		return 0
 	}
@@ -144,7 +156,11 @@ func Report(w io.Writer, err error) {
 
 // Run parses args and runs one command.
 func Run(ctx context.Context, s Streams, args []string) error {
-	env := &Env{Streams: s}
+	return runWith(ctx, s, args, DefaultConnectors())
+}
+
+func runWith(ctx context.Context, s Streams, args []string, c Connectors) error {
+	env := &Env{Streams: s, connectors: c}
 	root := newRoot(env)
 	root.SetArgs(terraformFlags(args))
 	cmd, err := root.ExecuteContextC(ctx)

@@ -4,15 +4,30 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
-// Engines, when not nil, makes what reaches every host in place of Docker,
-// once per workspace opened. Only the test binary sets it, so that
-// cmd/boxes's scripts run the real command line on a fake engine
-// (internal/fakeengine); the shipped boxes never does, and nothing it reads
-// (flag, file or environment) can.
-var Engines func() workspace.Connector
+// Connectors make what reaches each kind of host, once per workspace opened
+// (a connector may keep what it connected).
+type Connectors map[spec.HostKind]func() workspace.Connector
+
+// DefaultConnectors are the shipped boxes': Docker engines. The test binary
+// runs the same command line with others (MainWith), so that cmd/boxes's
+// scripts run on fake engines (internal/fakeengine); nothing the shipped
+// boxes reads (flag, file or environment) can change them.
+func DefaultConnectors() Connectors {
+	return Connectors{spec.HostDocker: func() workspace.Connector { return docker.Connector{} }}
+}
+
+// kinds are c's connectors made for one workspace.
+func (c Connectors) kinds() workspace.Kinds {
+	k := workspace.Kinds{}
+	for kind, make := range c {
+		k[kind] = make()
+	}
+	return k
+}
 
 // inWorkspace reads boxes.yaml and boxes.lock, runs fn on the workspace,
 // whose engines are reached on first use, and closes it.
@@ -23,11 +38,7 @@ func inWorkspace(env *Env, fn func(ws *workspace.Workspace) error) error {
 // inConfinedWorkspace is inWorkspace with the boxes fn works on confined
 // by c (see confineFlags).
 func inConfinedWorkspace(env *Env, c workspace.Confine, fn func(ws *workspace.Workspace) error) error {
-	var connect workspace.Connector = docker.Connector{}
-	if Engines != nil {
-		connect = Engines()
-	}
-	ws, err := workspace.Open(env.File, workspace.Options{Connect: connect, Shown: shown, Warn: env.Warnf, Confine: c})
+	ws, err := workspace.Open(env.File, workspace.Options{Connect: env.connectors.kinds(), Shown: shown, Warn: env.Warnf, Confine: c})
 	if err != nil {
 		return err
 	}
