@@ -102,8 +102,8 @@ func ruleSet(v string) []string {
 	return strings.Split(v, ", ")
 }
 
-// GateOnly reports whether every reason of a recreate concerns the gate
-// alone: the agent and the executor keep running.
+// GateOnly reports whether every reason of a recreate or a start concerns
+// the gate alone: the agent and the executor keep running.
 func GateOnly(reasons []Reason) bool {
 	if len(reasons) == 0 {
 		return false
@@ -112,7 +112,7 @@ func GateOnly(reasons []Reason) bool {
 		switch {
 		case r.Kind == "credential":
 		case r.Kind == "config" && (r.Service == compose.GateService || compose.IsGateKey(r.Field)):
-		case (r.Kind == "missing" || r.Kind == "dead" || r.Kind == "exited" || r.Kind == "restarting") && r.Service == compose.GateService:
+		case r.Service == compose.GateService && slices.Contains([]string{"missing", "dead", "exited", "restarting", "stopped", "paused", "created"}, r.Kind):
 		default:
 			return false
 		}

@@ -95,6 +95,23 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		edit(o, "userstop", compose.AgentService, func(c *reconcile.Container) { c.ExitCode = 143 })
 		edit(o, "userstop", compose.ExecutorService, func(c *reconcile.Container) { c.ExitCode = 0 })
 	})
+	// A container stopped beside an agent that runs: it alone is started,
+	// and the plan names it; a gate alone leaves the agent running (cut
+	// off). An agent stopped is the box stopped, whatever else runs.
+	add("gatekilled", "running", func() {
+		edit(o, "gatekilled", compose.GateService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
+	})
+	add("gatepaused", "running", func() {
+		edit(o, "gatepaused", compose.GateService, func(c *reconcile.Container) { c.State = "paused" })
+	})
+	add("execstopped", "running", func() {
+		edit(o, "execstopped", compose.ExecutorService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 143, nil })
+	})
+	add("stoppedagent", "running", func() {
+		for _, service := range []string{compose.AgentService, compose.ExecutorService} {
+			edit(o, "stoppedagent", service, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
+		}
+	})
 	add("neverstarted", "created", nil)
 	add("nocontainers", "running", func() {
 		var keep []reconcile.Container
@@ -134,11 +151,15 @@ func TestDriftGolden(t *testing.T) {
 		"nonet": reconcile.Recreate, "unplugged": reconcile.Recreate, "elsewhere": reconcile.Recreate, "fixedport": reconcile.Recreate,
 		"noscratch": reconcile.Recreate, "nocontainers": reconcile.Recreate, "renamed": reconcile.Recreate,
 		"paused": reconcile.Start, "userstop": reconcile.Start, "neverstarted": reconcile.Start,
+		"gatekilled": reconcile.Start, "gatepaused": reconcile.Start, "execstopped": reconcile.Start, "stoppedagent": reconcile.Start,
 		"healthy": reconcile.NoOp, "quiet": reconcile.Stop,
 	}
 	for _, b := range p.Boxes {
 		if want[b.Name] != b.Action {
 			t.Errorf("%s: action %s, want %s (reasons %v)", b.Name, b.Action, want[b.Name], b.Reasons)
+		}
+		if gateOnly := b.Name == "gatekilled" || b.Name == "gatepaused"; b.GateOnly != gateOnly {
+			t.Errorf("%s: gate only %v, want %v", b.Name, b.GateOnly, gateOnly)
 		}
 	}
 	if len(p.Boxes) != len(want) {
@@ -152,6 +173,12 @@ func TestDriftGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "drift.json", buf.Bytes())
+	// A pull request's table says the same of the gate started alone.
+	buf.Reset()
+	p.RenderMarkdownView(&buf, reconcile.MarkdownView{Title: "boxes plan"})
+	if want := "| `~` | `gatekilled` | start the gate (the agent keeps running) | gate: stopped (exit 137) → running |"; !strings.Contains(buf.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, buf.String())
+	}
 }
 
 func TestMissingDataVolume(t *testing.T) {

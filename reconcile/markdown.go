@@ -83,7 +83,7 @@ func (p *Plan) markdownTable(w io.Writer) {
 		}
 		name, action := "`"+b.Name+"`", string(b.Action)
 		if b.GateOnly {
-			action = "recreate the gate (the agent keeps running)"
+			action += " the gate (the agent keeps running)"
 		}
 		if b.Action == Delete {
 			name, action = "**`"+b.Name+"`**", "**delete, with its data**"

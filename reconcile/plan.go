@@ -37,7 +37,7 @@ var (
 )
 
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
-// created, paused, frozen, image, config, missing, nocontainers, dead,
+// created, paused, stopped, frozen, image, config, missing, nocontainers, dead,
 // restarting, exited, network, disconnected, published, volume, duplicate,
 // renamed, networks, replace, token, undeclared, incomplete, door, credential.
 type Reason struct {
@@ -80,6 +80,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("%s: created, never started", r.Service)
 	case "paused":
 		return fmt.Sprintf("%s is paused", r.Service)
+	case "stopped":
+		return fmt.Sprintf("%s: stopped (exit %d) → running", r.Service, r.ExitCode)
 	case "frozen":
 		return "a save was cut short and left the box frozen (paused or quiesced): it is resumed"
 	case "incomplete":
@@ -186,7 +188,8 @@ type BoxPlan struct {
 	// From is the box, or snapshot of it (BOX@LABEL), a create is seeded
 	// from, on its engine.
 	From string `json:"from,omitempty"`
-	// GateOnly is a recreate of the gate alone: the agent keeps running.
+	// GateOnly is a recreate or a start of the gate alone: the agent keeps
+	// running.
 	GateOnly bool `json:"gate_only,omitempty"`
 	// Delete lists what a delete removes; nil otherwise.
 	Delete *Deletion `json:"delete,omitempty"`
@@ -732,6 +735,7 @@ func planState(b spec.Box, r Resources, bp BoxPlan, frozen bool) BoxPlan {
 		}
 		if len(reasons) > 0 {
 			bp.Action, bp.Reasons = Start, reasons
+			bp.GateOnly = GateOnly(reasons)
 			return bp
 		}
 	case anyRunning(r):
@@ -773,10 +777,11 @@ func withoutKind(rs []Reason, kind string) []Reason {
 
 // startReasons say why a box declared running needs a start: containers
 // stopped (by boxes stop or docker compose stop), created by an apply that
-// was cut short before it started them, or paused.
+// was cut short before it started them, or paused. A box whose agent is
+// stopped is a box stopped; a container stopped beside an agent that runs
+// (a gate killed) is named, for it alone is started.
 func startReasons(r Resources) []Reason {
 	var reasons []Reason
-	stopped := false
 	for _, service := range compose.Services {
 		c, _ := r.Container(service)
 		switch c.State {
@@ -785,11 +790,11 @@ func startReasons(r Resources) []Reason {
 		case "paused":
 			reasons = append(reasons, Reason{Kind: "paused", Service: service})
 		case "exited":
-			stopped = true
+			reasons = append(reasons, Reason{Kind: "stopped", Service: service, ExitCode: c.ExitCode})
 		}
 	}
-	if stopped {
-		reasons = append([]Reason{{Kind: "state", Old: string(spec.Stopped), New: string(spec.Running)}}, reasons...)
+	if agent, _ := r.Container(compose.AgentService); HasKind(reasons, "stopped") && !isRunning(agent.State) {
+		reasons = append([]Reason{{Kind: "state", Old: string(spec.Stopped), New: string(spec.Running)}}, withoutKind(reasons, "stopped")...)
 	}
 	return reasons
 }

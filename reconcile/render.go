@@ -109,7 +109,10 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		}
 		fmt.Fprintln(w)
 		title := fmt.Sprintf("  # %s %s", b.Name, headline[b.Action])
-		if b.GateOnly {
+		switch {
+		case b.GateOnly && b.Action == Start:
+			title = fmt.Sprintf("  # %s's gate will be started: the agent keeps running", b.Name)
+		case b.GateOnly:
 			title = fmt.Sprintf("  # %s's gate must be replaced: the agent keeps running", b.Name)
 		}
 		switch {
@@ -239,7 +242,8 @@ type JSONBox struct {
 	Delete *Deletion `json:"delete,omitempty"`
 	// Move is where a move goes from and to, and how far it has come.
 	Move *Moving `json:"move,omitempty"`
-	// GateOnly is a recreate of the gate alone: the agent keeps running.
+	// GateOnly is a recreate or a start of the gate alone: the agent keeps
+	// running.
 	GateOnly bool `json:"gate_only,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -68,21 +69,37 @@ func (rs Rows) WriteText(w io.Writer, fleets bool) {
 	_ = tw.Flush()
 }
 
-// boxState is a box's STATE in ls: its agent container's state (agent),
-// with the executor's added when it differs, in the engine's words
-// ("running (executor exited)"), or said missing when the other container
-// is there. A box is usable only when both run, so "running" alone must
-// mean both.
-func boxState(agent string, a, x reconcile.Container, haveAgent, haveExecutor bool) string {
-	switch {
-	case haveAgent && haveExecutor && a.State != x.State:
-		return agent + " (executor " + x.State + ")"
-	case haveAgent && !haveExecutor:
-		return agent + " (no executor)"
-	case !haveAgent && haveExecutor:
-		return "no agent (executor " + x.State + ")"
+// boxState is the STATE in ls of box, whose resources are r: its agent
+// container's state, with the executor's and the gate's added where they
+// differ, in the engine's words ("running (executor exited)", "running
+// (gate paused)"), or said missing ("running (no executor)"). A box is
+// usable only when all three run (the agent reaches nothing but through
+// its gate), so "running" alone must mean all three.
+func boxState(box string, r reconcile.Resources) string {
+	a, haveAgent := r.Container(compose.AgentService)
+	var others []string
+	for _, service := range []string{compose.ExecutorService, compose.GateService} {
+		c, ok := r.Container(service)
+		switch {
+		case ok && (!haveAgent || c.State != a.State):
+			others = append(others, service+" "+c.State)
+		// A box made before the network door has no gate: its agent is
+		// not on the inside network, and does not need one to get out.
+		case !ok && haveAgent && (service == compose.ExecutorService || slices.Contains(a.Networks, compose.InsideNetworkName(box))):
+			others = append(others, "no "+service)
+		}
 	}
-	return agent
+	state := "absent"
+	switch {
+	case haveAgent:
+		state = a.State
+	case len(others) > 0:
+		state = "no agent"
+	}
+	if len(others) > 0 {
+		state += " (" + strings.Join(others, ", ") + ")"
+	}
+	return state
 }
 
 func orDash(s string) string {
@@ -188,17 +205,14 @@ func (l lister) observed(row *Row, r reconcile.Resources) {
 	} else if !r.Empty() {
 		row.Fleet = ""
 	}
-	a, haveAgent := r.Container(compose.AgentService)
-	x, haveExecutor := r.Container(compose.ExecutorService)
-	if haveAgent {
-		row.State = a.State
+	row.State = boxState(row.Name, r)
+	if a, ok := r.Container(compose.AgentService); ok {
 		row.Image = "stale"
 		if a.Image == w.Image() {
 			row.Image = "current"
 		}
 	}
-	row.State = boxState(row.State, a, x, haveAgent, haveExecutor)
-	if haveExecutor {
+	if x, ok := r.Container(compose.ExecutorService); ok {
 		if p, ok := x.Published(compose.ExecutorPort); ok {
 			row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
 			// The engine knows the address a person here reaches it on,

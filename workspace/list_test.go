@@ -84,16 +84,26 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 	}
 }
 
-// A box's STATE is its agent's, with the executor's added when it differs:
-// a box whose executor alone stopped is not simply "running".
-func TestListSaysWhenTheExecutorDiffers(t *testing.T) {
+// A box's STATE is its agent's, with the executor's and the gate's added
+// when they differ: a box whose executor alone stopped, or whose gate is
+// down (the agent then reaches nothing), is not simply "running".
+func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
 	agent := func(name, state string) reconcile.Container {
 		return reconcile.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
+	}
+	// gated is an agent behind the network door: on the inside network.
+	gated := func(name, state string) reconcile.Container {
+		a := agent(name, state)
+		a.Networks = []string{compose.InsideNetworkName(name)}
+		return a
 	}
 	executor := func(name, state string) reconcile.Container {
 		x := executorOf(name, "127.0.0.1", 4801)
 		x.State = state
 		return x
+	}
+	gate := func(name, state string) reconcile.Container {
+		return reconcile.Container{ID: name + "-g", Box: name, Service: compose.GateService, State: state}
 	}
 	for _, tc := range []struct {
 		name       string
@@ -107,6 +117,13 @@ func TestListSaysWhenTheExecutorDiffers(t *testing.T) {
 		{"agent stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "running")}, "exited (executor running)"},
 		{"no executor", []reconcile.Container{agent("alpha", "running")}, "running (no executor)"},
 		{"no agent", []reconcile.Container{executor("alpha", "running")}, "no agent (executor running)"},
+		{"all running", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "running")}, "running"},
+		{"gate killed", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "exited")}, "running (gate exited)"},
+		{"gate paused", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "paused")}, "running (gate paused)"},
+		{"executor and gate stopped", []reconcile.Container{gated("alpha", "running"), executor("alpha", "exited"), gate("alpha", "exited")}, "running (executor exited, gate exited)"},
+		{"all stopped", []reconcile.Container{gated("alpha", "exited"), executor("alpha", "exited"), gate("alpha", "exited")}, "exited"},
+		{"no gate", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running")}, "running (no gate)"},
+		{"gate alone", []reconcile.Container{gate("alpha", "running")}, "no agent (gate running)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t)

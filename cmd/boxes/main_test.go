@@ -102,6 +102,8 @@ func TestFakeScripts(t *testing.T) {
 //	fake image HOST ID          the engine of HOST gets image ID
 //	fake stop BOX               BOX's containers are stopped (docker stop)
 //	fake crash BOX SERVICE CODE BOX's container of SERVICE exits with CODE
+//	fake kill BOX SERVICE       BOX's container of SERVICE is killed (docker kill)
+//	fake pause BOX SERVICE      BOX's container of SERVICE is paused (docker pause)
 //	fake rm BOX SERVICE         BOX's container of SERVICE is removed (docker rm -f)
 //	fake disconnect BOX SERVICE NETWORK
 //	                            it is taken off network NETWORK
@@ -111,7 +113,7 @@ func TestFakeScripts(t *testing.T) {
 //	fake write BOX TEXT         BOX's /data holds TEXT (the volume's content)
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|rm|disconnect|dying|healed|expire|write ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|write ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -139,6 +141,12 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 				return err
 			}
 			return s.Crash(args[1], args[2], code)
+		case "kill":
+			want(2)
+			return s.KillBehind(args[1], args[2])
+		case "pause":
+			want(2)
+			return s.PauseBehind(args[1], args[2])
 		case "rm":
 			want(2)
 			return s.RemoveBehind(args[1], args[2])

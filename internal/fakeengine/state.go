@@ -303,6 +303,34 @@ func (s *State) Crash(box, service string, code int) error {
 	return nil
 }
 
+// KillBehind kills box's container of service, as docker kill by someone
+// else would: it exits 137 (SIGKILL), which a crash does not.
+func (s *State) KillBehind(box, service string) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	if c.State != "running" && c.State != "paused" {
+		return fmt.Errorf("container %s is %s, not running", c.Name, c.State)
+	}
+	c.State, c.ExitCode = "exited", 137
+	return nil
+}
+
+// PauseBehind pauses box's container of service, as docker pause by
+// someone else would.
+func (s *State) PauseBehind(box, service string) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	if c.State != "running" {
+		return fmt.Errorf("container %s is %s, not running", c.Name, c.State)
+	}
+	c.State = "paused"
+	return nil
+}
+
 // RemoveBehind removes box's container of service, as docker rm -f by
 // someone else would.
 func (s *State) RemoveBehind(box, service string) error {
