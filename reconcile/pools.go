@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -31,6 +32,28 @@ type PoolPlan struct {
 type HeldBox struct {
 	Box     string   `json:"box"`
 	Reasons []string `json:"reasons"`
+}
+
+// Pool is the pool the resources' boxes.pool label names: the pool that
+// made the box, whether boxes.yaml still has it or not; "" for a box of no
+// pool.
+func (r Resources) Pool() string {
+	for _, c := range r.Containers {
+		if p := c.Labels[compose.PoolLabel]; p != "" {
+			return p
+		}
+	}
+	for _, v := range r.Volumes {
+		if p := v.Labels[compose.PoolLabel]; p != "" {
+			return p
+		}
+	}
+	for _, n := range r.Networks {
+		if p := n.Labels[compose.PoolLabel]; p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // leased reports whether pool box b is leased or being reset.

@@ -63,7 +63,8 @@ type LeaseRow struct {
 	Box  string `json:"box"`
 	Pool string `json:"pool"`
 	Host string `json:"host"`
-	// State is free, leased, expired or resetting.
+	// State is free, leased, expired or resetting; in leases also absent,
+	// not running, or to delete.
 	State  string `json:"state"`
 	Holder string `json:"holder"`
 	// Lease is the lease's ID; Expires its end (RFC 3339); both empty when free.
@@ -640,9 +641,10 @@ func (w *Workspace) reapOrphans(ctx context.Context, o LeaseOptions) (int, error
 	return total, nil
 }
 
-// Leases lists the boxes of every pool with their leases, and the leased
-// boxes of pools boxes.yaml no longer has; with reap, it first resets the
-// reapable leases (see reapable).
+// Leases lists the boxes of every pool with their leases, and every other
+// pool box of the fleet the engines hold: leased ones of pools boxes.yaml
+// no longer has, and free ones a plan deletes ("to delete"); with reap, it
+// first resets the reapable leases (see reapable).
 func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]LeaseRow, error) {
 	if err := w.Observe(ctx); err != nil {
 		return nil, err
@@ -673,11 +675,27 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 		rows = append(rows, row)
 		listed[[2]string{b.Host, b.Name}] = true
 	}
+	// The pool boxes boxes.yaml no longer counts, by their label: the
+	// leased ones are kept for their holders; the free ones (beyond a
+	// smaller size, or of a pool taken out or moved) a plan deletes, and
+	// they stay until an apply's delete is confirmed.
 	for _, host := range w.Hosts() {
-		for name, l := range w.Observed[host].Leases(w.Config.Fleet) {
+		o := w.Observed[host]
+		if o == nil {
+			continue
+		}
+		leases := o.Leases(w.Config.Fleet)
+		for name, l := range leases {
 			if !listed[[2]string{host, name}] {
 				l.Box = name
 				rows = append(rows, rowOfLease(host, l, now))
+				listed[[2]string{host, name}] = true
+			}
+		}
+		for _, name := range o.Boxes() {
+			r := o.Of(name)
+			if pool := r.Pool(); pool != "" && !listed[[2]string{host, name}] && r.Owned(w.Config.Fleet) && r.HeldBy(w.Config.Fleet) == "" {
+				rows = append(rows, LeaseRow{Box: name, Pool: pool, Host: host, State: "to delete"})
 			}
 		}
 	}

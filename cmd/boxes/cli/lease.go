@@ -159,8 +159,12 @@ func newLeasesCommand(env *Env) *cobra.Command {
 		Use:   "leases",
 		Short: "List the pools' boxes and their leases; --reap resets the expired",
 		Long: `List every pool's boxes with their state (free, leased, expired, resetting;
-absent until apply makes it, not running when stopped), holder and expiry. --reap first resets the boxes whose lease
-has expired, and finishes the resets that were cut short. --json prints an
+absent until apply makes it, not running when stopped), holder and expiry,
+and every other pool box the engines hold: a leased box of a pool taken out
+of boxes.yaml, and "to delete" for a free box the next apply deletes once
+its delete is confirmed (beyond a smaller size, or of a pool taken out or
+moved). --reap first resets the boxes whose lease has expired, and
+finishes the resets that were cut short. --json prints an
 array of objects with box, pool, host, state, holder, lease and expires
 (RFC 3339; holder and expires are empty for a free box).`,
 		Args: between(0, 0, "leases takes no arguments"),
