@@ -176,8 +176,75 @@ func (w *Workspace) Lease(ctx context.Context, pool string, o LeaseOptions) (Lea
 	}
 }
 
-// claim claims the first ready free box of p as observed.
+// claim claims the first ready free box of p as observed. When other
+// claims take every box it tries, it looks at p's host again, once the
+// engine lists them: a box come free meanwhile is tried, and a failure
+// counts the boxes as the engine holds them once the claims failed (those
+// just leased by others among them), not as it held them before.
 func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (LeaseRow, error) {
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	id, err := newLeaseID()
+	if err != nil {
+		return LeaseRow{}, err
+	}
+	// lost are the boxes whose claim another was first to: each is tried
+	// once, so that this ends.
+	lost := map[string]bool{}
+	for {
+		ready, none := w.poolBoxes(p, lost)
+		if len(ready) == 0 {
+			return LeaseRow{}, none
+		}
+		row, err := w.claimFirst(ctx, e, p, ready, id, o, lost)
+		if !errors.Is(err, errClaimsLost) {
+			return row, err
+		}
+		if err := w.observeClaims(ctx, p.Host, lost); err != nil {
+			return LeaseRow{}, err
+		}
+	}
+}
+
+// claimsListed is how long a claim that lost waits for the engine to list
+// the claims that won.
+const claimsListed = 2 * time.Second
+
+// observeClaims observes host until it lists a lease of each box in lost,
+// for up to claimsListed: the engine refuses a name as soon as another
+// takes it, and lists that container only once it is made.
+func (w *Workspace) observeClaims(ctx context.Context, host string, lost map[string]bool) error {
+	deadline := time.Now().Add(claimsListed)
+	for {
+		if err := w.Observe(ctx, host); err != nil {
+			return err
+		}
+		leases := w.Observed[host].Leases(w.Config.Fleet)
+		listed := true
+		for name := range lost {
+			listed = listed && leases[name].Held()
+		}
+		if listed || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// errClaimsLost is claimFirst's failure when another claim was first to
+// every box it tried.
+var errClaimsLost = errors.New("every box tried was claimed by another first")
+
+// poolBoxes are p's ready free boxes as last observed, the lowest numbers
+// first, and the counts of the others for a lease that finds none. A box
+// in lost counts as leased: the engine refused its claim.
+func (w *Workspace) poolBoxes(p spec.Pool, lost map[string]bool) ([]string, *NoFreeBoxError) {
 	obs := w.Observed[p.Host]
 	leases := obs.Leases(w.Config.Fleet)
 	none := &NoFreeBoxError{Pool: p.Name, Size: p.Size}
@@ -187,7 +254,7 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 			continue
 		}
 		switch r := obs.Of(b.Name); {
-		case leases[b.Name].Held():
+		case leases[b.Name].Held() || lost[b.Name]:
 			none.Leased++
 		case r.Empty():
 			none.Absent++
@@ -203,14 +270,13 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 		b, _ := spec.PoolBoxNumber(p.Name, ready[j])
 		return a < b
 	})
-	e, err := w.Engine(ctx, p.Host)
-	if err != nil {
-		return LeaseRow{}, err
-	}
-	id, err := newLeaseID()
-	if err != nil {
-		return LeaseRow{}, err
-	}
+	return ready, none
+}
+
+// claimFirst claims the first of ready, boxes of p on engine e, that it
+// can, for lease id; a box another claimed first is added to lost.
+func (w *Workspace) claimFirst(ctx context.Context, e Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (LeaseRow, error) {
+	obs := w.Observed[p.Host]
 	var lastErr error
 	for _, name := range ready {
 		r := obs.Of(name)
@@ -219,7 +285,8 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 			Kind: reconcile.LeaseClaim, Pool: p.Name, Holder: o.Holder, Lease: id, Expires: time.Now().Add(o.TTL).UTC().Truncate(time.Second)}
 		markID, err := e.CreateLeaseMark(ctx, agent.Image, m)
 		if errors.Is(err, reconcile.ErrLeaseTaken) {
-			continue // another claim was first
+			lost[name] = true // another claim was first
+			continue
 		}
 		if err != nil {
 			return LeaseRow{}, fmt.Errorf("claiming %s: %w", name, err)
@@ -241,7 +308,7 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (Lea
 	if lastErr != nil {
 		return LeaseRow{}, lastErr
 	}
-	return LeaseRow{}, none
+	return LeaseRow{}, errClaimsLost
 }
 
 // poolBoxReady reports whether a pool box's containers all run: apply made

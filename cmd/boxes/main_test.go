@@ -110,10 +110,12 @@ func TestFakeScripts(t *testing.T) {
 //	fake dying HOST BOX         BOX's executors made from now on exit when started
 //	fake healed HOST BOX        … and no longer
 //	fake expire BOX             BOX's lease ended on 2000-01-01
+//	fake rival HOST BOX HOLDER  the next claim of BOX loses to HOLDER's, made
+//	                            just before it (a lease that raced it)
 //	fake write BOX TEXT         BOX's /data holds TEXT (the volume's content)
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|write ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|rival|write ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -159,6 +161,9 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		case "expire":
 			want(1)
 			return s.ExpireLease(args[1], time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+		case "rival":
+			want(3)
+			s.SetRival(host(args[1]), args[2], args[3])
 		case "write":
 			want(2)
 			return s.WriteData(args[1], args[2])

@@ -127,13 +127,26 @@ func (e *Engine) Close() error { return nil }
 // that the planner sees exactly what docker.Engine.Observe would give it.
 func (e *Engine) Observe(_ context.Context, images ...string) (*reconcile.Observed, error) {
 	l := docker.Listing{Images: images, Sizes: map[string]int64{}}
-	err := e.read(func(h *Host) error {
+	look := e.read
+	_ = e.read(func(h *Host) error {
+		for _, c := range h.Containers {
+			if c.Unlisted > 0 {
+				look = e.edit // this look counts down its Unlisted
+			}
+		}
+		return nil
+	})
+	err := look(func(h *Host) error {
 		for _, id := range images {
 			if contains(h.Images, id) {
 				l.Sizes[id] = ImageSize
 			}
 		}
 		for _, c := range h.Containers {
+			if c.Unlisted > 0 {
+				c.Unlisted--
+				continue
+			}
 			l.Containers = append(l.Containers, summary(c))
 		}
 		for _, v := range h.Volumes {
@@ -915,10 +928,20 @@ func contains(list []string, s string) bool {
 }
 
 // CreateLeaseMark makes lease marker m as a container never started, as
-// docker.Engine.CreateLeaseMark does: a name taken is refused.
+// docker.Engine.CreateLeaseMark does: a name taken is refused. The claim
+// of a box with a rival (SetRival) finds the rival's made just before.
 func (e *Engine) CreateLeaseMark(_ context.Context, image string, m reconcile.LeaseMark) (string, error) {
 	var id string
 	err := e.edit(func(h *Host) error {
+		if holder, ok := h.Rivals[m.Box]; ok && m.Kind == reconcile.LeaseClaim {
+			delete(h.Rivals, m.Box)
+			rival := m
+			rival.Holder, rival.Lease, rival.Expires = holder, "rival-"+m.Box, time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+			// Docker takes a name before it lists the container, once its
+			// layer is made: the loser's next look may miss the winner.
+			h.Containers = append(h.Containers, &Container{ID: h.newID(e.host), Name: m.Name, Image: image, Labels: docker.LeaseLabels(rival),
+				State: "created", Networks: map[string]string{}, Unlisted: 1})
+		}
 		if _, taken := h.container(m.Name); taken != nil {
 			return fmt.Errorf("%s: %w", m.Name, reconcile.ErrLeaseTaken)
 		}

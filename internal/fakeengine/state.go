@@ -67,6 +67,10 @@ type Host struct {
 	// as they are started: readiness fails for them, and a recreate puts
 	// the previous containers back.
 	Dying map[string]bool `json:"dying,omitempty"`
+	// Rivals are lease holders by box: the next claim of the box loses to
+	// the holder's, made just before it (a lease by another process that
+	// raced it).
+	Rivals map[string]string `json:"rivals,omitempty"`
 	// Made counts the objects made, for their IDs.
 	Made int `json:"made"`
 }
@@ -91,6 +95,9 @@ type Container struct {
 	// Dying is an executor made while its box was marked dying: it exits
 	// as soon as it is started.
 	Dying bool `json:"dying,omitempty"`
+	// Unlisted is how many more looks at the engine leave it out, though
+	// its name is taken (Docker lists a container once it is made).
+	Unlisted int `json:"unlisted,omitempty"`
 }
 
 // Mount is a named volume mounted at Destination.
@@ -374,6 +381,16 @@ func (s *State) SetDying(host, box string, dying bool) {
 	} else {
 		delete(h.Dying, box)
 	}
+}
+
+// SetRival makes the next claim of box on host lose to a lease of holder,
+// made just before it and left out of the next look at the engine.
+func (s *State) SetRival(host, box, holder string) {
+	h := s.Host(host)
+	if h.Rivals == nil {
+		h.Rivals = map[string]string{}
+	}
+	h.Rivals[box] = holder
 }
 
 func (s *State) serviceContainer(box, service string) (*Container, error) {
