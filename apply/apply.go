@@ -18,6 +18,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -52,7 +53,7 @@ type Engine interface {
 	Previous(ctx context.Context, box string) (Previous, error)
 	// Observe lists the engine's labelled resources (and which of images
 	// it holds).
-	Observe(ctx context.Context, images ...string) (*reconcile.Observed, error)
+	Observe(ctx context.Context, images ...string) (*engine.Observed, error)
 }
 
 // ErrUnreachable is matched (errors.Is) by an error from an engine that
@@ -660,7 +661,7 @@ func (a *Applier) createFailed(ctx context.Context, engine Engine, bp reconcile.
 // CreateError is a create the engine refused, after what it made was removed.
 type CreateError struct {
 	Err     error
-	Removed reconcile.Resources
+	Removed engine.Resources
 }
 
 func (e *CreateError) Error() string {
@@ -704,7 +705,7 @@ type RestoreError struct {
 	// Archive is the archive as messages name it.
 	Archive string
 	Err     error
-	Removed reconcile.Resources
+	Removed engine.Resources
 }
 
 func (e *RestoreError) Error() string {
@@ -722,7 +723,7 @@ func (e *RestoreError) HintLines() []string {
 type ForkError struct {
 	From    string
 	Err     error
-	Removed reconcile.Resources
+	Removed engine.Resources
 }
 
 func (e *ForkError) Error() string {

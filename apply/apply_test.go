@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -65,7 +66,7 @@ type fakeEngine struct {
 	// bad is an image whose agent never finishes hb init.
 	bad string
 	// observed is what Observe returns (nothing when nil).
-	observed *reconcile.Observed
+	observed *engine.Observed
 	// raced is box → the step that fails once, with the engine's error
 	// for a second network of the box's name.
 	raced map[string]string
@@ -73,9 +74,9 @@ type fakeEngine struct {
 	ready map[string]string
 }
 
-func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+func (f *fakeEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
 	if f.observed == nil {
-		return &reconcile.Observed{}, nil
+		return &engine.Observed{}, nil
 	}
 	return f.observed, nil
 }
@@ -327,10 +328,10 @@ func TestApplierDeleteOrder(t *testing.T) {
 	if err := a.Tokens.Put("old", testToken); err != nil {
 		t.Fatal(err)
 	}
-	r := reconcile.Resources{
-		Containers: []reconcile.Container{{ID: "old/c1", Name: "hbl-old-agent-1"}, {ID: "old/c2", Name: "hbl-old-executor-1"}},
-		Networks:   []reconcile.Network{{ID: "old/n1", Name: "hbl-old_default"}},
-		Volumes:    []reconcile.Volume{{Name: "old/v1"}, {Name: "old/v2"}},
+	r := engine.Resources{
+		Containers: []engine.Container{{ID: "old/c1", Name: "hbl-old-agent-1"}, {ID: "old/c2", Name: "hbl-old-executor-1"}},
+		Networks:   []engine.Network{{ID: "old/n1", Name: "hbl-old_default"}},
+		Volumes:    []engine.Volume{{Name: "old/v1"}, {Name: "old/v2"}},
 	}
 	if err := a.Apply(context.Background(), reconcile.DeletePlan("", "old", r, "")); err != nil {
 		t.Fatal(err)
@@ -405,7 +406,7 @@ func TestApplierOneBoxPlans(t *testing.T) {
 	if b := p.Boxes[0]; b.Action != reconcile.Create || b.Restore != "/a.tar.gz.age" || p.Image != testImage {
 		t.Errorf("load plan %+v", p)
 	}
-	d := reconcile.DeletePlan("nexus", "old", reconcile.Resources{Volumes: []reconcile.Volume{{Name: "v"}}}, "backups/x")
+	d := reconcile.DeletePlan("nexus", "old", engine.Resources{Volumes: []engine.Volume{{Name: "v"}}}, "backups/x")
 	if b := d.Boxes[0]; b.Action != reconcile.Delete || b.Host != "nexus" || b.Delete.Backup != "backups/x" || len(b.Delete.Volumes) != 1 {
 		t.Errorf("delete plan %+v", d.Boxes[0])
 	}
@@ -481,7 +482,7 @@ func TestApplierSettlesARacedRequest(t *testing.T) {
 	a, j, e := newApplier(t, testBox("alpha"))
 	o := emptyObserved()
 	observeBox(t, o, testBox("alpha"), testImage, "created", 0)
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-alpha-late", Name: compose.NetworkName("alpha"), Box: "alpha", Fleet: testFleet})
+	o.Networks = append(o.Networks, engine.Network{ID: "net-alpha-late", Name: compose.NetworkName("alpha"), Box: "alpha", Fleet: testFleet})
 	e.observed = o
 	e.raced = map[string]string{"alpha": "start " + testImage}
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{{Name: "alpha", Action: reconcile.Create}}}

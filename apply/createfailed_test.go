@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -24,18 +25,18 @@ import (
 type makingEngine struct {
 	*fakeEngine
 	mu  sync.Mutex
-	now reconcile.Observed
+	now engine.Observed
 	// refuse is the error of every create.
 	refuse error
 }
 
-func (m *makingEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+func (m *makingEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := m.now
-	o.Containers = append([]reconcile.Container(nil), m.now.Containers...)
-	o.Volumes = append([]reconcile.Volume(nil), m.now.Volumes...)
-	o.Networks = append([]reconcile.Network(nil), m.now.Networks...)
+	o.Containers = append([]engine.Container(nil), m.now.Containers...)
+	o.Volumes = append([]engine.Volume(nil), m.now.Volumes...)
+	o.Networks = append([]engine.Network(nil), m.now.Networks...)
 	return &o, nil
 }
 
@@ -52,23 +53,23 @@ func (m *makingEngine) Create(ctx context.Context, p *types.Project, force bool)
 	}
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 		if name := box + "/" + compose.VolumeName(box, v); !has[name] {
-			m.now.Volumes = append(m.now.Volumes, reconcile.Volume{Name: name, Box: box, Fleet: testFleet, Size: -1})
+			m.now.Volumes = append(m.now.Volumes, engine.Volume{Name: name, Box: box, Fleet: testFleet, Size: -1})
 		}
 	}
-	m.now.Networks = append(m.now.Networks, reconcile.Network{ID: box + "/net", Name: compose.NetworkName(box), Box: box, Fleet: testFleet})
+	m.now.Networks = append(m.now.Networks, engine.Network{ID: box + "/net", Name: compose.NetworkName(box), Box: box, Fleet: testFleet})
 	return m.refuse
 }
 
 func (m *makingEngine) RemoveNetwork(ctx context.Context, id string) error {
 	m.mu.Lock()
-	m.now.Networks = slices.DeleteFunc(m.now.Networks, func(n reconcile.Network) bool { return n.ID == id })
+	m.now.Networks = slices.DeleteFunc(m.now.Networks, func(n engine.Network) bool { return n.ID == id })
 	m.mu.Unlock()
 	return m.fakeEngine.RemoveNetwork(ctx, id)
 }
 
 func (m *makingEngine) RemoveVolume(ctx context.Context, name string) error {
 	m.mu.Lock()
-	m.now.Volumes = slices.DeleteFunc(m.now.Volumes, func(v reconcile.Volume) bool { return v.Name == name })
+	m.now.Volumes = slices.DeleteFunc(m.now.Volumes, func(v engine.Volume) bool { return v.Name == name })
 	m.mu.Unlock()
 	return m.fakeEngine.RemoveVolume(ctx, name)
 }
@@ -128,7 +129,7 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 
 	t.Run("made since the plan", func(t *testing.T) {
 		a, j, m := newMakingApplier(t, refused, testBox("alpha"))
-		m.now.Volumes = []reconcile.Volume{{Name: agentData, Box: "alpha", Fleet: testFleet, Size: -1}}
+		m.now.Volumes = []engine.Volume{{Name: agentData, Box: "alpha", Fleet: testFleet, Size: -1}}
 		err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
 			{Name: "alpha", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}}}})
 		if !errors.Is(err, refused) || strings.Contains(err.Error(), "removed") {
@@ -140,7 +141,7 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 	})
 	t.Run("restore cut short", func(t *testing.T) {
 		a, j, m := newMakingApplier(t, refused, testBox("alpha"))
-		m.now.Volumes = []reconcile.Volume{{Name: agentData, Box: "alpha", Fleet: testFleet, Size: -1}}
+		m.now.Volumes = []engine.Volume{{Name: agentData, Box: "alpha", Fleet: testFleet, Size: -1}}
 		archive := "backups/a.tar.zst.age"
 		err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
 			{Name: "alpha", Action: reconcile.Create, State: spec.Running, Restore: archive, Reasons: []reconcile.Reason{{Kind: "incomplete", New: archive}}}}})

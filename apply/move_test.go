@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	boxarchive "github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -51,8 +52,8 @@ func (e hostEngine) RemoveContainer(_ context.Context, id string) error {
 	e.add("alpha", "rm container "+id)
 	return nil
 }
-func (e hostEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
-	return &reconcile.Observed{}, nil
+func (e hostEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
+	return &engine.Observed{}, nil
 }
 func (e hostEngine) RenameContainer(_ context.Context, from, to string) error {
 	e.add("alpha", "rename container "+from+" "+to)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -46,7 +47,7 @@ func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
 	o := emptyObserved()
 	observeBox(t, o, testBox("alpha"), testImage, "created", 0)
 	observeBox(t, o, testBox("beta"), testImage, "running", 0)
-	o.Volumes = append(o.Volumes, reconcile.Volume{Name: "hbl-alpha_other", Box: "alpha", Fleet: "other-team"})
+	o.Volumes = append(o.Volumes, engine.Volume{Name: "hbl-alpha_other", Box: "alpha", Fleet: "other-team"})
 	e.observed = o
 	a.Seeder = refusingSeeder{fakeSeeder{j}}
 	err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.zst.age"))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
@@ -68,7 +69,7 @@ var ErrNoArchive = hint.New("no such archive", "boxes save writes archives under
 type Save struct {
 	Box string
 	// Agent is the box's agent container as observed.
-	Agent reconcile.Container
+	Agent engine.Container
 	// Out is the archive to write; it must not exist.
 	Out string
 	// Recipients encrypt the archive; Identity reads it back to verify it.

@@ -19,6 +19,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/sideorder"
 	"github.com/hermes-box/boxes/reconcile"
@@ -167,7 +168,7 @@ func TestSaveQuiescesVerifiesPublishesResumes(t *testing.T) {
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "backups", "alpha-20260101-000000"+archive.Ext)
 	var steps []string
-	saved, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Image: "sha256:1"}, Out: out,
+	saved, err := Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Image: "sha256:1"}, Out: out,
 		Recipients: r, Identity: id, Writer: "boxes test", Init: hb.Wait{Timeout: time.Second},
 		Step: func(m string) { steps = append(steps, m) }}.Run(context.Background(), e)
 	if err != nil {
@@ -200,7 +201,7 @@ func TestSaveOfAHealthyBoxSkipsTheInitCheck(t *testing.T) {
 	e := &fakeBox{}
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Healthy: true}, Out: out,
 		Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestSaveGoesOnWithoutASizeWhenDuHangs(t *testing.T) {
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
 	var warned []string
-	_, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+	_, err := Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Healthy: true}, Out: out,
 		Recipients: r, Identity: id, Warn: func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }}.Run(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 	}}
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	_, err := Save{Box: "alpha", Agent: reconcile.Container{ID: "a", State: "running"}, Out: out, Recipients: r, Identity: id}.Run(ctx, e)
+	_, err := Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running"}, Out: out, Recipients: r, Identity: id}.Run(ctx, e)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v", err)
 	}
@@ -314,7 +315,7 @@ func TestRestoreWritesTheMarkerFirst(t *testing.T) {
 	e := &fakeBox{}
 	r, id := keys(t)
 	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	if err := Restore(context.Background(), e, "b", file, []age.Identity{id}, 0); err != nil {
@@ -330,7 +331,7 @@ func TestCheckRestoresAsksOnceAndRefusesABadArchive(t *testing.T) {
 	r, id := keys(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: good, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a"}, Out: good, Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	p := &reconcile.Plan{Boxes: []reconcile.BoxPlan{
@@ -391,7 +392,7 @@ func TestRemoveLeftoversKeepsRunningSaves(t *testing.T) {
 func TestRestoreChecksTheRestoredData(t *testing.T) {
 	r, id := keys(t)
 	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -506,7 +507,7 @@ func TestSeedWithoutPrepareIsRefused(t *testing.T) {
 func TestSeedChecksTheRestoredDataBeforeFinishResumes(t *testing.T) {
 	r, id := keys(t)
 	file := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: reconcile.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a"}, Out: file, Recipients: r, Identity: id}).Run(context.Background(), &fakeBox{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, good := range []bool{true, false} {

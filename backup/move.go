@@ -18,8 +18,8 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Mover is the reconcile.Mover of apply: it saves, restores and checks a
@@ -44,7 +44,7 @@ type Mover struct {
 type MoveHosts interface {
 	Hosts
 	// AgentNow is box's agent container on host as the engine has it now.
-	AgentNow(ctx context.Context, host, box string) (reconcile.Container, error)
+	AgentNow(ctx context.Context, host, box string) (engine.Container, error)
 	// DoctorMoved checks the new copy of a moved box on host, as boxes
 	// doctor does, and fails naming every failed check.
 	DoctorMoved(ctx context.Context, host, box string) error

@@ -17,7 +17,7 @@ const (
 	// of, beside its fleet label.
 	PoolLabel = "boxes.pool"
 	// LeaseLabel marks a pool box's lease marker container (its kind:
-	// claim, renew or reset; see reconcile.LeaseMark), which is never
+	// claim, renew or reset; see engine.LeaseMark), which is never
 	// started and is no part of the box. The others carry what it records.
 	LeaseLabel        = "boxes.lease"
 	LeaseBoxLabel     = "boxes.lease.box"

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -80,7 +81,7 @@ func Against(ctx context.Context, cfg *spec.Config, lock *spec.Lock, ref string)
 	}
 	for _, h := range hosts {
 		if observed[h] == nil {
-			observed[h] = &reconcile.Observed{Host: h, Images: map[string]bool{}}
+			observed[h] = &engine.Observed{Host: h, Images: map[string]bool{}}
 		}
 	}
 	for _, o := range observed {

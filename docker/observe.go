@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -35,7 +36,7 @@ func (e *Engine) parallelCalls() int {
 // asked about (whether the engine has it, and its size). The machine's CPUs
 // and memory and the engine's runtimes come from the docker info read when
 // the engine was connected.
-func (e *Engine) Observe(ctx context.Context, images ...string) (*reconcile.Observed, error) {
+func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observed, error) {
 	l, err := e.list(ctx, images)
 	if err != nil {
 		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
@@ -109,10 +110,10 @@ func (e *Engine) list(ctx context.Context, images []string) (Listing, error) {
 // Observed reads the listing of host's engine as boxes sees it: each
 // managed container, volume and network with its box, snapshots apart, and
 // the names of everything else.
-func (l Listing) Observed(host string) *reconcile.Observed {
-	o := &reconcile.Observed{
+func (l Listing) Observed(host string) *engine.Observed {
+	o := &engine.Observed{
 		Host: host,
-		Unmanaged: reconcile.Unmanaged{
+		Unmanaged: engine.Unmanaged{
 			Containers: map[string]bool{},
 			Volumes:    map[string]bool{},
 			Networks:   map[string]bool{},
@@ -158,7 +159,7 @@ func (l Listing) Observed(host string) *reconcile.Observed {
 		}
 		// Unreadable, the time stays zero: every backup of the box is shown.
 		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1, Created: created})
+		o.Volumes = append(o.Volumes, engine.Volume{Name: v.Name, Box: box, Fleet: v.Labels[compose.FleetLabel], Labels: v.Labels, Size: -1, Created: created})
 	}
 	for _, n := range l.Networks {
 		box, ok := managedBox(n.Labels)
@@ -166,7 +167,7 @@ func (l Listing) Observed(host string) *reconcile.Observed {
 			o.Unmanaged.Networks[n.Name] = true
 			continue
 		}
-		o.Networks = append(o.Networks, reconcile.Network{ID: n.ID, Name: n.Name, Box: box, Fleet: n.Labels[compose.FleetLabel], Labels: n.Labels})
+		o.Networks = append(o.Networks, engine.Network{ID: n.ID, Name: n.Name, Box: box, Fleet: n.Labels[compose.FleetLabel], Labels: n.Labels})
 	}
 	return o
 }
@@ -174,8 +175,8 @@ func (l Listing) Observed(host string) *reconcile.Observed {
 // observedContainer is box's container c, named name, as the planner sees
 // it: its state, its config hash, networks, volume mounts and published
 // ports.
-func observedContainer(c container.Summary, name, box string) reconcile.Container {
-	oc := reconcile.Container{
+func observedContainer(c container.Summary, name, box string) engine.Container {
+	oc := engine.Container{
 		ID:         c.ID,
 		Name:       name,
 		Box:        box,
@@ -201,14 +202,14 @@ func observedContainer(c container.Summary, name, box string) reconcile.Containe
 	}
 	for _, m := range c.Mounts {
 		if m.Type == mount.TypeVolume && m.Name != "" {
-			oc.Mounts = append(oc.Mounts, reconcile.Mount{Volume: m.Name, Destination: m.Destination})
+			oc.Mounts = append(oc.Mounts, engine.Mount{Volume: m.Name, Destination: m.Destination})
 		}
 	}
 	for _, p := range c.Ports {
 		if p.PublicPort == 0 {
 			continue
 		}
-		oc.Ports = append(oc.Ports, reconcile.Port{HostIP: p.IP, HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort)})
+		oc.Ports = append(oc.Ports, engine.Port{HostIP: p.IP, HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort)})
 	}
 	return oc
 }
@@ -216,7 +217,7 @@ func observedContainer(c container.Summary, name, box string) reconcile.Containe
 // inspectTroubled reads the restart count, OOM flag and start error of the
 // containers that are restarting or exited with a failure: the list gives
 // only the state and the status text. A healthy engine costs no call here.
-func (e *Engine) inspectTroubled(ctx context.Context, cs []reconcile.Container) error {
+func (e *Engine) inspectTroubled(ctx context.Context, cs []engine.Container) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range cs {
@@ -318,20 +319,20 @@ func (e *Engine) describe() string {
 }
 
 // snapshotOf is snapshot volume name of box as its labels describe it.
-func snapshotOf(name, box, label string, labels map[string]string, writing bool) reconcile.Snapshot {
+func snapshotOf(name, box, label string, labels map[string]string, writing bool) engine.Snapshot {
 	created, _ := time.Parse(time.RFC3339, labels[compose.SnapshotCreatedLabel])
 	size, err := strconv.ParseInt(labels[compose.SnapshotSizeLabel], 10, 64)
 	if err != nil || size < 0 {
 		size = -1
 	}
-	return reconcile.Snapshot{Volume: name, Box: box, Label: label, Fleet: labels[compose.FleetLabel], Created: created, Size: size, Writing: writing}
+	return engine.Snapshot{Volume: name, Box: box, Label: label, Fleet: labels[compose.FleetLabel], Created: created, Size: size, Writing: writing}
 }
 
 // leaseMarkOf reads lease marker container id, named name, of kind.
-func leaseMarkOf(id, name, kind string, labels map[string]string) reconcile.LeaseMark {
+func leaseMarkOf(id, name, kind string, labels map[string]string) engine.LeaseMark {
 	expires, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseExpiresLabel])
 	started, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseStartedLabel])
-	return reconcile.LeaseMark{
+	return engine.LeaseMark{
 		ID: id, Name: name, Kind: kind,
 		Box: labels[compose.LeaseBoxLabel], Fleet: labels[compose.FleetLabel], Pool: labels[compose.PoolLabel],
 		Holder: labels[compose.LeaseHolderLabel], Lease: labels[compose.LeaseIDLabel],
@@ -340,7 +341,7 @@ func leaseMarkOf(id, name, kind string, labels map[string]string) reconcile.Leas
 }
 
 // LeaseLabels are the labels of lease marker m.
-func LeaseLabels(m reconcile.LeaseMark) map[string]string {
+func LeaseLabels(m engine.LeaseMark) map[string]string {
 	labels := map[string]string{
 		compose.LeaseLabel: m.Kind, compose.LeaseBoxLabel: m.Box, compose.FleetLabel: m.Fleet, compose.PoolLabel: m.Pool,
 		compose.LeaseHolderLabel: m.Holder, compose.LeaseIDLabel: m.Lease, compose.LeaseByLabel: m.By,

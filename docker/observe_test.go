@@ -11,7 +11,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 )
 
 func TestExitCode(t *testing.T) {
@@ -113,7 +113,7 @@ func TestListingObserved(t *testing.T) {
 	if a.Box != "alpha" || a.Service != "agent" || a.Name != "hbl-alpha-agent-1" || a.Fleet != "team" || !a.Healthy || a.ConfigHash != "h1" ||
 		!slices.Equal(a.Networks, []string{"hbl-alpha_default", "hbl-alpha_inside"}) || !slices.Equal(a.NetworkIDs, []string{"n1", "n2"}) ||
 		len(a.Mounts) != 1 || a.Mounts[0].Volume != "hbl-alpha_data" ||
-		len(a.Ports) != 1 || a.Ports[0] != (reconcile.Port{HostIP: "127.0.0.1", HostPort: 32768, ContainerPort: 4788}) {
+		len(a.Ports) != 1 || a.Ports[0] != (engine.Port{HostIP: "127.0.0.1", HostPort: 32768, ContainerPort: 4788}) {
 		t.Errorf("agent %+v", a)
 	}
 	if e := o.Containers[1]; e.State != "exited" || e.ExitCode != 137 || e.Healthy {

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -28,7 +29,7 @@ const sizeTimeout = 5 * time.Second
 // sizeTimeout (a huge volume), the size hb's healthcheck last reported
 // stands in (see healthSize). A volume no running container mounts (a
 // stopped box) is reported unread, with the reason.
-func (e *Engine) VolumeSizes(ctx context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []string) map[string]reconcile.VolumeSize {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 	defer cancel()
 	type where struct{ id, dir string }

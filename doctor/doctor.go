@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
@@ -40,7 +41,7 @@ type Box struct {
 	// checked from this machine only for a local box.
 	Host string
 	// Resources are the box's labelled resources as observed.
-	Resources reconcile.Resources
+	Resources engine.Resources
 	// Image is the locked image ID ("" when the lock has none).
 	Image string
 	// Bind is the executor bind address boxes.yaml declares ("" if undeclared).
@@ -92,7 +93,7 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 	gate, haveGate := b.Resources.Container(compose.GateService)
 	for _, c := range []struct {
 		service string
-		c       reconcile.Container
+		c       engine.Container
 		ok      bool
 	}{{compose.AgentService, agent, haveAgent}, {compose.ExecutorService, executor, haveExecutor}, {compose.GateService, gate, haveGate}} {
 		switch {
@@ -137,7 +138,7 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 	return rep
 }
 
-func checkImage(rep *Report, want, service string, c reconcile.Container) {
+func checkImage(rep *Report, want, service string, c engine.Container) {
 	switch {
 	case want == "":
 		rep.add("host", service+" image", "warn", "boxes.lock has no image to compare with")
@@ -150,7 +151,7 @@ func checkImage(rep *Report, want, service string, c reconcile.Container) {
 
 // checkRuntime reports the runtime the agent runs under, and fails when it
 // is not the one boxes.yaml declares (an edit not applied yet).
-func checkRuntime(ctx context.Context, rep *Report, b Box, c reconcile.Container, read func(context.Context, string) (string, error)) {
+func checkRuntime(ctx context.Context, rep *Report, b Box, c engine.Container, read func(context.Context, string) (string, error)) {
 	got, err := read(ctx, c.ID)
 	switch {
 	case err != nil:
@@ -175,7 +176,7 @@ func describeRuntime(name string) string {
 	return name
 }
 
-func publishedPorts(c reconcile.Container) string {
+func publishedPorts(c engine.Container) string {
 	var b bytes.Buffer
 	for _, p := range c.Ports {
 		if p.HostPort != 0 {
@@ -187,7 +188,7 @@ func publishedPorts(c reconcile.Container) string {
 
 // checkExecutorPort checks the executor is published where boxes.yaml says
 // and speaks MCP there: 200 and a protocol version with the token, 401 without.
-func checkExecutorPort(ctx context.Context, rep *Report, b Box, c reconcile.Container, initialize func(context.Context, string, string) error) {
+func checkExecutorPort(ctx context.Context, rep *Report, b Box, c engine.Container, initialize func(context.Context, string, string) error) {
 	port, ok := c.Published(compose.ExecutorPort)
 	if !ok {
 		rep.add("host", "executor port", "error", "%d is not published", compose.ExecutorPort)

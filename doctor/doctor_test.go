@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/mcp"
-	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
 
@@ -21,16 +21,16 @@ func (h hbDoctor) Run(_ context.Context, _, _ string, _ []string, stdout, _ io.W
 	return 0, nil
 }
 
-func box(agentState string, agentPorts ...reconcile.Port) Box {
+func box(agentState string, agentPorts ...engine.Port) Box {
 	return Box{
 		Name:  "alpha",
 		Image: "sha256:1111111111111111",
 		Bind:  "127.0.0.1",
 		Token: "t0k",
-		Resources: reconcile.Resources{Containers: []reconcile.Container{
+		Resources: engine.Resources{Containers: []engine.Container{
 			{ID: "a", Name: "hbl-alpha-agent-1", Service: "agent", State: agentState, Image: "sha256:1111111111111111", Ports: agentPorts},
 			{ID: "x", Name: "hbl-alpha-executor-1", Service: "executor", State: "running", Image: "sha256:2222222222222222",
-				Ports: []reconcile.Port{{HostIP: "127.0.0.1", HostPort: 40000, ContainerPort: 4788}}},
+				Ports: []engine.Port{{HostIP: "127.0.0.1", HostPort: 40000, ContainerPort: 4788}}},
 			{ID: "g", Name: "hbl-alpha-gate-1", Service: "gate", State: "running", Image: "sha256:1111111111111111"},
 		}},
 	}
@@ -74,7 +74,7 @@ ok box layout: fine
 }
 
 func TestCheckFindsAPublishingAgentAndAnOpenExecutor(t *testing.T) {
-	b := box("exited", reconcile.Port{HostIP: "0.0.0.0", HostPort: 22, ContainerPort: 22})
+	b := box("exited", engine.Port{HostIP: "0.0.0.0", HostPort: 22, ContainerPort: 22})
 	b.Resources.Containers[1].Image = b.Image
 	rep := Check(context.Background(), b, Probes{Initialize: func(context.Context, string, string) error { return nil }})
 	got := lines(rep)

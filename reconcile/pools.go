@@ -34,10 +34,10 @@ type HeldBox struct {
 	Reasons []string `json:"reasons"`
 }
 
-// Pool is the pool the resources' boxes.pool label names: the pool that
+// PoolOf is the pool the resources' boxes.pool label names: the pool that
 // made the box, whether boxes.yaml still has it or not; "" for a box of no
 // pool.
-func (r Resources) Pool() string {
+func PoolOf(r Resources) string {
 	for _, c := range r.Containers {
 		if p := c.Labels[compose.PoolLabel]; p != "" {
 			return p

@@ -21,9 +21,9 @@ import (
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
-	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -108,7 +108,7 @@ type Take struct {
 	Box, Label, Fleet string
 	// Agent is the box's agent container as observed; a zero one when the
 	// box has none. A running box is paused while its /data is copied.
-	Agent reconcile.Container
+	Agent engine.Container
 	// Image is the image the helpers run: the box's own.
 	Image string
 	// Config is boxes.yaml's path, beside which the freeze is recorded
@@ -128,7 +128,7 @@ type Take struct {
 // the helper's creation makes with its labels, and resumes the box whatever
 // happens, a cancelled ctx included. A copy that fails or is cut short
 // removes the new volume.
-func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
+func (t Take) Run(ctx context.Context, e Engine) (engine.Snapshot, error) {
 	if t.Step == nil {
 		t.Step = func(string) {}
 	}
@@ -139,14 +139,14 @@ func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 		t.Now = time.Now
 	}
 	source := compose.VolumeName(t.Box, compose.AgentVolume)
-	s := reconcile.Snapshot{Volume: compose.SnapshotVolumeName(t.Box, t.Label), Box: t.Box, Label: t.Label, Fleet: t.Fleet, Size: -1}
+	s := engine.Snapshot{Volume: compose.SnapshotVolumeName(t.Box, t.Label), Box: t.Box, Label: t.Label, Fleet: t.Fleet, Size: -1}
 	quiesced := t.Agent.State == "running"
 	if quiesced {
 		var sizeErr error
 		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Healthy: t.Agent.Healthy, Step: t.Step, Warn: t.Warn,
 			Alongside: func(ctx context.Context) { s.Size, sizeErr = backup.DataSize(ctx, e, t.Agent.ID) }}.Hold(ctx, e)
 		if err != nil {
-			return reconcile.Snapshot{}, err
+			return engine.Snapshot{}, err
 		}
 		defer frozen.Thaw()
 		if sizeErr != nil {
@@ -162,7 +162,7 @@ func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return reconcile.Snapshot{}, ctx.Err()
+				return engine.Snapshot{}, ctx.Err()
 			}
 			t.Warn("measuring %s's /data: %v; the snapshot records no size", t.Box, err)
 		}
@@ -173,16 +173,16 @@ func (t Take) Run(ctx context.Context, e Engine) (reconcile.Snapshot, error) {
 		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to", Labels: Labels(s)}},
 		Cmd:    []string{"sh", "-c", copyScript, "sh", strconv.FormatBool(quiesced)}})
 	if errors.Is(err, ErrVolumeExists) {
-		return reconcile.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
+		return engine.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
 	}
 	if err != nil {
 		if rerr := e.RemoveVolume(context.WithoutCancel(ctx), s.Volume); rerr != nil {
 			t.Warn("removing the incomplete snapshot volume %s: %v; boxes snapshot rm %s %s removes it", s.Volume, rerr, t.Box, t.Label)
 		}
 		if ctx.Err() != nil {
-			return reconcile.Snapshot{}, ctx.Err()
+			return engine.Snapshot{}, ctx.Err()
 		}
-		return reconcile.Snapshot{}, fmt.Errorf("copying %s's /data: %w", t.Box, err)
+		return engine.Snapshot{}, fmt.Errorf("copying %s's /data: %w", t.Box, err)
 	}
 	return s, nil
 }
@@ -207,7 +207,7 @@ var scriptNames = fmt.Sprintf("hbdir=%s marker=%s data=%s partial=%s\n",
 	path.Dir(strings.TrimPrefix(hb.QuiescedMarker, "data/")), path.Base(hb.QuiescedMarker), dataDir, partialDir)
 
 // Labels are the labels of snapshot volume s.
-func Labels(s reconcile.Snapshot) map[string]string {
+func Labels(s engine.Snapshot) map[string]string {
 	l := compose.Labels(s.Box)
 	for k, v := range compose.FleetLabels(s.Fleet) {
 		l[k] = v
@@ -236,7 +236,7 @@ func parseDu(out []byte) (int64, error) {
 // Revert is one revert of a box to one of its snapshots.
 type Revert struct {
 	Box      string
-	Snapshot reconcile.Snapshot
+	Snapshot engine.Snapshot
 	// Image is the image the helper runs: the box's own.
 	Image string
 }

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/backup"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/sideorder"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // fakeEngine notes what a snapshot or a revert asks of the engine, in
@@ -88,7 +88,7 @@ func (f *fakeEngine) ordered() string {
 var made = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
 func take(state string) Take {
-	return Take{Box: "alpha", Label: "before", Fleet: "team", Agent: reconcile.Container{ID: "a1", State: state, Image: "sha256:img"},
+	return Take{Box: "alpha", Label: "before", Fleet: "team", Agent: engine.Container{ID: "a1", State: state, Image: "sha256:img"},
 		Image: "sha256:img", Init: hb.Wait{Timeout: time.Second}, Now: func() time.Time { return made }}
 }
 
@@ -188,7 +188,7 @@ func TestCheckLabel(t *testing.T) {
 // snapshot without its data/ is refused as incomplete.
 func TestRevertRunsOneHelper(t *testing.T) {
 	e := &fakeEngine{}
-	r := Revert{Box: "alpha", Snapshot: reconcile.Snapshot{Volume: "hbl-alpha_snap-before", Label: "before"}, Image: "sha256:img"}
+	r := Revert{Box: "alpha", Snapshot: engine.Snapshot{Volume: "hbl-alpha_snap-before", Label: "before"}, Image: "sha256:img"}
 	if err := r.Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}

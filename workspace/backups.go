@@ -8,7 +8,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // backupFile is one archive in backups/: its path relative to backups/'s
@@ -81,7 +81,7 @@ func (b backupFiles) newest(box string, since time.Time) string {
 // boxMade is when box name in r was made: the creation of its data volume,
 // which is the box (a recreate keeps it); zero when r has none or the
 // engine did not say.
-func boxMade(name string, r reconcile.Resources) time.Time {
+func boxMade(name string, r engine.Resources) time.Time {
 	for _, v := range r.Volumes {
 		if v.Name == compose.VolumeName(name, compose.AgentVolume) {
 			return v.Created
@@ -118,6 +118,6 @@ func (w *Workspace) Backups() map[string]string {
 
 // backupOf is box name's newest archive under backups/ made since r, its
 // resources on one host, was (see Backups).
-func (w *Workspace) backupOf(name string, r reconcile.Resources) string {
+func (w *Workspace) backupOf(name string, r engine.Resources) string {
 	return backupsIn(filepath.Join(w.Dir(), "backups")).newest(name, boxMade(name, r))
 }

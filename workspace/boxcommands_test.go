@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -22,7 +23,7 @@ func TestRemovalAndStopPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := f.open(t)
-	r := reconcile.Resources{Volumes: []reconcile.Volume{{Name: "hbl-stray_agent-data", Box: "stray"}}}
+	r := engine.Resources{Volumes: []engine.Volume{{Name: "hbl-stray_agent-data", Box: "stray"}}}
 	for _, c := range []struct {
 		name, backup string
 		declared     bool
@@ -35,7 +36,7 @@ func TestRemovalAndStopPlan(t *testing.T) {
 			t.Errorf("%s: plan %+v, want its delete on zulu", c.name, p.Boxes)
 		}
 	}
-	p, err := ws.StopPlan("nexus", "gamma", reconcile.Resources{})
+	p, err := ws.StopPlan("nexus", "gamma", engine.Resources{})
 	if err != nil || !reflect.DeepEqual(p, reconcile.StopPlan("nexus", "gamma")) {
 		t.Errorf("StopPlan = %+v, %v", p, err)
 	}
@@ -46,7 +47,7 @@ func TestRemovalAndStopPlan(t *testing.T) {
 func TestObserveListAndDoctor(t *testing.T) {
 	f := newFleet(t)
 	f.snapshots[""] = box("alpha")
-	f.snapshots["zulu"] = &reconcile.Observed{}
+	f.snapshots["zulu"] = &engine.Observed{}
 	rows, err := f.open(t).ObserveList(context.Background(), false)
 	if err == nil || !strings.Contains(err.Error(), "nexus is unreachable") || rows != nil {
 		t.Errorf("ls with nexus unreachable: %v, %v", rows, err)

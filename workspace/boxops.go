@@ -7,6 +7,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -27,13 +28,13 @@ func (e *NoResourcesError) Hint() string { return "run boxes plan to see what bo
 // observes only the box's host: where the box is and what it has there. A
 // box with nothing there is a *NoResourcesError; one that is not this
 // fleet's is refused (see ObserveBox).
-func (w *Workspace) LockedBox(ctx context.Context, name, what string) (string, reconcile.Resources, error) {
+func (w *Workspace) LockedBox(ctx context.Context, name, what string) (string, engine.Resources, error) {
 	return w.lockedBox(ctx, name, what, w.ObserveBox)
 }
 
 // LockedRemoval is LockedBox for rm, which alone reaches a box of no fleet.
 // A leased pool box is refused: release ends its lease, and resets it.
-func (w *Workspace) LockedRemoval(ctx context.Context, name string) (string, reconcile.Resources, error) {
+func (w *Workspace) LockedRemoval(ctx context.Context, name string) (string, engine.Resources, error) {
 	host, r, err := w.lockedBox(ctx, name, "boxes rm", w.ObserveRemoval)
 	if err != nil {
 		return host, r, err
@@ -43,29 +44,29 @@ func (w *Workspace) LockedRemoval(ctx context.Context, name string) (string, rec
 		if l.Claim != nil {
 			held = fmt.Sprintf("leased by %q until %s", l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
 		}
-		return "", reconcile.Resources{}, hint.Wrap(fmt.Errorf("%s is %s; nothing was changed", name, held),
+		return "", engine.Resources{}, hint.Wrap(fmt.Errorf("%s is %s; nothing was changed", name, held),
 			"boxes release %s ends the lease and resets the box", name)
 	}
 	return host, r, nil
 }
 
-func (w *Workspace) lockedBox(ctx context.Context, name, what string, observe func(context.Context, string) (string, reconcile.Resources, error)) (string, reconcile.Resources, error) {
+func (w *Workspace) lockedBox(ctx context.Context, name, what string, observe func(context.Context, string) (string, engine.Resources, error)) (string, engine.Resources, error) {
 	if err := w.LockBox(name, what); err != nil {
-		return "", reconcile.Resources{}, err
+		return "", engine.Resources{}, err
 	}
 	host, r, err := observe(ctx, name)
 	if err != nil {
-		return "", reconcile.Resources{}, err
+		return "", engine.Resources{}, err
 	}
 	if r.Empty() {
-		return "", reconcile.Resources{}, &NoResourcesError{Box: name, Host: host}
+		return "", engine.Resources{}, &NoResourcesError{Box: name, Host: host}
 	}
 	return host, r, nil
 }
 
 // StartPlan starts box name's containers r as they are, on the image they
 // run: boxes.lock need not have one.
-func (w *Workspace) StartPlan(host, name string, r reconcile.Resources) (*reconcile.Plan, error) {
+func (w *Workspace) StartPlan(host, name string, r engine.Resources) (*reconcile.Plan, error) {
 	if _, ok := w.Config.Box(name); !ok {
 		return nil, w.Undeclared(name)
 	}
@@ -77,14 +78,14 @@ func (w *Workspace) StartPlan(host, name string, r reconcile.Resources) (*reconc
 }
 
 // StopPlan stops box name on host as it is; r is not needed.
-func (w *Workspace) StopPlan(host, name string, _ reconcile.Resources) (*reconcile.Plan, error) {
+func (w *Workspace) StopPlan(host, name string, _ engine.Resources) (*reconcile.Plan, error) {
 	return reconcile.StopPlan(host, name), nil
 }
 
 // Removal is what deleting box name, r on host, does: its result, with the
 // newest backup left of it, the snapshots it keeps and whether boxes.yaml
 // still declares it, and the one-box plan that deletes it.
-func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult, *reconcile.Plan) {
+func (w *Workspace) Removal(name, host string, r engine.Resources) (BoxResult, *reconcile.Plan) {
 	backup := w.backupOf(name, r)
 	_, declared := w.Config.Box(name)
 	res := Removed(name, host, r, backup, declared)
@@ -103,21 +104,21 @@ func (w *Workspace) Removal(name, host string, r reconcile.Resources) (BoxResult
 // BoxContainer takes box name's lock as lockAs when it is not empty,
 // observes only the box's host, and finds its container of service (see
 // Container) and the host it is on, whose engine it reaches.
-func (w *Workspace) BoxContainer(ctx context.Context, name, service string, running bool, lockAs string) (string, reconcile.Container, error) {
+func (w *Workspace) BoxContainer(ctx context.Context, name, service string, running bool, lockAs string) (string, engine.Container, error) {
 	if lockAs != "" {
 		if err := w.LockBox(name, lockAs); err != nil {
-			return "", reconcile.Container{}, err
+			return "", engine.Container{}, err
 		}
 	}
 	if _, _, err := w.ObserveBox(ctx, name); err != nil {
-		return "", reconcile.Container{}, err
+		return "", engine.Container{}, err
 	}
 	host, c, err := w.Container(name, service, running)
 	if err != nil {
-		return "", reconcile.Container{}, err
+		return "", engine.Container{}, err
 	}
 	if _, err := w.Engine(ctx, host); err != nil {
-		return "", reconcile.Container{}, fmt.Errorf("%s: %w", name, err)
+		return "", engine.Container{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return host, c, nil
 }
@@ -146,7 +147,7 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 // doctorOn checks box name, whose resources on host's engine e are r,
 // running the checks inside it: what boxes doctor and a move's check of its
 // new copy share, so that both judge a box alike.
-func (w *Workspace) doctorOn(ctx context.Context, host, name string, r reconcile.Resources, e Engine) *doctor.Report {
+func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Resources, e Engine) *doctor.Report {
 	b := doctor.Box{Name: name, Host: host, Resources: r, Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
 		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime

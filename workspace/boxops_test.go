@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -19,7 +20,7 @@ import (
 // reached only that host.
 func TestLockedBoxWithNoResources(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots["nexus"] = &reconcile.Observed{}
+	f.snapshots["nexus"] = &engine.Observed{}
 	ws := f.open(t)
 	_, _, err := ws.LockedBox(context.Background(), "gamma", "boxes stop")
 	var none *workspace.NoResourcesError
@@ -39,9 +40,9 @@ func TestLockedBoxWithNoResources(t *testing.T) {
 // anything is asked or changed.
 func TestLoadPlanChecks(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{}
 	f.snapshots["nexus"] = box("alpha") // alpha is declared on the local engine
-	f.snapshots["zulu"] = &reconcile.Observed{}
+	f.snapshots["zulu"] = &engine.Observed{}
 	ws := f.open(t)
 	_, _, err := ws.LoadPlan(context.Background(), "a.tar.zst.age", "alpha")
 	var exists *workspace.ExistsError
@@ -58,7 +59,7 @@ func TestLoadPlanChecks(t *testing.T) {
 		defer ws.Close()
 		return ws.LoadPlan(context.Background(), "a.tar.zst.age", "gamma")
 	}
-	f.snapshots["nexus"] = &reconcile.Observed{}
+	f.snapshots["nexus"] = &engine.Observed{}
 	if _, _, err := loadPlan(); !errors.Is(err, reconcile.ErrNoImage) {
 		t.Errorf("load with no image locked: %v", err)
 	}
@@ -70,7 +71,7 @@ func TestLoadPlanChecks(t *testing.T) {
 		t.Errorf("load with the image missing on the host: %v", err)
 	}
 	// The local engine has it: the load streams it to nexus first.
-	f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}, ImageSizes: map[string]int64{lock.Image.ID: 42}}
+	f.snapshots[""] = &engine.Observed{Images: map[string]bool{lock.Image.ID: true}, ImageSizes: map[string]int64{lock.Image.ID: 42}}
 	_, p, err := loadPlan()
 	if err != nil {
 		t.Fatalf("load to a host that lacks the image, another having it: %v", err)
@@ -78,7 +79,7 @@ func TestLoadPlanChecks(t *testing.T) {
 	if len(p.Images) != 1 || p.Images[0].To != "nexus" || p.Images[0].From == nil || *p.Images[0].From != "" || p.Images[0].Bytes != 42 {
 		t.Errorf("load's image transfers %+v", p.Images)
 	}
-	f.snapshots["nexus"] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}}
+	f.snapshots["nexus"] = &engine.Observed{Images: map[string]bool{lock.Image.ID: true}}
 	b, p, err := loadPlan()
 	if err != nil {
 		t.Fatal(err)

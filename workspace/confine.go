@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -26,7 +26,7 @@ type Confine struct {
 
 // confined refuses box name, whose resources on host are r as just
 // observed, when w's Confine does not let commands work on it.
-func (w *Workspace) confined(host, name string, r reconcile.Resources) error {
+func (w *Workspace) confined(host, name string, r engine.Resources) error {
 	g := w.opts.Confine
 	if g.NoPool {
 		if pool, ok := w.poolOnEngine(host, name, r); ok {
@@ -39,7 +39,7 @@ func (w *Workspace) confined(host, name string, r reconcile.Resources) error {
 		}
 	}
 	if g.Lease != "" {
-		var l reconcile.Lease
+		var l engine.Lease
 		if o := w.Observed[host]; o != nil {
 			l = o.Leases(w.Config.Fleet)[name]
 		}
@@ -61,25 +61,9 @@ func (w *Workspace) confined(host, name string, r reconcile.Resources) error {
 // which pool's when that is known: its resources r are labelled with a
 // pool, a lease marker of any fleet names it there, or boxes.yaml declares
 // it in a pool.
-func (w *Workspace) poolOnEngine(host, name string, r reconcile.Resources) (string, bool) {
-	labelled := func(labels map[string]string) (string, bool) {
-		p, ok := labels[compose.PoolLabel]
-		return p, ok
-	}
-	for _, c := range r.Containers {
-		if p, ok := labelled(c.Labels); ok {
-			return p, true
-		}
-	}
-	for _, v := range r.Volumes {
-		if p, ok := labelled(v.Labels); ok {
-			return p, true
-		}
-	}
-	for _, n := range r.Networks {
-		if p, ok := labelled(n.Labels); ok {
-			return p, true
-		}
+func (w *Workspace) poolOnEngine(host, name string, r engine.Resources) (string, bool) {
+	if p := reconcile.PoolOf(r); p != "" {
+		return p, true
 	}
 	if o := w.Observed[host]; o != nil {
 		for _, m := range o.LeaseMarks {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -19,7 +20,7 @@ import (
 func TestObserveRefusesOneEngineUnderTwoHosts(t *testing.T) {
 	f := newFleet(t)
 	for _, h := range []string{"", "nexus", "zulu"} {
-		f.snapshots[h] = &reconcile.Observed{}
+		f.snapshots[h] = &engine.Observed{}
 	}
 	f.ids = map[string]string{"": "ONE", "nexus": "TWO", "zulu": "TWO"}
 	ws := f.open(t)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -114,7 +115,7 @@ func (e *NoFleetError) Hint() string {
 // Claim checks that box name's resources r on host are this fleet's to act
 // on: none of them another fleet's, and, unless noFleetOK (rm), the box
 // either labelled with this fleet or declared by boxes.yaml.
-func (w *Workspace) Claim(name, host string, r reconcile.Resources, noFleetOK bool) error {
+func (w *Workspace) Claim(name, host string, r engine.Resources, noFleetOK bool) error {
 	fleet := w.Config.Fleet
 	if other := r.HeldBy(fleet); other != "" {
 		return &OtherFleetError{Box: name, Host: host, Fleet: other, Own: fleet}
@@ -130,7 +131,7 @@ func (w *Workspace) Claim(name, host string, r reconcile.Resources, noFleetOK bo
 
 // NoFleet reports whether box name's resources r carry no fleet's label
 // and boxes.yaml does not declare it: a box made before fleets existed.
-func (w *Workspace) NoFleet(name string, r reconcile.Resources) bool {
+func (w *Workspace) NoFleet(name string, r engine.Resources) bool {
 	_, declared := w.Config.Box(name)
 	return !declared && !r.Empty() && len(r.Fleets()) == 0
 }

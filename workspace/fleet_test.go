@@ -9,16 +9,17 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
 
 // fleetBox is box name as fleet (empty: made before fleets) left it: its
 // agent container and both volumes.
-func fleetBox(name, fleet string) *reconcile.Observed {
-	return &reconcile.Observed{
-		Containers: []reconcile.Container{{ID: "c-" + name, Name: "hbl-" + name + "-agent-1", Box: name, Fleet: fleet, Service: compose.AgentService, State: "running", Image: "sha256:img"}},
-		Volumes: []reconcile.Volume{
+func fleetBox(name, fleet string) *engine.Observed {
+	return &engine.Observed{
+		Containers: []engine.Container{{ID: "c-" + name, Name: "hbl-" + name + "-agent-1", Box: name, Fleet: fleet, Service: compose.AgentService, State: "running", Image: "sha256:img"}},
+		Volumes: []engine.Volume{
 			{Name: compose.VolumeName(name, compose.AgentVolume), Box: name, Fleet: fleet},
 			{Name: compose.VolumeName(name, compose.ExecutorVolume), Box: name, Fleet: fleet},
 		},
@@ -27,7 +28,7 @@ func fleetBox(name, fleet string) *reconcile.Observed {
 
 // fleetB is a working directory of fleet team-b declaring boxes, with the
 // local engine holding snapshot.
-func fleetB(t *testing.T, boxes string, snapshot *reconcile.Observed) *fleet {
+func fleetB(t *testing.T, boxes string, snapshot *engine.Observed) *fleet {
 	t.Helper()
 	f := newFleet(t)
 	if err := os.WriteFile(filepath.Join(f.dir, "boxes.yaml"), []byte("version: 1\nfleet: team-b\nboxes:"+boxes+"\n"), 0o644); err != nil {
@@ -123,7 +124,7 @@ func TestBoxOfNoFleetIsReachedOnlyByRm(t *testing.T) {
 // not where another fleet does.
 func TestUndeclaredBoxPrefersThisFleetsHost(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{}
 	f.snapshots["nexus"] = fleetBox("stray", "someone-else")
 	ws := f.open(t)
 	f.snapshots["zulu"] = fleetBox("stray", ws.Config.Fleet)

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
@@ -128,7 +129,7 @@ func (w *Workspace) SeedsFrom(s SnapshotRow) error {
 }
 
 // hasVolume reports whether r holds volume name.
-func hasVolume(r reconcile.Resources, name string) bool {
+func hasVolume(r engine.Resources, name string) bool {
 	for _, v := range r.Volumes {
 		if v.Name == name {
 			return true

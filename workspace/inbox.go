@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
 
@@ -42,7 +42,7 @@ type LogOptions struct {
 
 // boxContainer is box name's container of service and its engine (see
 // BoxContainer).
-func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (Engine, reconcile.Container, error) {
+func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (Engine, engine.Container, error) {
 	host, c, err := w.BoxContainer(ctx, name, service, running, "")
 	if err != nil {
 		return nil, c, err
@@ -132,7 +132,7 @@ func (e *ReplacedError) Hint() string {
 // box's hb init has finished: right after apply creates a box it may still
 // be running, and a container whose healthcheck (that same probe) passed
 // needs no wait.
-func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (Engine, reconcile.Container, error) {
+func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (Engine, engine.Container, error) {
 	e, c, err := w.boxContainer(ctx, name, compose.AgentService, true)
 	if err != nil || c.Healthy {
 		return e, c, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -281,10 +282,10 @@ func (w *Workspace) claimFirst(ctx context.Context, e Engine, p spec.Pool, ready
 	for _, name := range ready {
 		r := obs.Of(name)
 		agent, _ := r.Container(compose.AgentService)
-		m := reconcile.LeaseMark{Name: compose.LeaseName(name, reconcile.LeaseClaim, 0), Box: name, Fleet: w.Config.Fleet,
-			Kind: reconcile.LeaseClaim, Pool: p.Name, Holder: o.Holder, Lease: id, Expires: time.Now().Add(o.TTL).UTC().Truncate(time.Second)}
+		m := engine.LeaseMark{Name: compose.LeaseName(name, engine.LeaseClaim, 0), Box: name, Fleet: w.Config.Fleet,
+			Kind: engine.LeaseClaim, Pool: p.Name, Holder: o.Holder, Lease: id, Expires: time.Now().Add(o.TTL).UTC().Truncate(time.Second)}
 		markID, err := e.CreateLeaseMark(ctx, agent.Image, m)
-		if errors.Is(err, reconcile.ErrLeaseTaken) {
+		if errors.Is(err, engine.ErrLeaseTaken) {
 			lost[name] = true // another claim was first
 			continue
 		}
@@ -292,7 +293,7 @@ func (w *Workspace) claimFirst(ctx context.Context, e Engine, p spec.Pool, ready
 			return LeaseRow{}, fmt.Errorf("claiming %s: %w", name, err)
 		}
 		m.ID = markID
-		row, err := w.leasedRow(ctx, p, r, reconcile.Lease{Box: name, Pool: p.Name, Claim: &m})
+		row, err := w.leasedRow(ctx, p, r, engine.Lease{Box: name, Pool: p.Name, Claim: &m})
 		if err != nil {
 			// The box seen is gone (reset since it was looked at), or its
 			// token cannot be had: the claim is given up, and the next
@@ -313,7 +314,7 @@ func (w *Workspace) claimFirst(ctx context.Context, e Engine, p spec.Pool, ready
 
 // poolBoxReady reports whether a pool box's containers all run: apply made
 // it and waited for it, and nothing has stopped it since.
-func poolBoxReady(r reconcile.Resources) bool {
+func poolBoxReady(r engine.Resources) bool {
 	if _, ok := r.Container(compose.AgentService); !ok {
 		return false
 	}
@@ -339,7 +340,7 @@ func newLeaseID() (string, error) {
 // leasedRow is the row of a box just claimed or renewed: its token is read
 // from its executor's container (the engine's copy is the one that counts:
 // another working directory may have made the box) and stored here.
-func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r reconcile.Resources, l reconcile.Lease) (LeaseRow, error) {
+func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resources, l engine.Lease) (LeaseRow, error) {
 	row := rowOfLease(p.Host, l, time.Now())
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
@@ -366,7 +367,7 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r reconcile.Reso
 }
 
 // rowOfLease is box l.Box's row as its lease tells it at now.
-func rowOfLease(host string, l reconcile.Lease, now time.Time) LeaseRow {
+func rowOfLease(host string, l engine.Lease, now time.Time) LeaseRow {
 	row := LeaseRow{Box: l.Box, Pool: l.Pool, Host: host, State: "free"}
 	if l.Claim != nil {
 		row.Holder, row.Lease = l.Claim.Holder, l.Claim.Lease
@@ -384,13 +385,13 @@ func rowOfLease(host string, l reconcile.Lease, now time.Time) LeaseRow {
 
 // leaseOf observes box name's host and returns its pool and lease; a box
 // that is no pool's is an error.
-func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconcile.Lease, reconcile.Resources, error) {
+func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, engine.Lease, engine.Resources, error) {
 	p, ok := w.Config.PoolOf(name)
 	if !ok {
 		// A box of a pool boxes.yaml no longer has (or that moved to
 		// another host) keeps its lease until it is released.
 		if err := w.Observe(ctx); err != nil {
-			return p, reconcile.Lease{}, reconcile.Resources{}, err
+			return p, engine.Lease{}, engine.Resources{}, err
 		}
 		for _, host := range w.Hosts() {
 			if l, held := w.Observed[host].Leases(w.Config.Fleet)[name]; held {
@@ -398,10 +399,10 @@ func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconc
 				return spec.Pool{Name: l.Pool, Host: host}, l, w.Observed[host].Of(name), nil
 			}
 		}
-		return spec.Pool{}, reconcile.Lease{}, reconcile.Resources{}, hint.Wrap(fmt.Errorf("%s is no pool's box", name), "boxes leases lists the pools' boxes")
+		return spec.Pool{}, engine.Lease{}, engine.Resources{}, hint.Wrap(fmt.Errorf("%s is no pool's box", name), "boxes leases lists the pools' boxes")
 	}
 	if err := w.Observe(ctx, p.Host); err != nil {
-		return p, reconcile.Lease{}, reconcile.Resources{}, err
+		return p, engine.Lease{}, engine.Resources{}, err
 	}
 	obs := w.Observed[p.Host]
 	l := obs.Leases(w.Config.Fleet)[name]
@@ -412,7 +413,7 @@ func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, reconc
 // checkHolder refuses to act on box name's lease l for a caller that
 // names another lease (id, from lease --json; "" names none), or on the
 // claim an apply holds while it changes the box.
-func checkHolder(name string, l reconcile.Lease, id string) error {
+func checkHolder(name string, l engine.Lease, id string) error {
 	if l.Claim != nil && l.Claim.By != "" {
 		return fmt.Errorf("%s is held by the apply %s runs while it changes the box", name, l.Claim.By)
 	}
@@ -450,8 +451,8 @@ func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (Lea
 		return LeaseRow{}, err
 	}
 	agent, _ := r.Container(compose.AgentService)
-	m := reconcile.LeaseMark{Name: compose.LeaseName(name, reconcile.LeaseRenew, now.UnixNano()), Box: name, Fleet: w.Config.Fleet,
-		Kind: reconcile.LeaseRenew, Pool: p.Name, Holder: l.Claim.Holder, Lease: l.Claim.Lease, Expires: now.Add(o.TTL).UTC().Truncate(time.Second)}
+	m := engine.LeaseMark{Name: compose.LeaseName(name, engine.LeaseRenew, now.UnixNano()), Box: name, Fleet: w.Config.Fleet,
+		Kind: engine.LeaseRenew, Pool: p.Name, Holder: l.Claim.Holder, Lease: l.Claim.Lease, Expires: now.Add(o.TTL).UTC().Truncate(time.Second)}
 	if m.ID, err = e.CreateLeaseMark(ctx, agent.Image, m); err != nil {
 		return LeaseRow{}, fmt.Errorf("renewing %s: %w", name, err)
 	}
@@ -483,7 +484,7 @@ type ResetBusyError struct{ Box, Why string }
 func (e *ResetBusyError) Error() string { return e.Box + " was not reset: " + e.Why }
 
 // claimID is the engine ID of l's claim marker, "" when there is none.
-func claimID(l reconcile.Lease) string {
+func claimID(l engine.Lease) string {
 	if l.Claim == nil {
 		return ""
 	}
@@ -496,7 +497,7 @@ func claimID(l reconcile.Lease) string {
 // taken, and the next reap finishes the work). Once its marker is made the
 // box is looked at again: a lease that changed meanwhile (another process
 // reset the box, and someone leased it anew) is not this reset's.
-func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o LeaseOptions) error {
+func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o LeaseOptions) error {
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
 		return err
@@ -513,10 +514,10 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 	if agent, ok := w.Observed[p.Host].Of(l.Box).Container(compose.AgentService); ok {
 		image = agent.Image
 	}
-	m := reconcile.LeaseMark{Name: compose.LeaseName(l.Box, reconcile.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
-		Kind: reconcile.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: thisProcess()}
+	m := engine.LeaseMark{Name: compose.LeaseName(l.Box, engine.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
+		Kind: engine.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: thisProcess()}
 	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
-		if errors.Is(err, reconcile.ErrLeaseTaken) {
+		if errors.Is(err, engine.ErrLeaseTaken) {
 			return &ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
 		}
 		return err
@@ -564,7 +565,7 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l reconcile.Lease, o
 
 // resetStale reports whether reset m was cut short: its process, on this
 // machine, is gone; or, on another, it began too long ago.
-func resetStale(m reconcile.LeaseMark, now time.Time) bool {
+func resetStale(m engine.LeaseMark, now time.Time) bool {
 	if here, dead := processHere(m); here {
 		return dead
 	}
@@ -578,14 +579,14 @@ func thisProcess() string {
 }
 
 // deadHere reports whether m's process ran on this machine and is gone.
-func deadHere(m reconcile.LeaseMark) bool {
+func deadHere(m engine.LeaseMark) bool {
 	here, dead := processHere(m)
 	return here && dead
 }
 
 // processHere reports whether marker m's process (By, PID@MACHINE) ran on
 // this machine, and then whether it is gone.
-func processHere(m reconcile.LeaseMark) (here, dead bool) {
+func processHere(m engine.LeaseMark) (here, dead bool) {
 	pid, machine, ok := strings.Cut(m.By, "@")
 	host, _ := os.Hostname()
 	n, err := strconv.Atoi(pid)
@@ -629,7 +630,7 @@ func (w *Workspace) topUp(ctx context.Context, p spec.Pool, o LeaseOptions) erro
 // reapable says why lease l is for the reaper to reset at now: expired,
 // a reset or an apply's claim cut short, or renewals left of a lease
 // released half-way; "" when it is not.
-func reapable(l reconcile.Lease, now time.Time) string {
+func reapable(l engine.Lease, now time.Time) string {
 	switch {
 	case l.Claim != nil && l.Claim.By != "":
 		// An apply's claim (see guardPool): its apply died on this machine.
@@ -650,7 +651,7 @@ func reapable(l reconcile.Lease, now time.Time) string {
 // its; pool names the pool a box belongs to there (false: not this
 // reap's). It returns how many boxes it reset; a reset another process
 // runs, or whose lease changed meanwhile, is left.
-func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box string, l reconcile.Lease) (spec.Pool, bool), o LeaseOptions) (int, error) {
+func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box string, l engine.Lease) (spec.Pool, bool), o LeaseOptions) (int, error) {
 	leases := w.Observed[host].Leases(w.Config.Fleet)
 	names := make([]string, 0, len(leases))
 	for name := range leases {
@@ -682,7 +683,7 @@ func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box str
 
 // reapPool resets p's reapable leases (see reapable).
 func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (int, error) {
-	return w.reapHost(ctx, p.Host, func(box string, _ reconcile.Lease) (spec.Pool, bool) {
+	return w.reapHost(ctx, p.Host, func(box string, _ engine.Lease) (spec.Pool, bool) {
 		owner, ok := w.Config.PoolOf(box)
 		return p, ok && owner.Name == p.Name
 	}, o)
@@ -696,7 +697,7 @@ func (w *Workspace) reapOrphans(ctx context.Context, o LeaseOptions) (int, error
 		if w.Observed[host] == nil {
 			continue
 		}
-		n, err := w.reapHost(ctx, host, func(box string, l reconcile.Lease) (spec.Pool, bool) {
+		n, err := w.reapHost(ctx, host, func(box string, l engine.Lease) (spec.Pool, bool) {
 			owner, ok := w.Config.PoolOf(box)
 			return spec.Pool{Name: l.Pool, Host: host}, !ok || owner.Host != host
 		}, o)
@@ -761,7 +762,7 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 		}
 		for _, name := range o.Boxes() {
 			r := o.Of(name)
-			if pool := r.Pool(); pool != "" && !listed[[2]string{host, name}] && r.Owned(w.Config.Fleet) && r.HeldBy(w.Config.Fleet) == "" {
+			if pool := reconcile.PoolOf(r); pool != "" && !listed[[2]string{host, name}] && r.Owned(w.Config.Fleet) && r.HeldBy(w.Config.Fleet) == "" {
 				rows = append(rows, LeaseRow{Box: name, Pool: pool, Host: host, State: "to delete"})
 			}
 		}
@@ -837,11 +838,11 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 			}
 		}
 		now := time.Now().UTC()
-		m := reconcile.LeaseMark{Name: compose.LeaseName(b.Name, reconcile.LeaseClaim, 0), Box: b.Name, Fleet: w.Config.Fleet,
-			Kind: reconcile.LeaseClaim, Pool: pool.Name, Holder: "boxes apply", Lease: "apply", Expires: now.Add(MaxLeaseTTL),
+		m := engine.LeaseMark{Name: compose.LeaseName(b.Name, engine.LeaseClaim, 0), Box: b.Name, Fleet: w.Config.Fleet,
+			Kind: engine.LeaseClaim, Pool: pool.Name, Holder: "boxes apply", Lease: "apply", Expires: now.Add(MaxLeaseTTL),
 			Started: now, By: thisProcess()}
 		id, err := e.CreateLeaseMark(ctx, image, m)
-		if errors.Is(err, reconcile.ErrLeaseTaken) {
+		if errors.Is(err, engine.ErrLeaseTaken) {
 			w.opts.Warn("%s was leased since the plan was made: it is left as it is until its release", b.Name)
 			continue
 		}

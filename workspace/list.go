@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
@@ -75,7 +76,7 @@ func (rs Rows) WriteText(w io.Writer, fleets bool) {
 // (gate paused)"), or said missing ("running (no executor)"). A box is
 // usable only when all three run (the agent reaches nothing but through
 // its gate), so "running" alone must mean all three.
-func boxState(box string, r reconcile.Resources) string {
+func boxState(box string, r engine.Resources) string {
 	a, haveAgent := r.Container(compose.AgentService)
 	var others []string
 	for _, service := range []string{compose.ExecutorService, compose.GateService} {
@@ -195,7 +196,7 @@ func (l lister) row(name, host string, declared bool) Row {
 }
 
 // observed fills row in from the box's resources r on its host.
-func (l lister) observed(row *Row, r reconcile.Resources) {
+func (l lister) observed(row *Row, r engine.Resources) {
 	w := l.w
 	// Only a backup of this box: not one of a box deleted before
 	// that had its name.

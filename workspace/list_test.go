@@ -9,7 +9,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -24,16 +24,16 @@ func (r reachEngine) ExecutorReach(string, int) workspace.Reach {
 	return workspace.Reach{How: r.how, URL: r.url}
 }
 
-func executorOf(name, bind string, port int) reconcile.Container {
-	return reconcile.Container{ID: name + "-x", Box: name, Service: compose.ExecutorService, State: "running",
-		Ports: []reconcile.Port{{HostIP: bind, HostPort: port, ContainerPort: compose.ExecutorPort}}}
+func executorOf(name, bind string, port int) engine.Container {
+	return engine.Container{ID: name + "-x", Box: name, Service: compose.ExecutorService, State: "running",
+		Ports: []engine.Port{{HostIP: bind, HostPort: port, ContainerPort: compose.ExecutorPort}}}
 }
 
 func TestListSaysHowAnExecutorIsReached(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{executorOf("alpha", "127.0.0.1", 4801)}}
-	f.snapshots["nexus"] = &reconcile.Observed{Containers: []reconcile.Container{executorOf("gamma", "127.0.0.1", 4802)}}
-	f.snapshots["zulu"] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{Containers: []engine.Container{executorOf("alpha", "127.0.0.1", 4801)}}
+	f.snapshots["nexus"] = &engine.Observed{Containers: []engine.Container{executorOf("gamma", "127.0.0.1", 4802)}}
+	f.snapshots["zulu"] = &engine.Observed{}
 	ws := f.openWith(t, func(host string, e *fakeEngine) workspace.Engine {
 		if host == "nexus" {
 			return reachEngine{fakeEngine: e, how: "ssh-forward"}
@@ -88,46 +88,46 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 // when they differ: a box whose executor alone stopped, or whose gate is
 // down (the agent then reaches nothing), is not simply "running".
 func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
-	agent := func(name, state string) reconcile.Container {
-		return reconcile.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
+	agent := func(name, state string) engine.Container {
+		return engine.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
 	}
 	// gated is an agent behind the network door: on the inside network.
-	gated := func(name, state string) reconcile.Container {
+	gated := func(name, state string) engine.Container {
 		a := agent(name, state)
 		a.Networks = []string{compose.InsideNetworkName(name)}
 		return a
 	}
-	executor := func(name, state string) reconcile.Container {
+	executor := func(name, state string) engine.Container {
 		x := executorOf(name, "127.0.0.1", 4801)
 		x.State = state
 		return x
 	}
-	gate := func(name, state string) reconcile.Container {
-		return reconcile.Container{ID: name + "-g", Box: name, Service: compose.GateService, State: state}
+	gate := func(name, state string) engine.Container {
+		return engine.Container{ID: name + "-g", Box: name, Service: compose.GateService, State: state}
 	}
 	for _, tc := range []struct {
 		name       string
-		containers []reconcile.Container
+		containers []engine.Container
 		want       string
 	}{
-		{"both running", []reconcile.Container{agent("alpha", "running"), executor("alpha", "running")}, "running"},
-		{"both stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "exited")}, "exited"},
-		{"executor stopped", []reconcile.Container{agent("alpha", "running"), executor("alpha", "exited")}, "running (executor exited)"},
-		{"executor restarting", []reconcile.Container{agent("alpha", "running"), executor("alpha", "restarting")}, "running (executor restarting)"},
-		{"agent stopped", []reconcile.Container{agent("alpha", "exited"), executor("alpha", "running")}, "exited (executor running)"},
-		{"no executor", []reconcile.Container{agent("alpha", "running")}, "running (no executor)"},
-		{"no agent", []reconcile.Container{executor("alpha", "running")}, "no agent (executor running)"},
-		{"all running", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "running")}, "running"},
-		{"gate killed", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "exited")}, "running (gate exited)"},
-		{"gate paused", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "paused")}, "running (gate paused)"},
-		{"executor and gate stopped", []reconcile.Container{gated("alpha", "running"), executor("alpha", "exited"), gate("alpha", "exited")}, "running (executor exited, gate exited)"},
-		{"all stopped", []reconcile.Container{gated("alpha", "exited"), executor("alpha", "exited"), gate("alpha", "exited")}, "exited"},
-		{"no gate", []reconcile.Container{gated("alpha", "running"), executor("alpha", "running")}, "running (no gate)"},
-		{"gate alone", []reconcile.Container{gate("alpha", "running")}, "no agent (gate running)"},
+		{"both running", []engine.Container{agent("alpha", "running"), executor("alpha", "running")}, "running"},
+		{"both stopped", []engine.Container{agent("alpha", "exited"), executor("alpha", "exited")}, "exited"},
+		{"executor stopped", []engine.Container{agent("alpha", "running"), executor("alpha", "exited")}, "running (executor exited)"},
+		{"executor restarting", []engine.Container{agent("alpha", "running"), executor("alpha", "restarting")}, "running (executor restarting)"},
+		{"agent stopped", []engine.Container{agent("alpha", "exited"), executor("alpha", "running")}, "exited (executor running)"},
+		{"no executor", []engine.Container{agent("alpha", "running")}, "running (no executor)"},
+		{"no agent", []engine.Container{executor("alpha", "running")}, "no agent (executor running)"},
+		{"all running", []engine.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "running")}, "running"},
+		{"gate killed", []engine.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "exited")}, "running (gate exited)"},
+		{"gate paused", []engine.Container{gated("alpha", "running"), executor("alpha", "running"), gate("alpha", "paused")}, "running (gate paused)"},
+		{"executor and gate stopped", []engine.Container{gated("alpha", "running"), executor("alpha", "exited"), gate("alpha", "exited")}, "running (executor exited, gate exited)"},
+		{"all stopped", []engine.Container{gated("alpha", "exited"), executor("alpha", "exited"), gate("alpha", "exited")}, "exited"},
+		{"no gate", []engine.Container{gated("alpha", "running"), executor("alpha", "running")}, "running (no gate)"},
+		{"gate alone", []engine.Container{gate("alpha", "running")}, "no agent (gate running)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t)
-			f.snapshots[""] = &reconcile.Observed{Containers: tc.containers}
+			f.snapshots[""] = &engine.Observed{Containers: tc.containers}
 			ws := f.open(t)
 			if err := ws.Observe(t.Context(), ""); err != nil {
 				t.Fatal(err)
@@ -149,9 +149,9 @@ func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
 func TestBackupsAreOnlyOfTheSameBox(t *testing.T) {
 	f := newFleet(t)
 	made := time.Date(2026, 12, 2, 12, 0, 0, 500e6, time.UTC)
-	f.snapshots[""] = &reconcile.Observed{
-		Containers: []reconcile.Container{{ID: "a1", Box: "alpha", Service: compose.AgentService, State: "running"}},
-		Volumes:    []reconcile.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Created: made}},
+	f.snapshots[""] = &engine.Observed{
+		Containers: []engine.Container{{ID: "a1", Box: "alpha", Service: compose.AgentService, State: "running"}},
+		Volumes:    []engine.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Created: made}},
 	}
 	backups := filepath.Join(f.dir, "backups")
 	if err := os.MkdirAll(backups, 0o755); err != nil {
@@ -201,8 +201,8 @@ func TestBackupsAreOnlyOfTheSameBox(t *testing.T) {
 // A box whose restore was cut short is not listed as running.
 func TestListShowsAnIncompleteRestore(t *testing.T) {
 	f := newFleet(t)
-	agent := reconcile.Container{ID: "a", Box: "alpha", Service: compose.AgentService, State: "running"}
-	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{agent, executorOf("alpha", "127.0.0.1", 4801)}}
+	agent := engine.Container{ID: "a", Box: "alpha", Service: compose.AgentService, State: "running"}
+	f.snapshots[""] = &engine.Observed{Containers: []engine.Container{agent, executorOf("alpha", "127.0.0.1", 4801)}}
 	ws := f.open(t)
 	if err := ws.Observe(t.Context(), ""); err != nil {
 		t.Fatal(err)

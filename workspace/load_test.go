@@ -18,7 +18,7 @@ import (
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -40,7 +40,7 @@ func (e *loadEngine) Create(_ context.Context, p *types.Project, _ bool) error {
 	box := strings.TrimPrefix(p.Name, "hbl-")
 	*e.steps = append(*e.steps, "create "+box)
 	// The create leaves the box's agent container on the engine.
-	e.obs.Containers = []reconcile.Container{{ID: "c1", Box: box, Service: compose.AgentService, State: "running", Image: e.image}}
+	e.obs.Containers = []engine.Container{{ID: "c1", Box: box, Service: compose.AgentService, State: "running", Image: e.image}}
 	return nil
 }
 func (e *loadEngine) Replace(context.Context, *types.Project, []string) error { return nil }
@@ -97,7 +97,7 @@ func TestLoadCreatesDoctorsThenStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeArchive(t, f.dir, "a"+archive.Ext, lock.Image.ID)
-	f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{lock.Image.ID: true}}
+	f.snapshots[""] = &engine.Observed{Images: map[string]bool{lock.Image.ID: true}}
 	var steps []string
 	ws := f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine {
 		return &loadEngine{fakeEngine: e, image: lock.Image.ID, steps: &steps}

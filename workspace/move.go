@@ -8,7 +8,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // mover carries the moves of an apply with o between w's engines: o.Writer
@@ -34,14 +34,14 @@ func (h hosts) BoxEngine(ctx context.Context, host string) (backup.Engine, error
 
 // AgentNow is box's agent container on host as the engine has it now, not
 // as w last observed it.
-func (h hosts) AgentNow(ctx context.Context, host, box string) (reconcile.Container, error) {
+func (h hosts) AgentNow(ctx context.Context, host, box string) (engine.Container, error) {
 	e, err := h.w.Engine(ctx, host)
 	if err != nil {
-		return reconcile.Container{}, err
+		return engine.Container{}, err
 	}
 	o, err := e.Observe(ctx)
 	if err != nil {
-		return reconcile.Container{}, err
+		return engine.Container{}, err
 	}
 	c, ok := o.Of(box).Container(compose.AgentService)
 	if !ok {

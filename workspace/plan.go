@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -133,7 +133,7 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 }
 
 // engineToken is the token in the environment of box r's executor.
-func (w *Workspace) engineToken(ctx context.Context, host string, r reconcile.Resources) (string, bool) {
+func (w *Workspace) engineToken(ctx context.Context, host string, r engine.Resources) (string, bool) {
 	c, ok := r.Container(compose.ExecutorService)
 	if !ok {
 		return "", false
@@ -150,7 +150,7 @@ func (w *Workspace) engineToken(ctx context.Context, host string, r reconcile.Re
 	return token, ok && token != compose.Redacted
 }
 
-func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r reconcile.Resources) (string, bool) {
+func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r engine.Resources) (string, bool) {
 	e, err := w.Engine(ctx, b.Host)
 	if err != nil {
 		return "", false

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
@@ -23,7 +24,7 @@ func TestPlanToApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []string{"", "nexus", "zulu"} {
-		f.snapshots[h] = &reconcile.Observed{Images: map[string]bool{image: true}}
+		f.snapshots[h] = &engine.Observed{Images: map[string]bool{image: true}}
 	}
 	ctx := context.Background()
 	opts := reconcile.PlanOptions{Target: []string{"alpha"}}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -63,7 +64,7 @@ func Changed(name, host, state string) BoxResult {
 // Removed is rm's result: box name deleted from host with its resources r;
 // backup is its newest archive ("" when none), declared whether boxes.yaml
 // still declares it.
-func Removed(name, host string, r reconcile.Resources, backup string, declared bool) BoxResult {
+func Removed(name, host string, r engine.Resources, backup string, declared bool) BoxResult {
 	containers, networks, volumes := len(r.Containers), len(r.Networks), len(r.Volumes)
 	return BoxResult{FormatVersion: ResultFormat, Box: name, Host: host, State: "removed", Containers: &containers, Networks: &networks, Volumes: &volumes,
 		Backup: &backup, Declared: &declared, did: "removed " + name}
@@ -72,7 +73,7 @@ func Removed(name, host string, r reconcile.Resources, backup string, declared b
 // WriteDeleting writes what rm is about to delete, before it asks: r's
 // resources and the backup left of them.
 func (r BoxResult) WriteDeleting(w io.Writer) {
-	fmt.Fprintf(w, "box %s: %s; backup: %s\n", r.Box, reconcile.Counted(*r.Containers, *r.Networks, *r.Volumes), reconcile.BackupText(*r.Backup))
+	fmt.Fprintf(w, "box %s: %s; backup: %s\n", r.Box, engine.Counted(*r.Containers, *r.Networks, *r.Volumes), reconcile.BackupText(*r.Backup))
 	if r.NoFleet {
 		fmt.Fprintf(w, "box %s belongs to no fleet: it was made before fleets existed and no boxes.yaml here declares it\n", r.Box)
 	}

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/workspace"
 )
 
 // A result's text is the sentence saying what the command did; its JSON is
 // format_version 1 without that sentence.
 func TestBoxResultText(t *testing.T) {
-	r := reconcile.Resources{Containers: []reconcile.Container{{}, {}}, Networks: []reconcile.Network{{}}}
+	r := engine.Resources{Containers: []engine.Container{{}, {}}, Networks: []engine.Network{{}}}
 	removed := workspace.Removed("alpha", "nexus", r, "", true)
 	for _, c := range []struct {
 		res  workspace.BoxResult

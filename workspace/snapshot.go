@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
@@ -31,7 +32,7 @@ type SnapshotRow struct {
 	Incomplete bool `json:"incomplete,omitempty"`
 }
 
-func rowOf(host string, s reconcile.Snapshot) SnapshotRow {
+func rowOf(host string, s engine.Snapshot) SnapshotRow {
 	return SnapshotRow{Box: s.Box, Host: host, Label: s.Label, Created: s.Created, SizeBytes: s.Size, Volume: s.Volume, Incomplete: s.Writing}
 }
 
@@ -213,7 +214,7 @@ func (w *Workspace) freeLabel(host, name string, now func() time.Time) string {
 
 // hasData refuses a box that has no /data volume on host: not declared and
 // with nothing there, declared and not created, or without the volume.
-func (w *Workspace) hasData(name, host string, r reconcile.Resources) error {
+func (w *Workspace) hasData(name, host string, r engine.Resources) error {
 	_, declared := w.Config.Box(name)
 	switch {
 	case r.Empty() && !declared:
@@ -252,7 +253,7 @@ func (w *Workspace) labelFree(host, name, label string) error {
 
 // helperImage is the image the helper containers of box name run: the one
 // its agent container runs, else boxes.lock's where host has it.
-func (w *Workspace) helperImage(host, name string, r reconcile.Resources) (string, error) {
+func (w *Workspace) helperImage(host, name string, r engine.Resources) (string, error) {
 	if a, ok := r.Container(compose.AgentService); ok && a.Image != "" {
 		return a.Image, nil
 	}
@@ -288,7 +289,7 @@ func (w *Workspace) ObserveSnapshots(ctx context.Context, name string) (Snapshot
 	}
 	if name != "" {
 		host, declared := w.HostOf(name)
-		var r reconcile.Resources
+		var r engine.Resources
 		if o := w.Observed[host]; o != nil {
 			r = o.Of(name)
 		}
@@ -329,7 +330,7 @@ func (w *Workspace) LockedSnapshot(ctx context.Context, name, label, what string
 		return SnapshotRow{}, err
 	}
 	host, declared := w.HostOf(name)
-	var r reconcile.Resources
+	var r engine.Resources
 	if o := w.Observed[host]; o != nil {
 		r = o.Of(name)
 	}
@@ -376,7 +377,7 @@ type Reversion struct {
 	// Running is a box that runs now: it is started again after.
 	Running bool
 	image   string
-	r       reconcile.Resources
+	r       engine.Resources
 }
 
 // LockedReversion takes box name's lock, observes only its host, and finds
@@ -400,7 +401,7 @@ func (w *Workspace) LockedReversion(ctx context.Context, name, label string) (*R
 	if err := w.hasData(name, host, r); err != nil {
 		return nil, err
 	}
-	var s *reconcile.Snapshot
+	var s *engine.Snapshot
 	for _, got := range w.Observed[host].SnapshotsOf(name) {
 		if got.Label == label {
 			s = &got
@@ -450,7 +451,7 @@ func (w *Workspace) Revert(ctx context.Context, rv *Reversion, o ApplyOptions, s
 	if step != nil {
 		step("copying snapshot " + rv.Snapshot.Label + " into /data")
 	}
-	s := reconcile.Snapshot{Volume: rv.Snapshot.Volume, Box: rv.Box, Label: rv.Snapshot.Label}
+	s := engine.Snapshot{Volume: rv.Snapshot.Volume, Box: rv.Box, Label: rv.Snapshot.Label}
 	err = snapshot.Revert{Box: rv.Box, Snapshot: s, Image: rv.image}.Run(ctx, e)
 	if errors.Is(err, snapshot.ErrIncomplete) {
 		err = &IncompleteSnapshotError{Box: rv.Box, Label: rv.Snapshot.Label}

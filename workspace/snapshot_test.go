@@ -13,10 +13,10 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/sideorder"
-	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
@@ -100,7 +100,7 @@ func (e volumeEngine) WaitInit(context.Context, string) error { return nil }
 
 // snapFleet is fleet team-b declaring alpha, with the local engine holding
 // o, whose engine notes its changes in log.
-func snapFleet(t *testing.T, o *reconcile.Observed, helper func(snapshot.Helper) error) (*fleet, *changes, func() *workspace.Workspace) {
+func snapFleet(t *testing.T, o *engine.Observed, helper func(snapshot.Helper) error) (*fleet, *changes, func() *workspace.Workspace) {
 	t.Helper()
 	f := fleetB(t, "\n  alpha: {}", o)
 	log := &changes{}
@@ -113,7 +113,7 @@ func snapFleet(t *testing.T, o *reconcile.Observed, helper func(snapshot.Helper)
 }
 
 // alphaWith is alpha, team-b's, its agent in state, with snapshots.
-func alphaWith(state string, snaps ...reconcile.Snapshot) *reconcile.Observed {
+func alphaWith(state string, snaps ...engine.Snapshot) *engine.Observed {
 	o := fleetBox("alpha", "team-b")
 	o.Containers[0].State = state
 	o.Snapshots = snaps
@@ -122,8 +122,8 @@ func alphaWith(state string, snaps ...reconcile.Snapshot) *reconcile.Observed {
 
 var madeAt = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
-func snapOf(box, label, fleet string) reconcile.Snapshot {
-	return reconcile.Snapshot{Volume: compose.SnapshotVolumeName(box, label), Box: box, Label: label, Fleet: fleet, Created: madeAt, Size: 4096}
+func snapOf(box, label, fleet string) engine.Snapshot {
+	return engine.Snapshot{Volume: compose.SnapshotVolumeName(box, label), Box: box, Label: label, Fleet: fleet, Created: madeAt, Size: 4096}
 }
 
 func snapshotOptions() workspace.SnapshotOptions {
@@ -194,10 +194,10 @@ func TestSnapshotRefusals(t *testing.T) {
 	ctx := context.Background()
 	incomplete := snapOf("alpha", "cut", "team-b")
 	incomplete.Writing = true
-	snaps := []reconcile.Snapshot{snapOf("alpha", "before", "team-b"), snapOf("alpha", "theirs", "team-a"), incomplete}
+	snaps := []engine.Snapshot{snapOf("alpha", "before", "team-b"), snapOf("alpha", "theirs", "team-a"), incomplete}
 	for _, c := range []struct {
 		name string
-		o    *reconcile.Observed
+		o    *engine.Observed
 		do   func(ws *workspace.Workspace) error
 		want string
 		is   any

@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
@@ -75,8 +76,8 @@ type Engine interface {
 	// PullImage pulls ref, pinned by digest, and fails unless ref is then image.
 	PullImage(ctx context.Context, ref, image string) error
 	// CreateLeaseMark creates lease marker m (a container of image never
-	// started) and returns its ID; a name taken is reconcile.ErrLeaseTaken.
-	CreateLeaseMark(ctx context.Context, image string, m reconcile.LeaseMark) (string, error)
+	// started) and returns its ID; a name taken is engine.ErrLeaseTaken.
+	CreateLeaseMark(ctx context.Context, image string, m engine.LeaseMark) (string, error)
 	Close() error
 }
 
@@ -127,7 +128,7 @@ type Workspace struct {
 	// Files maps each file's base name to the sha256 of the very bytes parsed.
 	Files map[string]string
 	// Observed holds the last snapshot of each host observed.
-	Observed map[string]*reconcile.Observed
+	Observed map[string]*engine.Observed
 
 	// declared are the boxes boxes.yaml names: Config.Boxes is they and,
 	// once the pools' hosts are observed, the pools' boxes (WithPools).
@@ -155,7 +156,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{Path: abs, Tokens: statedir.TokensBeside(abs), Files: map[string]string{},
-		Observed: map[string]*reconcile.Observed{}, opts: opts, engines: map[string]Engine{}}
+		Observed: map[string]*engine.Observed{}, opts: opts, engines: map[string]Engine{}}
 	data, err := os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &noConfigError{file: opts.Shown(abs)}
@@ -314,7 +315,7 @@ func (w *Workspace) observeEach(ctx context.Context, hosts []string) []error {
 		images = append(images, id)
 	}
 	errs := make([]error, len(hosts))
-	got := make([]*reconcile.Observed, len(hosts))
+	got := make([]*engine.Observed, len(hosts))
 	var wg sync.WaitGroup
 	for i, host := range hosts {
 		wg.Add(1)
@@ -400,16 +401,16 @@ func (w *Workspace) HostOf(name string) (host string, declared bool) {
 // *OtherFleetError, and one no fleet declares a *NoFleetError, before
 // anything is done to it: only rm (ObserveRemoval) reaches the latter. A box
 // the workspace's Confine keeps out is refused on what was just observed.
-func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
+func (w *Workspace) ObserveBox(ctx context.Context, name string) (string, engine.Resources, error) {
 	return w.observeOwn(ctx, name, false)
 }
 
 // ObserveRemoval is ObserveBox for rm, which alone reaches a box of no fleet.
-func (w *Workspace) ObserveRemoval(ctx context.Context, name string) (string, reconcile.Resources, error) {
+func (w *Workspace) ObserveRemoval(ctx context.Context, name string) (string, engine.Resources, error) {
 	return w.observeOwn(ctx, name, true)
 }
 
-func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool) (string, reconcile.Resources, error) {
+func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool) (string, engine.Resources, error) {
 	host, r, err := w.observeBox(ctx, name)
 	if err == nil {
 		err = w.Claim(name, host, r, noFleetOK)
@@ -428,38 +429,38 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	}
 	e, err := w.Engine(ctx, host)
 	if err != nil {
-		return "", reconcile.Resources{}, err
+		return "", engine.Resources{}, err
 	}
 	if err := backup.Thaw(ctx, w.Path, e, name); err != nil {
 		w.opts.Warn("%s was left frozen by a save that died, and resuming it failed: %v", name, err)
 		return host, r, nil
 	}
 	if err := w.Observe(ctx, host); err != nil {
-		return "", reconcile.Resources{}, err
+		return "", engine.Resources{}, err
 	}
 	return host, w.Observed[host].Of(name), nil
 }
 
-func (w *Workspace) observeBox(ctx context.Context, name string) (string, reconcile.Resources, error) {
+func (w *Workspace) observeBox(ctx context.Context, name string) (string, engine.Resources, error) {
 	if b, ok := w.Config.Box(name); ok {
 		if err := w.Observe(ctx, b.Host); err != nil {
-			return "", reconcile.Resources{}, err
+			return "", engine.Resources{}, err
 		}
 		return b.Host, w.Observed[b.Host].Of(name), nil
 	}
 	if err := w.Observe(ctx); err != nil {
-		return "", reconcile.Resources{}, err
+		return "", engine.Resources{}, err
 	}
 	host, _ := w.HostOf(name)
 	if o := w.Observed[host]; o != nil {
 		return host, o.Of(name), nil
 	}
-	return host, reconcile.Resources{}, nil
+	return host, engine.Resources{}, nil
 }
 
 // Container is box name's container of service as last observed, with the
 // host it is on. running requires it to be up.
-func (w *Workspace) Container(name, service string, running bool) (string, reconcile.Container, error) {
+func (w *Workspace) Container(name, service string, running bool) (string, engine.Container, error) {
 	host, declared := w.HostOf(name)
 	if o := w.Observed[host]; o != nil {
 		if c, ok := o.Of(name).Container(service); ok {
@@ -470,9 +471,9 @@ func (w *Workspace) Container(name, service string, running bool) (string, recon
 		}
 	}
 	if !declared {
-		return "", reconcile.Container{}, w.Undeclared(name)
+		return "", engine.Container{}, w.Undeclared(name)
 	}
-	return host, reconcile.Container{}, &NoContainerError{Box: name, Service: service, Holder: statedir.BoxHolder(w.Path, name)}
+	return host, engine.Container{}, &NoContainerError{Box: name, Service: service, Holder: statedir.BoxHolder(w.Path, name)}
 }
 
 // Undeclared is the error for a box name boxes.yaml does not declare.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -33,14 +34,14 @@ hosts:
 // What a test does not give it panics (the nil workspace.Engine).
 type fakeEngine struct {
 	workspace.Engine
-	obs      *reconcile.Observed
+	obs      *engine.Observed
 	observed *[]string
 	mu       *sync.Mutex
 	host, id string
 	before   func()
 }
 
-func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+func (f *fakeEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
 	if f.before != nil {
 		f.before()
 	}
@@ -52,7 +53,7 @@ func (f *fakeEngine) Observe(context.Context, ...string) (*reconcile.Observed, e
 	}
 	return f.obs, nil
 }
-func (f *fakeEngine) VolumeSizes(context.Context, *reconcile.Observed, []string) map[string]reconcile.VolumeSize {
+func (f *fakeEngine) VolumeSizes(context.Context, *engine.Observed, []string) map[string]reconcile.VolumeSize {
 	return nil
 }
 func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
@@ -81,7 +82,7 @@ type fleet struct {
 	connected []string
 	observed  []string
 	mu        sync.Mutex
-	snapshots map[string]*reconcile.Observed
+	snapshots map[string]*engine.Observed
 	// ids are the engines' IDs by host; none by default.
 	ids    map[string]string
 	before func()
@@ -97,7 +98,7 @@ func newFleet(t *testing.T) *fleet {
 	if err := os.WriteFile(filepath.Join(dir, "boxes.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &fleet{dir: dir, snapshots: map[string]*reconcile.Observed{}, ids: map[string]string{}}
+	return &fleet{dir: dir, snapshots: map[string]*engine.Observed{}, ids: map[string]string{}}
 }
 
 // Connect connects host to its fake engine, noting that it did.
@@ -133,8 +134,8 @@ func (f *fleet) openWith(t *testing.T, wrap func(host string, e *fakeEngine) wor
 	return ws
 }
 
-func box(name string) *reconcile.Observed {
-	return &reconcile.Observed{Volumes: []reconcile.Volume{{Name: "hbl-" + name + "_agent-data", Box: name}}}
+func box(name string) *engine.Observed {
+	return &engine.Observed{Volumes: []engine.Volume{{Name: "hbl-" + name + "_agent-data", Box: name}}}
 }
 
 func TestOneBoxConnectsOnlyToItsHost(t *testing.T) {
@@ -160,7 +161,7 @@ func TestOneBoxConnectsOnlyToItsHost(t *testing.T) {
 
 func TestUndeclaredBoxIsFoundInHostOrder(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{}
 	f.snapshots["zulu"] = box("stray")
 	f.snapshots["nexus"] = box("stray")
 	for range 20 {
@@ -181,7 +182,7 @@ func TestUndeclaredBoxIsFoundInHostOrder(t *testing.T) {
 
 func TestUnreachableHostsAreJoinedErrors(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{}
 	err := f.open(t).Observe(context.Background())
 	if err == nil || err.Error() != "nexus is unreachable\nzulu is unreachable" {
 		t.Errorf("got %v", err)
@@ -233,7 +234,7 @@ func TestFilesAreFingerprintedAsParsed(t *testing.T) {
 
 func TestContainerErrors(t *testing.T) {
 	f := newFleet(t)
-	f.snapshots[""] = &reconcile.Observed{Containers: []reconcile.Container{{ID: "c", Box: "alpha", Service: "agent", State: "exited"}}}
+	f.snapshots[""] = &engine.Observed{Containers: []engine.Container{{ID: "c", Box: "alpha", Service: "agent", State: "exited"}}}
 	ws := f.open(t)
 	if err := ws.Observe(context.Background(), ""); err != nil {
 		t.Fatal(err)
@@ -273,8 +274,8 @@ func TestPlanLeavesOutAnUnreachableHostItDoesNotTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "boxes.lock"), []byte(lock), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{image: true}}
-	f.snapshots["zulu"] = &reconcile.Observed{}
+	f.snapshots[""] = &engine.Observed{Images: map[string]bool{image: true}}
+	f.snapshots["zulu"] = &engine.Observed{}
 	// nexus, gamma's host, is unreachable.
 	plan := func(target ...string) (*reconcile.Plan, []string, error) {
 		var warnings []string
@@ -319,9 +320,9 @@ func TestPlanBringsTheImage(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(f.dir, "boxes.lock"), []byte(lock), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		f.snapshots[""] = &reconcile.Observed{Images: map[string]bool{image: true}, ImageSizes: map[string]int64{image: 42}}
-		f.snapshots["nexus"] = &reconcile.Observed{Images: map[string]bool{image: false}}
-		f.snapshots["zulu"] = &reconcile.Observed{}
+		f.snapshots[""] = &engine.Observed{Images: map[string]bool{image: true}, ImageSizes: map[string]int64{image: 42}}
+		f.snapshots["nexus"] = &engine.Observed{Images: map[string]bool{image: false}}
+		f.snapshots["zulu"] = &engine.Observed{}
 		p, err := f.open(t).Plan(context.Background(), reconcile.PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -361,4 +362,6 @@ func TestKindsConnectByKind(t *testing.T) {
 
 type connectFunc func(context.Context, spec.Host) (workspace.Engine, error)
 
-func (f connectFunc) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) { return f(ctx, h) }
+func (f connectFunc) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+	return f(ctx, h)
+}

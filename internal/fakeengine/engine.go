@@ -27,6 +27,7 @@ import (
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/snapshot"
@@ -125,7 +126,7 @@ func (e *Engine) Close() error { return nil }
 // Observe lists the engine's resources as Docker's lists would show them,
 // and reads them with docker's own reading (docker.Listing.Observed), so
 // that the planner sees exactly what docker.Engine.Observe would give it.
-func (e *Engine) Observe(_ context.Context, images ...string) (*reconcile.Observed, error) {
+func (e *Engine) Observe(_ context.Context, images ...string) (*engine.Observed, error) {
 	l := docker.Listing{Images: images, Sizes: map[string]int64{}}
 	look := e.read
 	_ = e.read(func(h *Host) error {
@@ -647,7 +648,7 @@ func clone(c *Container) (*Container, error) {
 
 // VolumeSizes sizes each volume a running container of o mounts at
 // VolumeBytes; the others are unread, with docker.Engine's reasons.
-func (e *Engine) VolumeSizes(_ context.Context, o *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (e *Engine) VolumeSizes(_ context.Context, o *engine.Observed, volumes []string) map[string]reconcile.VolumeSize {
 	running, stopped := map[string]bool{}, map[string]bool{}
 	for _, c := range o.Containers {
 		for _, m := range c.Mounts {
@@ -930,10 +931,10 @@ func contains(list []string, s string) bool {
 // CreateLeaseMark makes lease marker m as a container never started, as
 // docker.Engine.CreateLeaseMark does: a name taken is refused. The claim
 // of a box with a rival (SetRival) finds the rival's made just before.
-func (e *Engine) CreateLeaseMark(_ context.Context, image string, m reconcile.LeaseMark) (string, error) {
+func (e *Engine) CreateLeaseMark(_ context.Context, image string, m engine.LeaseMark) (string, error) {
 	var id string
 	err := e.edit(func(h *Host) error {
-		if holder, ok := h.Rivals[m.Box]; ok && m.Kind == reconcile.LeaseClaim {
+		if holder, ok := h.Rivals[m.Box]; ok && m.Kind == engine.LeaseClaim {
 			delete(h.Rivals, m.Box)
 			rival := m
 			rival.Holder, rival.Lease, rival.Expires = holder, "rival-"+m.Box, time.Now().Add(time.Hour).UTC().Truncate(time.Second)
@@ -943,7 +944,7 @@ func (e *Engine) CreateLeaseMark(_ context.Context, image string, m reconcile.Le
 				State: "created", Networks: map[string]string{}, Unlisted: 1})
 		}
 		if _, taken := h.container(m.Name); taken != nil {
-			return fmt.Errorf("%s: %w", m.Name, reconcile.ErrLeaseTaken)
+			return fmt.Errorf("%s: %w", m.Name, engine.ErrLeaseTaken)
 		}
 		id = h.newID(e.host)
 		h.Containers = append(h.Containers, &Container{ID: id, Name: m.Name, Image: image, Labels: docker.LeaseLabels(m),

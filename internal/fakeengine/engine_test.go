@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -88,7 +89,7 @@ func TestMadeBoxPlansNoChange(t *testing.T) {
 		t.Errorf("the engine lacks the image it was given")
 	}
 
-	plan, err := reconcile.NewPlan(reconcile.Input{Config: cfg, Image: image, Observed: map[string]*reconcile.Observed{"": o}, Tokens: tokens})
+	plan, err := reconcile.NewPlan(reconcile.Input{Config: cfg, Image: image, Observed: map[string]*engine.Observed{"": o}, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -69,7 +69,7 @@ func HashesFor(t testing.TB, b spec.Box, image string, hostPort int) map[string]
 // o, the way Docker lists them: in b's fleet (Fleet when b names none),
 // connected to the box's network, a running executor published on hostPort
 // (AutoPort when 0 and b's port is auto).
-func ObserveBox(t testing.TB, o *reconcile.Observed, b spec.Box, image, state string, hostPort int) {
+func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image, state string, hostPort int) {
 	t.Helper()
 	fleet := b.Fleet
 	if fleet == "" {
@@ -88,7 +88,7 @@ func ObserveBox(t testing.TB, o *reconcile.Observed, b spec.Box, image, state st
 		if svc == compose.GateService {
 			labels[compose.CredentialsLabel] = "{}"
 		}
-		c := reconcile.Container{
+		c := engine.Container{
 			ID:         "id-" + b.Name + "-" + svc,
 			Name:       compose.ContainerName(b.Name, svc),
 			Box:        b.Name,
@@ -101,18 +101,18 @@ func ObserveBox(t testing.TB, o *reconcile.Observed, b spec.Box, image, state st
 			Networks:   compose.ServiceNetworks(b.Name, svc),
 		}
 		if svc != compose.GateService {
-			c.Mounts = []reconcile.Mount{{Volume: compose.VolumeName(b.Name, VolumeOf(svc)), Destination: "/data"}}
+			c.Mounts = []engine.Mount{{Volume: compose.VolumeName(b.Name, VolumeOf(svc)), Destination: "/data"}}
 		}
 		if svc == compose.ExecutorService && hostPort != 0 {
-			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
+			c.Ports = []engine.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
 		}
 		o.Containers = append(o.Containers, c)
 	}
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name), Size: -1})
+		o.Volumes = append(o.Volumes, engine.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name), Size: -1})
 	}
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)},
-		reconcile.Network{ID: "inside-" + b.Name, Name: compose.InsideNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
+	o.Networks = append(o.Networks, engine.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)},
+		engine.Network{ID: "inside-" + b.Name, Name: compose.InsideNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
 }
 
 // VolumeOf is the volume service mounts at /data.
@@ -124,6 +124,6 @@ func VolumeOf(service string) string {
 }
 
 // EmptyObserved is an engine with Image and nothing else.
-func EmptyObserved() *reconcile.Observed {
-	return &reconcile.Observed{Images: map[string]bool{Image: true}}
+func EmptyObserved() *engine.Observed {
+	return &engine.Observed{Images: map[string]bool{Image: true}}
 }

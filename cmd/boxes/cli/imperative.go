@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
@@ -16,7 +17,7 @@ import (
 
 // boxOp runs fn on the box that locked finds: its lock is taken before
 // the box is observed, and only the box's host is reached.
-func boxOp(env *Env, locked func(ws *workspace.Workspace) (string, reconcile.Resources, error), fn func(ws *workspace.Workspace, host string, r reconcile.Resources) error) error {
+func boxOp(env *Env, locked func(ws *workspace.Workspace) (string, engine.Resources, error), fn func(ws *workspace.Workspace, host string, r engine.Resources) error) error {
 	return inWorkspace(env, func(ws *workspace.Workspace) error {
 		host, r, err := locked(ws)
 		if err != nil {
@@ -45,16 +46,16 @@ stopped in boxes.yaml is then drift: plan shows its stop.`, "running", (*workspa
 
 // newStateCommand is stop or start (verb): the one-box plan of plan run
 // under the box's lock; the box is then in state, and the command says so.
-func newStateCommand(env *Env, verb, short, long, state string, plan func(ws *workspace.Workspace, host, name string, r reconcile.Resources) (*reconcile.Plan, error)) *cobra.Command {
+func newStateCommand(env *Env, verb, short, long, state string, plan func(ws *workspace.Workspace, host, name string, r engine.Resources) (*reconcile.Plan, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: verb + " NAME", Short: short, Long: long, Args: exactlyOne(verb, "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			locked := func(ws *workspace.Workspace) (string, reconcile.Resources, error) {
+			locked := func(ws *workspace.Workspace) (string, engine.Resources, error) {
 				return ws.LockedBox(cmd.Context(), name, "boxes "+verb)
 			}
-			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r engine.Resources) error {
 				p, err := plan(ws, host, name, r)
 				if err == nil {
 					err = runOne(cmd.Context(), env, ws, p)
@@ -93,10 +94,10 @@ restore: archive).
 				return err
 			}
 			// rm alone reaches a box of no fleet.
-			locked := func(ws *workspace.Workspace) (string, reconcile.Resources, error) {
+			locked := func(ws *workspace.Workspace) (string, engine.Resources, error) {
 				return ws.LockedRemoval(cmd.Context(), name)
 			}
-			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r reconcile.Resources) error {
+			return boxOp(env, locked, func(ws *workspace.Workspace, host string, r engine.Resources) error {
 				res, p := ws.Removal(name, host, r)
 				// With --json, stdout holds only the result.
 				talk := env.Out

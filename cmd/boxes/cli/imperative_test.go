@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -16,10 +17,10 @@ import (
 // snapshotEngine is an engine that only serves a snapshot.
 type snapshotEngine struct {
 	workspace.Engine
-	obs *reconcile.Observed
+	obs *engine.Observed
 }
 
-func (e snapshotEngine) Observe(context.Context, ...string) (*reconcile.Observed, error) {
+func (e snapshotEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
 	return e.obs, nil
 }
 func (e snapshotEngine) ID() string                     { return "" }
@@ -32,18 +33,18 @@ func (e snapshotEngine) Close() error { return nil }
 
 // snapshots connects each host to an engine serving its snapshot, an empty
 // one when it has none.
-type snapshots map[string]*reconcile.Observed
+type snapshots map[string]*engine.Observed
 
 func (s snapshots) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
 	o := s[h.Name]
 	if o == nil {
-		o = &reconcile.Observed{}
+		o = &engine.Observed{}
 	}
 	return snapshotEngine{obs: o}, nil
 }
 
 // fakeWorkspace is boxes.yaml text over engines serving snapshots by host.
-func fakeWorkspace(t *testing.T, yaml string, byHost map[string]*reconcile.Observed) *workspace.Workspace {
+func fakeWorkspace(t *testing.T, yaml string, byHost map[string]*engine.Observed) *workspace.Workspace {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "boxes.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -57,8 +58,8 @@ func fakeWorkspace(t *testing.T, yaml string, byHost map[string]*reconcile.Obser
 	return ws
 }
 
-func agentOf(box, image string) *reconcile.Observed {
-	return &reconcile.Observed{Containers: []reconcile.Container{{ID: box + "-a", Name: "hbl-" + box + "-agent-1", Box: box, Fleet: "f", Service: "agent", State: "exited", Image: image}}}
+func agentOf(box, image string) *engine.Observed {
+	return &engine.Observed{Containers: []engine.Container{{ID: box + "-a", Name: "hbl-" + box + "-agent-1", Box: box, Fleet: "f", Service: "agent", State: "exited", Image: image}}}
 }
 
 const twoHosts = `version: 1
@@ -76,7 +77,7 @@ hosts:
 // in name order: never in map order.
 func TestLsRowsOrder(t *testing.T) {
 	for range 30 {
-		ws := fakeWorkspace(t, twoHosts, map[string]*reconcile.Observed{
+		ws := fakeWorkspace(t, twoHosts, map[string]*engine.Observed{
 			"":      agentOf("stray-local", "i"),
 			"nexus": agentOf("stray-nexus", "i"),
 			"zulu":  agentOf("stray-zulu", "i"),
@@ -99,7 +100,7 @@ func TestLsRowsOrder(t *testing.T) {
 // are, on the image they run) and acts on the box's declared host even when
 // another host holds resources of the same name.
 func TestStartPlanUsesTheBoxsHostAndImage(t *testing.T) {
-	ws := fakeWorkspace(t, twoHosts, map[string]*reconcile.Observed{
+	ws := fakeWorkspace(t, twoHosts, map[string]*engine.Observed{
 		"":      agentOf("alpha", "sha256:other"),
 		"nexus": agentOf("alpha", "sha256:running"),
 	})

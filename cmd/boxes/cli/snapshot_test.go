@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 const alphaOnly = "version: 1\nfleet: f\nboxes:\n  alpha: {}\n"
 
 // alphaSnapshotted is alpha, running, with its volume and one snapshot.
-func alphaSnapshotted() *reconcile.Observed {
+func alphaSnapshotted() *engine.Observed {
 	o := agentOf("alpha", "sha256:img")
 	o.Containers[0].State = "running"
-	o.Volumes = []reconcile.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Fleet: "f"}}
-	o.Snapshots = []reconcile.Snapshot{{Volume: compose.SnapshotVolumeName("alpha", "before"), Box: "alpha", Label: "before", Fleet: "f",
+	o.Volumes = []engine.Volume{{Name: compose.VolumeName("alpha", compose.AgentVolume), Box: "alpha", Fleet: "f"}}
+	o.Snapshots = []engine.Snapshot{{Volume: compose.SnapshotVolumeName("alpha", "before"), Box: "alpha", Label: "before", Fleet: "f",
 		Created: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC), Size: 5 << 20}}
 	return o
 }
@@ -41,16 +41,16 @@ func TestRevertAndSnapshotRmConfirm(t *testing.T) {
 		hint   string
 	}{
 		{"revert, typed wrong", true, func(env *Env) error {
-			return revert(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
+			return revert(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
 		}, revertSays + "Type the box's name to revert it: ", "not confirmed; nothing was changed", ""},
 		{"revert, no terminal", false, func(env *Env) error {
-			return revert(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
+			return revert(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
 		}, revertSays, "revert replaces alpha's /data and there is no terminal to confirm it; nothing was changed", "pass --confirm alpha"},
 		{"snapshot rm, typed wrong", true, func(env *Env) error {
-			return removeSnapshot(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
+			return removeSnapshot(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
 		}, rmSays + "Type the box's name to delete its snapshot before: ", "not confirmed; nothing was changed", ""},
 		{"snapshot rm, no terminal", false, func(env *Env) error {
-			return removeSnapshot(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
+			return removeSnapshot(context.Background(), env, fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": alphaSnapshotted()}), "alpha", "before", "")
 		}, rmSays, "snapshot rm deletes snapshot before of alpha and there is no terminal to confirm it; nothing was changed", "pass --confirm alpha"},
 	} {
 		var out, errb bytes.Buffer
@@ -87,7 +87,7 @@ func TestCheckConfirm(t *testing.T) {
 func TestSnapshotsListing(t *testing.T) {
 	var out bytes.Buffer
 	env := &Env{Streams: Streams{Out: &out}}
-	ws := fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": alphaSnapshotted()})
+	ws := fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": alphaSnapshotted()})
 	if err := listSnapshots(context.Background(), env, ws, "alpha", true); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestSnapshotsListing(t *testing.T) {
 	}
 
 	out.Reset()
-	ws = fakeWorkspace(t, alphaOnly, map[string]*reconcile.Observed{"": agentOf("alpha", "sha256:img")})
+	ws = fakeWorkspace(t, alphaOnly, map[string]*engine.Observed{"": agentOf("alpha", "sha256:img")})
 	if err := listSnapshots(context.Background(), env, ws, "", true); err != nil || strings.TrimSpace(out.String()) != "[]" {
 		t.Errorf("no snapshots as JSON: %q, %v", out.String(), err)
 	}

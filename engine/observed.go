@@ -1,8 +1,4 @@
-// Package reconcile decides what to do to each box: an Observed snapshot of
-// what Docker has, the pure NewPlan that compares it with boxes.yaml and
-// boxes.lock, the plan's renderings, saved plans, and the .boxes/ state
-// directory with its records. Package apply carries a plan out.
-package reconcile
+package engine
 
 import (
 	"sort"
