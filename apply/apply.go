@@ -363,25 +363,25 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp reconcile.BoxPl
 		defer lock.Unlock()
 	}
 
-	engine := a.Engines[bp.Host]
-	if engine == nil {
+	eng := a.Engines[bp.Host]
+	if eng == nil {
 		return fmt.Errorf("no engine for %s", reconcile.HostLabel(bp.Host))
 	}
 	if bp.Action == reconcile.Delete {
-		return a.delete(ctx, engine, bp)
+		return a.delete(ctx, eng, bp)
 	}
 	if bp.Action == reconcile.Move {
 		return a.move(ctx, image, bp)
 	}
 	if bp.Action == reconcile.Stop {
-		return a.stop(ctx, engine, bp)
+		return a.stop(ctx, eng, bp)
 	}
-	return a.up(ctx, engine, image, bp)
+	return a.up(ctx, eng, image, bp)
 }
 
 // up creates, recreates or starts box bp on engine, seeds a new one from
 // its archive, and starts it when its state says so.
-func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconcile.BoxPlan) error {
+func (a *Applier) up(ctx context.Context, eng Engine, image string, bp reconcile.BoxPlan) error {
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
@@ -418,18 +418,18 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 	var prev Previous
 	switch bp.Action {
 	case reconcile.Create:
-		if err := a.create(ctx, engine, bp, project); err != nil {
+		if err := a.create(ctx, eng, bp, project); err != nil {
 			return err
 		}
 	case reconcile.Recreate:
-		if prev, err = a.recreate(ctx, engine, bp, project, token); err != nil {
+		if prev, err = a.recreate(ctx, eng, bp, project, token); err != nil {
 			return err
 		}
 	case reconcile.Start:
 		// Start means start, whatever state boxes.yaml declares: boxes
 		// start NAME asks for exactly that, and a plan's start only
 		// arises for a box declared running.
-		return a.start(ctx, engine, bp, project, token, nil, box.State)
+		return a.start(ctx, eng, bp, project, token, nil, box.State)
 	default:
 		return fmt.Errorf("unknown action %q", bp.Action)
 	}
@@ -440,7 +440,7 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 			a.Progress.Step(bp.Name, "seeding /data from "+reconcile.FromText(bp.From))
 		}
 		if err := seeder.Seed(ctx, bp.Host, bp.Name, source); err != nil {
-			return a.restoreFailed(ctx, engine, bp, err)
+			return a.restoreFailed(ctx, eng, bp, err)
 		}
 	}
 	// The plan's state is the one to reach; boxes.yaml's when it has none.
@@ -453,9 +453,9 @@ func (a *Applier) up(ctx context.Context, engine Engine, image string, bp reconc
 	if state != spec.Running && !seed {
 		return nil
 	}
-	err = a.start(ctx, engine, bp, project, token, seeder, state)
+	err = a.start(ctx, eng, bp, project, token, seeder, state)
 	if err != nil && bp.Action == reconcile.Recreate {
-		return a.putBack(ctx, engine, bp, prev, token, err)
+		return a.putBack(ctx, eng, bp, prev, token, err)
 	}
 	return err
 }
@@ -482,25 +482,25 @@ func (a *Applier) seederOf(bp reconcile.BoxPlan) (Seeder, error) {
 // stop stops box bp, thawed first: a box stopped quiesced would wait for a
 // resume when it next starts. Should the thaw fail, the record stays and
 // the start after thaws it.
-func (a *Applier) stop(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) stop(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
 	if err := a.thaw(ctx, bp); err != nil {
 		a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
 	}
 	a.Progress.Step(bp.Name, "stopping")
-	return engine.Stop(ctx, compose.ProjectName(bp.Name))
+	return eng.Stop(ctx, compose.ProjectName(bp.Name))
 }
 
 // create makes box bp's network, volumes and containers from project. A
 // refused create of a box that had nothing before it is undone.
-func (a *Applier) create(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project) error {
-	undoable := a.nothingYet(ctx, engine, bp)
+func (a *Applier) create(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project) error {
+	undoable := a.nothingYet(ctx, eng, bp)
 	a.Progress.Step(bp.Name, "creating network, volumes and containers")
-	err := engine.Create(ctx, project, false)
+	err := eng.Create(ctx, project, false)
 	if err != nil && raced(err) {
-		err = a.remake(ctx, engine, bp, project, err)
+		err = a.remake(ctx, eng, bp, project, err)
 	}
 	if err != nil && undoable {
-		return a.createFailed(ctx, engine, bp, err)
+		return a.createFailed(ctx, eng, bp, err)
 	}
 	return err
 }
@@ -508,23 +508,23 @@ func (a *Applier) create(ctx context.Context, engine Engine, bp reconcile.BoxPla
 // recreate replaces box bp's containers with project's, volumes kept, once
 // what an interrupted apply left is cleared; it returns the containers as
 // they were, for putBack. A refused create puts them back at once.
-func (a *Applier) recreate(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string) (Previous, error) {
-	if err := a.clearStrays(ctx, engine, bp); err != nil {
+func (a *Applier) recreate(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, token string) (Previous, error) {
+	if err := a.clearStrays(ctx, eng, bp); err != nil {
 		return nil, err
 	}
-	prev, err := engine.Previous(ctx, bp.Name)
+	prev, err := eng.Previous(ctx, bp.Name)
 	if err != nil {
 		return nil, fmt.Errorf("recording the containers before replacing them: %w", err)
 	}
-	create := func() error { return engine.Create(ctx, project, true) }
+	create := func() error { return eng.Create(ctx, project, true) }
 	if bp.GateOnly {
 		a.Progress.Step(bp.Name, "replacing the gate (the agent keeps running)")
-		create = func() error { return engine.Replace(ctx, project, []string{compose.GateService}) }
+		create = func() error { return eng.Replace(ctx, project, []string{compose.GateService}) }
 	} else {
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
 	}
 	if err := create(); err != nil {
-		return nil, a.putBack(ctx, engine, bp, prev, token, err)
+		return nil, a.putBack(ctx, eng, bp, prev, token, err)
 	}
 	return prev, nil
 }
@@ -534,23 +534,23 @@ func (a *Applier) recreate(ctx context.Context, engine Engine, bp reconcile.BoxP
 // own name back: first, since compose names its own replacement of a
 // container from the container's, and the previous containers are put back
 // under the names recorded next.
-func (a *Applier) clearStrays(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) clearStrays(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
 	for _, c := range bp.Strays {
 		a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
-		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+		if err := eng.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("removing container %s: %w", c.Name, err)
 		}
 	}
 	for _, n := range bp.StrayNetworks {
 		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+reconcile.ShortID(n.ID)+" (a second network of that name)")
-		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+		if err := eng.RemoveNetwork(ctx, n.ID); err != nil {
 			return fmt.Errorf("removing the second network %s (%s): %w", n.Name, reconcile.ShortID(n.ID), err)
 		}
 	}
 	for _, r := range bp.Reasons {
 		if r.Kind == "renamed" {
 			a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
-			if err := engine.RenameContainer(ctx, r.Old, r.New); err != nil {
+			if err := eng.RenameContainer(ctx, r.Old, r.New); err != nil {
 				return fmt.Errorf("renaming container %s: %w", r.Old, err)
 			}
 		}
@@ -571,8 +571,8 @@ func raced(err error) bool { return errors.Is(err, ErrRaced) }
 // containers again: a second network of the box's name goes, with every
 // container of the box not running, as the plan does for a duplicate it
 // sees.
-func (a *Applier) remake(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, cause error) error {
-	o, err := engine.Observe(ctx)
+func (a *Applier) remake(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, cause error) error {
+	o, err := eng.Observe(ctx)
 	if err != nil {
 		return fmt.Errorf("%w; observing the box again: %v", cause, err)
 	}
@@ -580,21 +580,21 @@ func (a *Applier) remake(ctx context.Context, engine Engine, bp reconcile.BoxPla
 	strays, onStray := reconcile.StrayNetworks(bp.Name, r)
 	a.Progress.Step(bp.Name, "an interrupted apply's request landed after the plan ("+firstLine(cause)+"); clearing what it made")
 	for _, c := range r.Containers {
-		if c.State == "running" && !onStray[c.ID] {
+		if c.State == engine.Running && !onStray[c.ID] {
 			continue
 		}
 		a.Progress.Step(bp.Name, "removing container "+c.Name)
-		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+		if err := eng.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("%w; removing container %s: %v", cause, c.Name, err)
 		}
 	}
 	for _, n := range strays {
 		a.Progress.Step(bp.Name, "removing network "+n.Name+" "+reconcile.ShortID(n.ID)+" (a second network of that name)")
-		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+		if err := eng.RemoveNetwork(ctx, n.ID); err != nil {
 			return fmt.Errorf("%w; removing the second network %s (%s): %v", cause, n.Name, reconcile.ShortID(n.ID), err)
 		}
 	}
-	return engine.Create(ctx, project, false)
+	return eng.Create(ctx, project, false)
 }
 
 func firstLine(err error) string {
@@ -607,7 +607,7 @@ func firstLine(err error) string {
 // lock: what the create makes is then all the box has, and the create can
 // be undone. A create over what is there (the volumes of a restore cut
 // short, or a box a load made since the plan) never is.
-func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp reconcile.BoxPlan) bool {
+func (a *Applier) nothingYet(ctx context.Context, eng Engine, bp reconcile.BoxPlan) bool {
 	if !reconcile.HasKind(bp.Reasons, "new") {
 		return false
 	}
@@ -615,7 +615,7 @@ func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp reconcile.Bo
 		// Observed under the lock already, by the caller's plan.
 		return true
 	}
-	o, err := engine.Observe(ctx)
+	o, err := eng.Observe(ctx)
 	return err == nil && o.Of(bp.Name).Empty()
 }
 
@@ -627,18 +627,18 @@ func (a *Applier) nothingYet(ctx context.Context, engine Engine, bp reconcile.Bo
 // the next plan shows the box as never made rather than a half-made box to
 // explain. Cut short (interrupted, the engine gone), it is left: the next
 // plan shows it and the next apply finishes it.
-func (a *Applier) createFailed(ctx context.Context, engine Engine, bp reconcile.BoxPlan, cause error) error {
+func (a *Applier) createFailed(ctx context.Context, eng Engine, bp reconcile.BoxPlan, cause error) error {
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return cause
 	}
-	o, err := engine.Observe(ctx)
+	o, err := eng.Observe(ctx)
 	if err != nil {
 		return fmt.Errorf("%w; what the create made could not be listed: %v (the next plan shows it)", cause, err)
 	}
 	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	if !made.Empty() {
 		a.Progress.Step(bp.Name, "the create failed; removing what it made")
-		if err := a.remove(ctx, engine, bp.Name, reconcile.DeletionOf(bp.Host, bp.Name, made).Delete); err != nil {
+		if err := a.remove(ctx, eng, bp.Name, reconcile.DeletionOf(bp.Host, bp.Name, made).Delete); err != nil {
 			return fmt.Errorf("%w; removing what the create made failed: %v (the next plan shows it)", cause, err)
 		}
 	}
@@ -676,7 +676,7 @@ func (e *CreateError) Unwrap() error { return e.Err }
 // is removed (the resources labelled with the box and this fleet: the plan
 // saw none but a restore's own), with the restore record and the token,
 // and the error says why.
-func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp reconcile.BoxPlan, cause error) error {
+func (a *Applier) restoreFailed(ctx context.Context, eng Engine, bp reconcile.BoxPlan, cause error) error {
 	err := fmt.Errorf("restoring from %s: %w", a.shown(bp.Restore), cause)
 	if bp.From != "" {
 		err = fmt.Errorf("seeding from %s: %w", reconcile.FromText(bp.From), cause)
@@ -684,13 +684,13 @@ func (a *Applier) restoreFailed(ctx context.Context, engine Engine, bp reconcile
 	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
 		return err
 	}
-	o, oerr := engine.Observe(ctx)
+	o, oerr := eng.Observe(ctx)
 	if oerr != nil {
 		return fmt.Errorf("%w; what the restore created could not be listed: %v (the next plan shows it as restore incomplete)", err, oerr)
 	}
 	made := o.Of(bp.Name).Labelled(a.Config.Fleet)
 	a.Progress.Step(bp.Name, "the restore failed; removing what it created")
-	if derr := a.delete(ctx, engine, reconcile.DeletionOf(bp.Host, bp.Name, made)); derr != nil {
+	if derr := a.delete(ctx, eng, reconcile.DeletionOf(bp.Host, bp.Name, made)); derr != nil {
 		return fmt.Errorf("%w; removing what the restore created failed: %v (the next plan shows it as restore incomplete)", err, derr)
 	}
 	if bp.From != "" {
@@ -739,7 +739,7 @@ func (e *ForkError) Hint() string {
 
 // putBack puts a recreated box whose new containers failed back on its
 // previous ones, and checks that those are ready again.
-func (a *Applier) putBack(ctx context.Context, engine Engine, bp reconcile.BoxPlan, prev Previous, token string, cause error) error {
+func (a *Applier) putBack(ctx context.Context, eng Engine, bp reconcile.BoxPlan, prev Previous, token string, cause error) error {
 	if ctx.Err() != nil {
 		// Interrupted, not failed: the next plan shows what is left.
 		return cause
@@ -762,9 +762,9 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp reconcile.BoxPl
 		return e
 	}
 	a.Progress.Step(bp.Name, "waiting for the previous containers")
-	if _, err := engine.WaitReady(ctx, bp.Name, token); err != nil {
+	if _, err := eng.WaitReady(ctx, bp.Name, token); err != nil {
 		e.Back = err
-	} else if err := engine.WaitInit(ctx, bp.Name); err != nil {
+	} else if err := eng.WaitInit(ctx, bp.Name); err != nil {
 		e.Back = err
 	}
 	return e
@@ -773,25 +773,25 @@ func (a *Applier) putBack(ctx context.Context, engine Engine, bp reconcile.BoxPl
 // start starts the box, waits for its executor, finishes a seeded box's
 // restore, waits for the agent's hb init, and stops the box again when it
 // is declared stopped.
-func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan, project *types.Project, token string, seeder Seeder, state spec.State) error {
+func (a *Applier) start(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, token string, seeder Seeder, state spec.State) error {
 	seed := seeder != nil
 	a.Progress.Step(bp.Name, "starting")
-	if err := engine.Start(ctx, project); err != nil {
+	if err := eng.Start(ctx, project); err != nil {
 		// Containers this apply made anew can be made again; a seeded
 		// box's hold the restore being checked.
 		if !raced(err) || (bp.Action != reconcile.Create && bp.Action != reconcile.Recreate) || seed {
 			return err
 		}
-		if err := a.remake(ctx, engine, bp, project, err); err != nil {
+		if err := a.remake(ctx, eng, bp, project, err); err != nil {
 			return err
 		}
 		a.Progress.Step(bp.Name, "starting")
-		if err := engine.Start(ctx, project); err != nil {
+		if err := eng.Start(ctx, project); err != nil {
 			return err
 		}
 	}
 	a.Progress.Step(bp.Name, "waiting for executor")
-	url, err := engine.WaitReady(ctx, bp.Name, token)
+	url, err := eng.WaitReady(ctx, bp.Name, token)
 	if err != nil {
 		return err
 	}
@@ -811,12 +811,12 @@ func (a *Applier) start(ctx context.Context, engine Engine, bp reconcile.BoxPlan
 	// Ready means both containers: the agent must have finished hb init
 	// (and not be restarting) as well as the executor answering.
 	a.Progress.Step(bp.Name, "waiting for the agent's hb init")
-	if err := engine.WaitInit(ctx, bp.Name); err != nil {
+	if err := eng.WaitInit(ctx, bp.Name); err != nil {
 		return err
 	}
 	if seed && state != spec.Running {
 		a.Progress.Step(bp.Name, "stopping (declared stopped)")
-		return engine.Stop(ctx, compose.ProjectName(bp.Name))
+		return eng.Stop(ctx, compose.ProjectName(bp.Name))
 	}
 	a.Progress.Step(bp.Name, "ready at "+url)
 	return nil
@@ -878,12 +878,12 @@ func freshToken(bp reconcile.BoxPlan, box spec.Box) bool {
 
 // delete removes exactly the resources the plan listed (see remove), then
 // the box's restore record and token.
-func (a *Applier) delete(ctx context.Context, engine Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) delete(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
 	d := bp.Delete
 	if d == nil {
 		return errors.New("delete without a list of resources")
 	}
-	if err := a.remove(ctx, engine, bp.Name, d); err != nil {
+	if err := a.remove(ctx, eng, bp.Name, d); err != nil {
 		return err
 	}
 	if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
@@ -894,22 +894,22 @@ func (a *Applier) delete(ctx context.Context, engine Engine, bp reconcile.BoxPla
 
 // remove removes exactly the resources of box that d lists: containers
 // first, then the network, then the volumes.
-func (a *Applier) remove(ctx context.Context, engine Engine, box string, d *reconcile.Deletion) error {
+func (a *Applier) remove(ctx context.Context, eng Engine, box string, d *reconcile.Deletion) error {
 	for _, c := range d.Containers {
 		a.Progress.Step(box, "removing container "+c.Name)
-		if err := engine.RemoveContainer(ctx, c.ID); err != nil {
+		if err := eng.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("removing container %s: %w", c.Name, err)
 		}
 	}
 	for _, n := range d.Networks {
 		a.Progress.Step(box, "removing network "+n.Name)
-		if err := engine.RemoveNetwork(ctx, n.ID); err != nil {
+		if err := eng.RemoveNetwork(ctx, n.ID); err != nil {
 			return fmt.Errorf("removing network %s: %w", n.Name, err)
 		}
 	}
 	for _, v := range d.Volumes {
 		a.Progress.Step(box, "removing volume "+v.Name)
-		if err := engine.RemoveVolume(ctx, v.Name); err != nil {
+		if err := eng.RemoveVolume(ctx, v.Name); err != nil {
 			return fmt.Errorf("removing volume %s: %w", v.Name, err)
 		}
 	}

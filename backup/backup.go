@@ -186,13 +186,13 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 	// startThaw starts thawing the box, once; thawed waits for the thaw.
 	startThaw, thawed := func() {}, func() {}
 	defer func() { thawed() }()
-	if s.Agent.State == "running" {
+	if s.Agent.State == engine.Running {
 		// The data is measured while the box quiesces: the bound's margin
 		// covers what its processes write before they stop, and what
 		// root's, which go on, add before the pause.
 		var size int64
 		var sizeErr error
-		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Healthy: s.Agent.Healthy, Step: s.Step, Warn: s.Warn,
+		frozen, err := Freeze{Box: s.Box, Agent: id, Config: s.Config, Host: s.Host, Init: s.Init, Healthy: s.Agent.Health == engine.Healthy, Step: s.Step, Warn: s.Warn,
 			Alongside: func(ctx context.Context) {
 				size, sizeErr = DataSize(ctx, e, id)
 				<-started

@@ -201,7 +201,7 @@ func TestSaveOfAHealthyBoxSkipsTheInitCheck(t *testing.T) {
 	e := &fakeBox{}
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
-	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Health: engine.Healthy}, Out: out,
 		Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSaveGoesOnWithoutASizeWhenDuHangs(t *testing.T) {
 	r, id := keys(t)
 	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
 	var warned []string
-	_, err := Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Healthy: true}, Out: out,
+	_, err := Save{Box: "alpha", Agent: engine.Container{ID: "a", State: "running", Health: engine.Healthy}, Out: out,
 		Recipients: r, Identity: id, Warn: func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }}.Run(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)

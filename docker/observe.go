@@ -44,7 +44,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 	o := l.Observed(e.Host)
 	// Read when the engine was connected, with its ID.
 	o.CPUs, o.Memory, o.Runtimes = e.cpus, e.memory, e.runtimes
-	if err := e.inspectTroubled(ctx, o.Containers); err != nil {
+	if err := e.inspectTroubled(ctx, o.Containers, l.statuses()); err != nil {
 		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
 	o.Sort()
@@ -61,6 +61,15 @@ type Listing struct {
 	// the engine has.
 	Images []string
 	Sizes  map[string]int64
+}
+
+// statuses are the status texts of the listed containers, by ID.
+func (l Listing) statuses() map[string]string {
+	out := make(map[string]string, len(l.Containers))
+	for _, c := range l.Containers {
+		out[c.ID] = c.Status
+	}
+	return out
 }
 
 // list makes Observe's calls, at once where the endpoint allows.
@@ -183,10 +192,9 @@ func observedContainer(c container.Summary, name, box string) engine.Container {
 		Service:    c.Labels["com.docker.compose.service"],
 		Image:      c.ImageID,
 		Fleet:      c.Labels[compose.FleetLabel],
-		State:      c.State,
+		State:      stateOf(c.State),
 		ExitCode:   exitCode(c.Status),
-		Status:     c.Status,
-		Healthy:    strings.HasSuffix(c.Status, "(healthy)"),
+		Health:     healthOf(c.Status),
 		ConfigHash: c.Labels["com.docker.compose.config-hash"],
 		Labels:     c.Labels,
 	}
@@ -214,15 +222,40 @@ func observedContainer(c container.Summary, name, box string) engine.Container {
 	return oc
 }
 
+// stateOf is Docker's container state in boxes' terms; one boxes does not
+// know reads as dead, which a plan only removes.
+func stateOf(s container.ContainerState) engine.State {
+	switch st := engine.State(s); st {
+	case engine.Created, engine.Running, engine.Paused, engine.Restarting, engine.Exited, engine.Removing, engine.Dead:
+		return st
+	}
+	return engine.Dead
+}
+
+// healthOf reads a container's health from its list status: "Up 2 minutes
+// (healthy)", "(unhealthy)", "(health: starting)".
+func healthOf(status string) engine.Health {
+	switch {
+	case strings.HasSuffix(status, "(healthy)"):
+		return engine.Healthy
+	case strings.HasSuffix(status, "(unhealthy)"):
+		return engine.Unhealthy
+	case strings.HasSuffix(status, "(health: starting)"):
+		return engine.HealthStarting
+	}
+	return engine.NoHealth
+}
+
 // inspectTroubled reads the restart count, OOM flag and start error of the
 // containers that are restarting or exited with a failure: the list gives
-// only the state and the status text. A healthy engine costs no call here.
-func (e *Engine) inspectTroubled(ctx context.Context, cs []engine.Container) error {
+// only the state and the status text (status, by container ID). A healthy
+// engine costs no call here.
+func (e *Engine) inspectTroubled(ctx context.Context, cs []engine.Container, status map[string]string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range cs {
 		c := &cs[i]
-		justStarted := c.State == "running" && upSeconds(c.Status) < restartReset
+		justStarted := c.State == engine.Running && upSeconds(status[c.ID]) < restartReset
 		if !reconcile.Troubled(*c) && !justStarted {
 			continue
 		}
@@ -247,7 +280,7 @@ func (e *Engine) inspectTroubled(ctx context.Context, cs []engine.Container) err
 			// only when it happens to look between two attempts.
 			if started, err := time.Parse(time.RFC3339Nano, info.State.StartedAt); err == nil &&
 				info.State.Running && c.Restarts > 0 && time.Since(started) < restartReset {
-				c.State = "restarting"
+				c.State = engine.Restarting
 				c.ExitCode = 0 // the last exit code is not kept while it runs
 			}
 			return nil

@@ -110,13 +110,13 @@ func TestListingObserved(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	a := o.Containers[0]
-	if a.Box != "alpha" || a.Service != "agent" || a.Name != "hbl-alpha-agent-1" || a.Fleet != "team" || !a.Healthy || a.ConfigHash != "h1" ||
+	if a.Box != "alpha" || a.Service != "agent" || a.Name != "hbl-alpha-agent-1" || a.Fleet != "team" || a.Health != engine.Healthy || a.ConfigHash != "h1" ||
 		!slices.Equal(a.Networks, []string{"hbl-alpha_default", "hbl-alpha_inside"}) || !slices.Equal(a.NetworkIDs, []string{"n1", "n2"}) ||
 		len(a.Mounts) != 1 || a.Mounts[0].Volume != "hbl-alpha_data" ||
 		len(a.Ports) != 1 || a.Ports[0] != (engine.Port{HostIP: "127.0.0.1", HostPort: 32768, ContainerPort: 4788}) {
 		t.Errorf("agent %+v", a)
 	}
-	if e := o.Containers[1]; e.State != "exited" || e.ExitCode != 137 || e.Healthy {
+	if e := o.Containers[1]; e.State != "exited" || e.ExitCode != 137 || e.Health != engine.NoHealth {
 		t.Errorf("executor %+v", e)
 	}
 	if !o.Unmanaged.Containers["snapper"] || !o.Unmanaged.Containers["someone-elses"] || !o.Unmanaged.Volumes["cache"] || !o.Unmanaged.Networks["bridge"] {
@@ -130,5 +130,38 @@ func TestListingObserved(t *testing.T) {
 	}
 	if !o.Images["sha256:img"] || o.Images["sha256:gone"] || o.ImageSizes["sha256:img"] != 42 || len(o.ImageSizes) != 1 {
 		t.Errorf("images %v sizes %v", o.Images, o.ImageSizes)
+	}
+}
+
+// Docker's states and status texts are read into the contract's typed
+// state and health; no workflow reads Docker's words.
+func TestStateAndHealthInBoxesTerms(t *testing.T) {
+	for _, c := range []struct {
+		state  container.ContainerState
+		status string
+		want   engine.State
+		health engine.Health
+	}{
+		{"running", "Up 2 minutes (healthy)", engine.Running, engine.Healthy},
+		{"running", "Up 2 minutes (unhealthy)", engine.Running, engine.Unhealthy},
+		{"running", "Up 3 seconds (health: starting)", engine.Running, engine.HealthStarting},
+		{"running", "Up 2 minutes", engine.Running, engine.NoHealth},
+		{"exited", "Exited (137) 3 seconds ago", engine.Exited, engine.NoHealth},
+		{"created", "Created", engine.Created, engine.NoHealth},
+		{"paused", "Up 2 minutes (Paused)", engine.Paused, engine.NoHealth},
+		{"restarting", "Restarting (1) 2 seconds ago", engine.Restarting, engine.NoHealth},
+		{"removing", "Removal In Progress", engine.Removing, engine.NoHealth},
+		{"dead", "Dead", engine.Dead, engine.NoHealth},
+		{"something new", "", engine.Dead, engine.NoHealth},
+	} {
+		l := Listing{Containers: []container.Summary{{ID: "c1", Names: []string{"/hbl-alpha-agent-1"}, State: c.state, Status: c.status,
+			Labels: map[string]string{"hermes-box-lite": "1", "boxes.box": "alpha", "com.docker.compose.service": "agent"}}}}
+		o := l.Observed("")
+		if len(o.Containers) != 1 {
+			t.Fatalf("%s: %d containers observed", c.state, len(o.Containers))
+		}
+		if got := o.Containers[0]; got.State != c.want || got.Health != c.health {
+			t.Errorf("%s %q: %s, %q; want %s, %q", c.state, c.status, got.State, got.Health, c.want, c.health)
+		}
 	}
 }

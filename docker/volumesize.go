@@ -37,7 +37,7 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 	stopped := map[string]bool{}
 	for _, c := range o.Containers {
 		for _, m := range c.Mounts {
-			if c.State == "running" {
+			if c.State == engine.Running {
 				mounted[m.Volume] = where{c.ID, m.Destination}
 			} else {
 				stopped[m.Volume] = true

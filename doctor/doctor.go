@@ -99,9 +99,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		switch {
 		case !c.ok:
 			rep.add("host", c.service+" container", "error", "missing (boxes apply recreates it)")
-		case b.Stopped && (c.c.State == "exited" || c.c.State == "created"):
+		case b.Stopped && (c.c.State == engine.Exited || c.c.State == engine.Created):
 			rep.add("host", c.service+" container", "ok", "stopped, as boxes.yaml declares, %s", c.c.Name)
-		case c.c.State != "running":
+		case c.c.State != engine.Running:
 			rep.add("host", c.service+" container", "error", "%s (boxes start %s)", c.c.State, b.Name)
 		default:
 			rep.add("host", c.service+" container", "ok", "running, %s", c.c.Name)
@@ -120,10 +120,10 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 			rep.add("host", "agent publishes nothing", "ok", "no port")
 		}
 	}
-	if haveExecutor && executor.State == "running" {
+	if haveExecutor && executor.State == engine.Running {
 		checkExecutorPort(ctx, rep, b, executor, p.Initialize)
 	}
-	if haveAgent && agent.State == "running" && p.Runner != nil {
+	if haveAgent && agent.State == engine.Running && p.Runner != nil {
 		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
 		if b.Door != nil && haveGate {
 			rep.Checks = append(rep.Checks, checkDoor(ctx, p.Runner, agent.ID, *b.Door)...)

@@ -28,7 +28,7 @@ func box(agentState string, agentPorts ...engine.Port) Box {
 		Bind:  "127.0.0.1",
 		Token: "t0k",
 		Resources: engine.Resources{Containers: []engine.Container{
-			{ID: "a", Name: "hbl-alpha-agent-1", Service: "agent", State: agentState, Image: "sha256:1111111111111111", Ports: agentPorts},
+			{ID: "a", Name: "hbl-alpha-agent-1", Service: "agent", State: engine.State(agentState), Image: "sha256:1111111111111111", Ports: agentPorts},
 			{ID: "x", Name: "hbl-alpha-executor-1", Service: "executor", State: "running", Image: "sha256:2222222222222222",
 				Ports: []engine.Port{{HostIP: "127.0.0.1", HostPort: 40000, ContainerPort: 4788}}},
 			{ID: "g", Name: "hbl-alpha-gate-1", Service: "gate", State: "running", Image: "sha256:1111111111111111"},

@@ -58,13 +58,8 @@ type Container struct {
 	Image   string // image ID the container runs
 	// Fleet is the container's boxes.fleet label; "" for one made before fleets.
 	Fleet string `json:",omitempty"`
-	// State is Docker's: created, running, paused, restarting, removing, exited, dead.
-	State string
-	// Status is Docker's status text ("Up 3 seconds", "Restarting (127) 1
-	// second ago"). It changes on its own: not in a saved plan's fingerprint.
-	Status string `json:"-"`
-	// ExitCode is the last exit code of an exited or restarting container,
-	// read from the list's status text ("Exited (127) 3 seconds ago").
+	State State
+	// ExitCode is the last exit code of an exited or restarting container.
 	ExitCode int `json:",omitempty"`
 	// Restarts is how often Docker restarted the container, read only for a
 	// container that is restarting or exited with a failure. It changes on
@@ -82,9 +77,9 @@ type Container struct {
 	NetworkIDs []string `json:",omitempty"`
 	// Mounts are the named volumes the container mounts.
 	Mounts []Mount `json:",omitempty"`
-	// Healthy is true when the container's healthcheck passed last time. It
+	// Health is what the container's healthcheck said last time. It
 	// changes on its own, so it stays out of a saved plan's fingerprint.
-	Healthy    bool `json:"-"`
+	Health     Health `json:"-"`
 	ConfigHash string
 	Labels     map[string]string
 	Ports      []Port

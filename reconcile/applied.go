@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -43,6 +44,14 @@ func Applied(cfg *spec.Config, image, token, path string) (map[string]*Observed,
 	return out, nil
 }
 
+// health is what a box's healthcheck says once apply is done with it.
+func health(s engine.State) engine.Health {
+	if s == engine.Running {
+		return engine.Healthy
+	}
+	return engine.NoHealth
+}
+
 func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string) error {
 	project, err := compose.Project(compose.Input{
 		Box:        b,
@@ -59,9 +68,9 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		return err
 	}
 	// apply creates a box declared stopped without starting it.
-	state := "running"
+	state := engine.Running
 	if b.State == spec.Stopped {
-		state = "created"
+		state = engine.Created
 	}
 	services := make([]string, 0, len(project.Services))
 	for s := range project.Services {
@@ -80,7 +89,7 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		labels["com.docker.compose.config-hash"] = hashes[s]
 		name := compose.ContainerName(b.Name, s)
 		var ports []Port
-		if s == compose.ExecutorService && state == "running" {
+		if s == compose.ExecutorService && state == engine.Running {
 			// A port: auto is whatever Docker chose: 0 stands for it, as the
 			// hashes above were made with it.
 			ports = []Port{{HostIP: b.Executor.Bind, HostPort: b.Executor.Port, ContainerPort: compose.ExecutorPort}}
@@ -95,7 +104,7 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 			Service:    s,
 			Image:      image,
 			State:      state,
-			Healthy:    state == "running",
+			Health:     health(state),
 			ConfigHash: hashes[s],
 			Labels:     labels,
 		})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -63,7 +64,7 @@ func observeOldLayout(o *reconcile.Observed, b spec.Box, state string) {
 			Service:    svc,
 			Image:      testImage,
 			Fleet:      testFleet,
-			State:      state,
+			State:      engine.State(state),
 			ConfigHash: "hash-before-the-door-" + svc,
 			Labels:     labels,
 			Networks:   []string{compose.NetworkName(b.Name)},

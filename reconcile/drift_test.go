@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -27,7 +28,7 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 	t.Helper()
 	o := emptyObserved()
 	var boxes []spec.Box
-	add := func(name, state string, f func()) {
+	add := func(name string, state engine.State, f func()) {
 		b := testBox(name)
 		boxes = append(boxes, b)
 		observeBox(t, o, b, testImage, state, 0)

@@ -1,18 +1,17 @@
 package reconcile_test
 
 import (
-	"context"
-
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/statedir"
-
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 )
 
 // moveInput declares box on host "far" with it observed (running) on the
@@ -21,7 +20,7 @@ func moveInput(t *testing.T, farHasImage bool, oldState string) (reconcile.Input
 	t.Helper()
 	b := testBox("alpha")
 	local := emptyObserved()
-	observeBox(t, local, b, testImage, oldState, 0)
+	observeBox(t, local, b, testImage, engine.State(oldState), 0)
 	remote := &reconcile.Observed{Images: map[string]bool{testImage: farHasImage}}
 	moved := b
 	moved.Host = "far"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
@@ -785,15 +786,15 @@ func startReasons(r Resources) []Reason {
 	for _, service := range compose.Services {
 		c, _ := r.Container(service)
 		switch c.State {
-		case "created":
+		case engine.Created:
 			reasons = append(reasons, Reason{Kind: "created", Service: service})
-		case "paused":
+		case engine.Paused:
 			reasons = append(reasons, Reason{Kind: "paused", Service: service})
-		case "exited":
+		case engine.Exited:
 			reasons = append(reasons, Reason{Kind: "stopped", Service: service, ExitCode: c.ExitCode})
 		}
 	}
-	if agent, _ := r.Container(compose.AgentService); HasKind(reasons, "stopped") && !isRunning(agent.State) {
+	if agent, _ := r.Container(compose.AgentService); HasKind(reasons, "stopped") && !agent.State.Alive() {
 		reasons = append([]Reason{{Kind: "state", Old: string(spec.Stopped), New: string(spec.Running)}}, withoutKind(reasons, "stopped")...)
 	}
 	return reasons
@@ -801,7 +802,7 @@ func startReasons(r Resources) []Reason {
 
 func anyRunning(r Resources) bool {
 	for _, c := range r.Containers {
-		if isRunning(c.State) {
+		if c.State.Alive() {
 			return true
 		}
 	}
@@ -811,7 +812,7 @@ func anyRunning(r Resources) bool {
 // Troubled reports whether a container is restarting or exited with a code
 // that a stop does not give, so that observing reads its restart count.
 func Troubled(c Container) bool {
-	return c.State == "restarting" || (c.State == "exited" && !stopExit(c.ExitCode))
+	return c.State == engine.Restarting || (c.State == engine.Exited && !stopExit(c.ExitCode))
 }
 
 // stopExit reports whether code is what a container stopped from outside
@@ -833,9 +834,9 @@ func crashReason(c Container) (Reason, bool) {
 		r.Old = c.Error
 	}
 	switch {
-	case c.State == "restarting":
+	case c.State == engine.Restarting:
 		r.Kind = "restarting"
-	case c.State == "exited" && (c.OOMKilled || c.Error != "" || !stopExit(c.ExitCode)):
+	case c.State == engine.Exited && (c.OOMKilled || c.Error != "" || !stopExit(c.ExitCode)):
 		r.Kind = "exited"
 	default:
 		return Reason{}, false
@@ -945,8 +946,8 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 	if want := compose.ContainerName(b.Name, service); c.Name != want {
 		return append(reasons, Reason{Kind: "renamed", Service: service, Old: c.Name, New: want})
 	}
-	if c.State == "dead" || c.State == "removing" {
-		return append(reasons, Reason{Kind: "dead", Service: service, Old: c.State})
+	if c.State == engine.Dead || c.State == engine.Removing {
+		return append(reasons, Reason{Kind: "dead", Service: service, Old: string(c.State)})
 	}
 	if b.State == spec.Running {
 		if crash, ok := crashReason(c); ok {
@@ -961,7 +962,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 	}
 	// Published elsewhere with the configuration unchanged is drift; with
 	// it changed, the recreate's own reason says why.
-	if service == compose.ExecutorService && c.State == "running" && (!h.token() || h.matches(service, c.ConfigHash)) {
+	if service == compose.ExecutorService && c.State == engine.Running && (!h.token() || h.matches(service, c.ConfigHash)) {
 		if got, want, ok := publishedDrift(b, c); ok {
 			reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
 		}
@@ -1316,10 +1317,6 @@ func executorHostPort(c Container) int {
 	}
 	port, _ := strconv.Atoi(c.Labels[compose.HostPortLabel])
 	return port
-}
-
-func isRunning(state string) bool {
-	return state == "running" || state == "restarting" || state == "paused"
 }
 
 func HasKind(rs []Reason, kind string) bool {

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 func savedFixture() (map[string]string, map[string]*reconcile.Observed, *reconcile.Plan) {
 	files := map[string]string{"boxes.yaml": "aa", "boxes.lock": "bb"}
 	obs := map[string]*reconcile.Observed{"": {
-		Containers: []reconcile.Container{{ID: "c1", Name: "hbl-old-agent-1", Box: "old", Service: "agent", State: "running", Healthy: true}},
+		Containers: []reconcile.Container{{ID: "c1", Name: "hbl-old-agent-1", Box: "old", Service: "agent", State: "running", Health: engine.Healthy}},
 		Volumes:    []reconcile.Volume{{Name: "hbl-old_agent-data", Box: "old", Size: 100}},
 	}}
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
@@ -46,7 +47,7 @@ func TestSavedPlanRoundTripAndFreshness(t *testing.T) {
 	// it deletes, the health of a container, a new backup.
 	_, obs2, p2 := savedFixture()
 	obs2[""].Volumes[0].Size = 5000
-	obs2[""].Containers[0].Healthy = false
+	obs2[""].Containers[0].Health = engine.Unhealthy
 	p2.Boxes[1].Delete.Volumes[0].Size = 5000
 	p2.Boxes[1].Delete.Backup = "backups/old-2.tar.gz.age"
 	if err := s.Fresh("plan.json", files, "", obs2, p2); err != nil {

@@ -140,10 +140,10 @@ func (t Take) Run(ctx context.Context, e Engine) (engine.Snapshot, error) {
 	}
 	source := compose.VolumeName(t.Box, compose.AgentVolume)
 	s := engine.Snapshot{Volume: compose.SnapshotVolumeName(t.Box, t.Label), Box: t.Box, Label: t.Label, Fleet: t.Fleet, Size: -1}
-	quiesced := t.Agent.State == "running"
+	quiesced := t.Agent.State == engine.Running
 	if quiesced {
 		var sizeErr error
-		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Healthy: t.Agent.Healthy, Step: t.Step, Warn: t.Warn,
+		frozen, err := backup.Freeze{Box: t.Box, Agent: t.Agent.ID, Config: t.Config, Host: t.Host, Init: t.Init, Healthy: t.Agent.Health == engine.Healthy, Step: t.Step, Warn: t.Warn,
 			Alongside: func(ctx context.Context) { s.Size, sizeErr = backup.DataSize(ctx, e, t.Agent.ID) }}.Hold(ctx, e)
 		if err != nil {
 			return engine.Snapshot{}, err

@@ -88,7 +88,7 @@ func (f *fakeEngine) ordered() string {
 var made = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
 func take(state string) Take {
-	return Take{Box: "alpha", Label: "before", Fleet: "team", Agent: engine.Container{ID: "a1", State: state, Image: "sha256:img"},
+	return Take{Box: "alpha", Label: "before", Fleet: "team", Agent: engine.Container{ID: "a1", State: engine.State(state), Image: "sha256:img"},
 		Image: "sha256:img", Init: hb.Wait{Timeout: time.Second}, Now: func() time.Time { return made }}
 }
 

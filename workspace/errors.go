@@ -33,7 +33,8 @@ func (e *UndeclaredError) Hint() string {
 
 // NotRunningError is a box whose container a command needs up is not.
 type NotRunningError struct {
-	Box, Service, State string
+	Box, Service string
+	State        engine.State
 	// Holder is the boxes process changing the box now, if one is.
 	Holder string
 }

@@ -72,9 +72,9 @@ func (f *forker) Seed(ctx context.Context, host, box, from string) error {
 	}
 	agent, _ := r.Container(compose.AgentService)
 	fork := snapshot.Fork{Box: box, Source: compose.VolumeName(source, compose.AgentVolume), Image: f.image}
-	if agent.State == "running" {
+	if agent.State == engine.Running {
 		step := func(msg string) { f.step(box, msg+" "+source) }
-		frozen, err := backup.Freeze{Box: source, Agent: agent.ID, Config: f.w.Path, Host: host, Init: f.init, Healthy: agent.Healthy,
+		frozen, err := backup.Freeze{Box: source, Agent: agent.ID, Config: f.w.Path, Host: host, Init: f.init, Healthy: agent.Health == engine.Healthy,
 			Step: step, Warn: f.w.opts.Warn}.Hold(ctx, e)
 		if err != nil {
 			return err

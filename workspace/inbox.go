@@ -134,7 +134,7 @@ func (e *ReplacedError) Hint() string {
 // needs no wait.
 func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (Engine, engine.Container, error) {
 	e, c, err := w.boxContainer(ctx, name, compose.AgentService, true)
-	if err != nil || c.Healthy {
+	if err != nil || c.Health == engine.Healthy {
 		return e, c, err
 	}
 	return e, c, hb.WaitInit(ctx, e, name, c.ID, wait)

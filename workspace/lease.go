@@ -322,7 +322,7 @@ func poolBoxReady(r engine.Resources) bool {
 		return false
 	}
 	for _, c := range r.Containers {
-		if c.State != "running" || strings.Contains(c.Status, "(unhealthy)") {
+		if c.State != engine.Running || c.Health == engine.Unhealthy {
 			return false
 		}
 	}

@@ -83,7 +83,7 @@ func boxState(box string, r engine.Resources) string {
 		c, ok := r.Container(service)
 		switch {
 		case ok && (!haveAgent || c.State != a.State):
-			others = append(others, service+" "+c.State)
+			others = append(others, service+" "+string(c.State))
 		// A box made before the network door has no gate: its agent is
 		// not on the inside network, and does not need one to get out.
 		case !ok && haveAgent && (service == compose.ExecutorService || slices.Contains(a.Networks, compose.InsideNetworkName(box))):
@@ -93,7 +93,7 @@ func boxState(box string, r engine.Resources) string {
 	state := "absent"
 	switch {
 	case haveAgent:
-		state = a.State
+		state = string(a.State)
 	case len(others) > 0:
 		state = "no agent"
 	}

@@ -89,7 +89,7 @@ f      alpha  local  running  current  http://127.0.0.1:4801  backups/alpha.age
 // down (the agent then reaches nothing), is not simply "running".
 func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
 	agent := func(name, state string) engine.Container {
-		return engine.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: state}
+		return engine.Container{ID: name + "-a", Box: name, Service: compose.AgentService, State: engine.State(state)}
 	}
 	// gated is an agent behind the network door: on the inside network.
 	gated := func(name, state string) engine.Container {
@@ -99,11 +99,11 @@ func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
 	}
 	executor := func(name, state string) engine.Container {
 		x := executorOf(name, "127.0.0.1", 4801)
-		x.State = state
+		x.State = engine.State(state)
 		return x
 	}
 	gate := func(name, state string) engine.Container {
-		return engine.Container{ID: name + "-g", Box: name, Service: compose.GateService, State: state}
+		return engine.Container{ID: name + "-g", Box: name, Service: compose.GateService, State: engine.State(state)}
 	}
 	for _, tc := range []struct {
 		name       string

@@ -420,7 +420,7 @@ func (w *Workspace) LockedReversion(ctx context.Context, name, label string) (*R
 		return nil, err
 	}
 	agent, _ := r.Container(compose.AgentService)
-	return &Reversion{Box: name, Host: host, Snapshot: rowOf(host, *s), Running: agent.State == "running", image: image, r: r}, nil
+	return &Reversion{Box: name, Host: host, Snapshot: rowOf(host, *s), Running: agent.State == engine.Running, image: image, r: r}, nil
 }
 
 // WriteText says what the revert does, before it is confirmed.

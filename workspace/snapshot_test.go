@@ -115,7 +115,7 @@ func snapFleet(t *testing.T, o *engine.Observed, helper func(snapshot.Helper) er
 // alphaWith is alpha, team-b's, its agent in state, with snapshots.
 func alphaWith(state string, snaps ...engine.Snapshot) *engine.Observed {
 	o := fleetBox("alpha", "team-b")
-	o.Containers[0].State = state
+	o.Containers[0].State = engine.State(state)
 	o.Snapshots = snaps
 	return o
 }

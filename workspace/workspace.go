@@ -424,7 +424,7 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	// A box a save that died left frozen is thawed by the next command
 	// that touches it.
 	a, ok := r.Container(compose.AgentService)
-	if _, frozen := statedir.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != "running" && a.State != "paused") {
+	if _, frozen := statedir.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != engine.Running && a.State != engine.Paused) {
 		return host, r, nil
 	}
 	e, err := w.Engine(ctx, host)
@@ -464,7 +464,7 @@ func (w *Workspace) Container(name, service string, running bool) (string, engin
 	host, declared := w.HostOf(name)
 	if o := w.Observed[host]; o != nil {
 		if c, ok := o.Of(name).Container(service); ok {
-			if running && c.State != "running" {
+			if running && c.State != engine.Running {
 				return host, c, &NotRunningError{Box: name, Service: service, State: c.State, Holder: statedir.BoxHolder(w.Path, name)}
 			}
 			return host, c, nil

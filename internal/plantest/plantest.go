@@ -69,14 +69,14 @@ func HashesFor(t testing.TB, b spec.Box, image string, hostPort int) map[string]
 // o, the way Docker lists them: in b's fleet (Fleet when b names none),
 // connected to the box's network, a running executor published on hostPort
 // (AutoPort when 0 and b's port is auto).
-func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image, state string, hostPort int) {
+func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image string, state engine.State, hostPort int) {
 	t.Helper()
 	fleet := b.Fleet
 	if fleet == "" {
 		fleet = Fleet
 	}
 	hashes := HashesFor(t, b, image, 0)
-	if hostPort == 0 && state == "running" {
+	if hostPort == 0 && state == engine.Running {
 		hostPort = b.Executor.Port
 		if hostPort == 0 {
 			hostPort = AutoPort

@@ -110,7 +110,7 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 	if err != nil {
 		return r, err
 	}
-	r.Gate = c.State
+	r.Gate = string(c.State)
 	r.Current = compose.SettingsDiff(c.Labels[compose.SettingsLabel], settings) == nil
 	// The gate as just observed: its logs without observing the box again.
 	e, err := ws.Engine(cmd.Context(), host)
