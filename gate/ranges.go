@@ -40,6 +40,60 @@ var (
 	)
 )
 
+// ClosedRange is a range every gate closes whatever its egress allows, and
+// what it is, for a person ("a private range"). A private exception opens
+// any of them.
+type ClosedRange struct {
+	Prefix netip.Prefix
+	Kind   string
+}
+
+// closedRanges are the private ranges, the reserved ones and what
+// smokescreen closes besides (multicast, IPv6 forms that embed an IPv4
+// address), each with its kind.
+var closedRanges = func() []ClosedRange {
+	kinds := []struct{ prefix, kind string }{
+		{"10.0.0.0/8", "a private range"}, {"172.16.0.0/12", "a private range"}, {"192.168.0.0/16", "a private range"},
+		{"100.64.0.0/10", "the carrier-grade NAT range"},
+		{"127.0.0.0/8", "the loopback range"}, {"::1/128", "the loopback address"},
+		{"169.254.0.0/16", "the link-local range (cloud metadata)"}, {"fe80::/10", "the link-local range"},
+		{"fc00::/7", "the unique-local range"},
+		{"224.0.0.0/4", "the multicast range"}, {"ff00::/8", "the multicast range"},
+		{"64:ff9b::/96", "a range that embeds IPv4 addresses"}, {"2002::/16", "a range that embeds IPv4 addresses"}, {"2001::/32", "a range that embeds IPv4 addresses"},
+	}
+	var out []ClosedRange
+	for _, k := range kinds {
+		out = append(out, ClosedRange{Prefix: netip.MustParsePrefix(k.prefix), Kind: k.kind})
+	}
+	for _, p := range reserved {
+		out = append(out, ClosedRange{Prefix: p, Kind: "a reserved range"})
+	}
+	return out
+}()
+
+// ClosedRanges are the closed ranges that hold addresses of p (the
+// narrowest one alone when one holds all of p), and whether they hold every
+// address of p: a destination no rule of egress can open.
+func ClosedRanges(p netip.Prefix) (held []ClosedRange, all bool) {
+	p = p.Masked()
+	var holes []netip.Prefix
+	var narrowest *ClosedRange
+	for _, c := range closedRanges {
+		if !c.Prefix.Overlaps(p) {
+			continue
+		}
+		held = append(held, c)
+		holes = append(holes, c.Prefix)
+		if c.Prefix.Bits() <= p.Bits() && (narrowest == nil || c.Prefix.Bits() > narrowest.Prefix.Bits()) {
+			narrowest = &c
+		}
+	}
+	if narrowest != nil {
+		return []ClosedRange{*narrowest}, true
+	}
+	return held, len(held) > 0 && len(without(p, holes)) == 0
+}
+
 // PrivateRanges are the ranges every gate closes whatever its rules say
 // (Config.Private opens exceptions), as CIDR text.
 func PrivateRanges() []string {

@@ -27,3 +27,37 @@ func TestWithout(t *testing.T) {
 		t.Errorf("fc00::/7 without fd00::1: %d prefixes", len(ula))
 	}
 }
+
+// ClosedRanges names the ranges a destination falls in, and whether all of
+// it is closed: a wider range keeps its public addresses.
+func TestClosedRanges(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		held string // the first range held, "" for none
+		all  bool
+	}{
+		{"10.0.0.1/32", "10.0.0.0/8", true},
+		{"10.1.0.0/16", "10.0.0.0/8", true},
+		{"172.17.0.1/32", "172.16.0.0/12", true},
+		{"127.0.0.1/32", "127.0.0.0/8", true},
+		{"169.254.169.254/32", "169.254.0.0/16", true},
+		{"100.100.100.100/32", "100.64.0.0/10", true},
+		{"224.0.0.0/3", "224.0.0.0/4", true}, // multicast and reserved, together
+		{"fd00::1/128", "fc00::/7", true},
+		{"::1/128", "::1/128", true},
+		{"fe80::/64", "fe80::/10", true},
+		{"10.0.0.0/7", "10.0.0.0/8", false}, // 11/8 is public
+		{"0.0.0.0/0", "10.0.0.0/8", false},
+		{"198.51.100.7/32", "", false},
+		{"2001:db8::1/128", "", false},
+	} {
+		held, all := ClosedRanges(netip.MustParsePrefix(c.in))
+		first := ""
+		if len(held) > 0 {
+			first = held[0].Prefix.String()
+		}
+		if first != c.held || all != c.all || (len(held) > 0 && held[0].Kind == "") {
+			t.Errorf("ClosedRanges(%s) = %v, %v; want %s first, all %v", c.in, held, all, c.held, c.all)
+		}
+	}
+}

@@ -100,6 +100,9 @@ type parser struct {
 	// defaults) and key ("cpus", "executor.port"), so that a message
 	// about it (a port clash, a plan's host limit) points at the value.
 	at map[string]map[string]*yaml.Node
+	// badRules are the boxes (and defaults, "") whose egress: or private:
+	// was refused.
+	badRules map[string]bool
 }
 
 // wrote records that box's setting key is written at n.
@@ -190,6 +193,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		cfg.Boxes[i].Fleet = cfg.Fleet
 	}
 	p.portClashes(cfg, top)
+	p.closedEgress(cfg)
 	p.forks(cfg)
 
 	if len(p.errs) > 0 {

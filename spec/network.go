@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hermes-box/boxes/gate"
 )
 
 var (
@@ -252,12 +254,18 @@ func (p *parser) network(box string, fields map[string]entry, s *Settings, set f
 	if f, ok := fields["egress"]; ok {
 		if e, ok := p.egress(f.value); ok {
 			s.Egress = e
+			p.wrote(box, "egress", f.value)
+		} else {
+			p.unreadRules(box)
 		}
 		set["egress"] = true
 	}
 	if f, ok := fields["private"]; ok {
 		if d, ok := p.destinationList("private", f.value); ok {
 			s.Private = d
+			p.wrote(box, "private", f.value)
+		} else {
+			p.unreadRules(box)
 		}
 		set["private"] = true
 	}
@@ -353,6 +361,98 @@ func (p *parser) destinationList(key string, n *yaml.Node) ([]Destination, bool)
 		out = append(out, d)
 	}
 	return out, ok
+}
+
+// unreadRules marks box's (or the defaults', box "") egress: or private: as
+// refused: its settings hold what it would have inherited instead, so
+// nothing more is said of them.
+func (p *parser) unreadRules(box string) {
+	if p.badRules == nil {
+		p.badRules = map[string]bool{}
+	}
+	p.badRules[box] = true
+}
+
+// closedEgress refuses each destination of egress: that lies wholly in
+// ranges the gate closes whatever egress: says and that private: does not
+// open: accepted, it would never be reached. What the defaults say is
+// reported at the defaults; a box or pool is checked when it writes its own
+// egress: or private:, at what it wrote.
+func (p *parser) closedEgress(cfg *Config) {
+	p.closedIn("", "the defaults", cfg.Defaults)
+	for _, b := range cfg.Boxes {
+		p.closedIn(b.Name, "box "+b.Name, b.Settings)
+	}
+	for _, pool := range cfg.Pools {
+		p.closedIn(pool.Name, "pool "+pool.Name, pool.Settings)
+	}
+}
+
+// closedIn checks the egress: of scope (a box's or a pool's name, "" for
+// the defaults), whose settings are s, against its private:.
+func (p *parser) closedIn(scope, what string, s Settings) {
+	if s.Egress.Mode != EgressList || p.badRules[scope] || p.badRules[""] {
+		return
+	}
+	list, ownPrivate := p.at[scope]["egress"], p.at[scope]["private"]
+	inherited := list == nil
+	if inherited {
+		if ownPrivate == nil {
+			return // the defaults' own check says it
+		}
+		list = p.at[""]["egress"]
+	}
+	if list == nil || len(list.Content) != len(s.Egress.Allow) {
+		return
+	}
+	for i, d := range s.Egress.Allow {
+		if !d.Prefix.IsValid() {
+			continue // a name is resolved, and checked, by the gate
+		}
+		held, all := gate.ClosedRanges(d.Prefix)
+		if !all || opens(s.Private, d) {
+			continue
+		}
+		at, msg := list.Content[i], fmt.Sprintf("egress: %q is in %s the gate closes whatever egress: says", list.Content[i].Value, closedText(held))
+		if inherited {
+			at, msg = ownPrivate, fmt.Sprintf("egress: %q, from the defaults, is in %s the gate closes whatever egress: says, and %s's private: does not open it", list.Content[i].Value, closedText(held), what)
+		}
+		hint := fmt.Sprintf("to reach it, list it under private: (private: [%s]), which opens it to the box; egress: cannot", strconv.Quote(d.String()))
+		if d.Prefix.Addr().Is6() {
+			// The gate refuses an IPv6 address given as the destination,
+			// whatever the rules say.
+			hint = "the gate takes IPv6 destinations by name only: list the name under private:, which opens it to the addresses it resolves to"
+		}
+		p.errorf(at, hint, "%s", msg)
+	}
+}
+
+// closedText names closed ranges for a message: "10.0.0.0/8, a private
+// range", or each with its kind in brackets, ending in ", which".
+func closedText(held []gate.ClosedRange) string {
+	if len(held) == 1 {
+		return held[0].Prefix.String() + ", " + held[0].Kind
+	}
+	parts := make([]string, len(held))
+	for i, c := range held {
+		parts[i] = fmt.Sprintf("%s (%s)", c.Prefix, c.Kind)
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + ", which"
+}
+
+// opens reports whether a range of private holds all of d on d's port: the
+// gate lets private: open a closed range, to names and addresses alike,
+// but takes no IPv6 address as a destination.
+func opens(private []Destination, d Destination) bool {
+	if d.Prefix.Addr().Is6() {
+		return false
+	}
+	for _, e := range private {
+		if e.Prefix.IsValid() && e.Prefix.Bits() <= d.Prefix.Bits() && e.Prefix.Contains(d.Prefix.Addr()) && (e.Port == 0 || e.Port == d.Port) {
+			return true
+		}
+	}
+	return false
 }
 
 // destinationError reports err, from ParseDestination, at n, after what.

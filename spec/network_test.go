@@ -366,3 +366,62 @@ boxes:
 		t.Errorf("errors = %v", err)
 	}
 }
+
+// A destination of egress: wholly in a range the gate closes whatever
+// egress: says is refused where it is written, naming the range and
+// private:, which opens it; a wider range keeps its public addresses and
+// passes, as does one private: opens on its port.
+func TestClosedEgress(t *testing.T) {
+	box := func(lines ...string) string {
+		return "version: 1\nboxes:\n  a:\n" + strings.Join(lines, "\n") + "\n"
+	}
+	const opens = `list it under private: (private: [`
+	for _, tc := range []struct {
+		name, src string
+		line, col int // 0: accepted
+		msg, hint string
+	}{
+		{"private address", box(`    egress: [api.x.com, 10.0.0.1]`), 4, 25, `egress: "10.0.0.1" is in 10.0.0.0/8, a private range the gate closes whatever egress: says`, opens + `"10.0.0.1"])`},
+		{"private range with a port", box(`    egress: ["192.168.1.0/24:5432"]`), 4, 14, `"192.168.1.0/24:5432" is in 192.168.0.0/16, a private range`, `private: ["192.168.1.0/24:5432"]`},
+		{"bridge gateway", box(`    egress: [172.17.0.1]`), 4, 14, "172.16.0.0/12, a private range", opens},
+		{"loopback", box(`    egress: ["127.0.0.1:8080"]`), 4, 14, "127.0.0.0/8, the loopback range", opens},
+		{"metadata", box(`    egress: [169.254.169.254]`), 4, 14, "169.254.0.0/16, the link-local range (cloud metadata)", opens},
+		{"carrier-grade NAT", box(`    egress: [100.100.1.1]`), 4, 14, "100.64.0.0/10, the carrier-grade NAT range", opens},
+		{"reserved", box(`    egress: [198.18.0.1]`), 4, 14, "198.18.0.0/15, a reserved range", opens},
+		{"two ranges", box(`    egress: [224.0.0.0/3]`), 4, 14, "224.0.0.0/4 (the multicast range) and 240.0.0.0/4 (a reserved range), which the gate closes", opens},
+		{"IPv6 unique-local", box(`    egress: ["[fd00::1]:443"]`), 4, 14, `"[fd00::1]:443" is in fc00::/7, the unique-local range`, "the gate takes IPv6 destinations by name only"},
+		{"IPv6 loopback", box(`    egress: ["::1"]`), 4, 14, "::1/128, the loopback address", "by name only"},
+		{"IPv6 link-local", box(`    egress: ["fe80::/64"]`), 4, 14, "fe80::/10, the link-local range", ""},
+		{"IPv6 unique-local opened for IPv4 only", box(`    egress: ["fd00::1"]`, `    private: ["fd00::/8"]`), 4, 14, "fc00::/7", "by name only"},
+		{"opened on another port", box(`    egress: ["10.0.0.1:22"]`, `    private: ["10.0.0.0/8:5432"]`), 4, 14, `"10.0.0.1:22" is in 10.0.0.0/8`, `private: ["10.0.0.1:22"]`},
+		{"opened for part of it", box(`    egress: [10.0.0.0/16]`, `    private: [10.0.0.0/24]`), 4, 14, `"10.0.0.0/16" is in 10.0.0.0/8`, ""},
+		{"a name under private opens no address", box(`    egress: [10.0.0.5]`, `    private: [db.lan]`), 4, 14, `"10.0.0.5" is in 10.0.0.0/8`, ""},
+		{"in the defaults", "version: 1\ndefaults:\n  egress: [10.1.2.3]\nboxes:\n  a: {}\n", 3, 12, `egress: "10.1.2.3" is in 10.0.0.0/8`, opens},
+		{"inherited, private of the box's own", "version: 1\ndefaults:\n  egress: [10.1.2.3]\n  private: [10.0.0.0/8]\nboxes:\n  a:\n    private: [db.lan]\n", 7, 14,
+			`egress: "10.1.2.3", from the defaults, is in 10.0.0.0/8, a private range the gate closes whatever egress: says, and box a's private: does not open it`, opens},
+		{"in a pool", "version: 1\nboxes: {}\npools:\n  p:\n    size: 1\n    egress: [api.x.com, \"10.9.0.0/16:443\"]\n", 6, 25, `egress: "10.9.0.0/16:443" is in 10.0.0.0/8`, opens},
+		{"pool inherits, private of its own", "version: 1\ndefaults: {egress: [10.1.2.3], private: [10.1.2.3]}\nboxes: {}\npools:\n  p:\n    size: 1\n    private: [db.lan]\n", 7, 14, "and pool p's private: does not open it", ""},
+		// Accepted.
+		{"opened by private", box(`    egress: [10.0.0.1, api.x.com]`, `    private: ["10.0.0.0/8"]`), 0, 0, "", ""},
+		{"opened on its port", box(`    egress: ["10.0.0.1:5432"]`, `    private: ["10.0.0.1:5432"]`), 0, 0, "", ""},
+		{"opened by the defaults' private", "version: 1\ndefaults: {private: [10.0.0.0/8]}\nboxes:\n  a: {egress: [10.1.2.3]}\n", 0, 0, "", ""},
+		{"the box opens what the defaults list", "version: 1\ndefaults: {egress: [10.1.2.3], private: [10.1.2.3]}\nboxes:\n  a: {private: [10.0.0.0/8]}\n", 0, 0, "", ""},
+		{"a wider range", box(`    egress: [0.0.0.0/0, 10.0.0.0/7, "::/0"]`), 0, 0, "", ""},
+		{"public addresses", box(`    egress: [198.51.100.7, "2001:db8::1", 8.8.8.8/32]`), 0, 0, "", ""},
+		{"a name", box(`    egress: [localhost, metadata.google.internal]`), 0, 0, "", ""},
+		{"open and none", "version: 1\ndefaults: {egress: open}\nboxes:\n  a: {egress: none, private: [db.lan]}\n", 0, 0, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.line == 0 {
+				if _, err := Parse("boxes.yaml", []byte(tc.src)); err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			errs := firstError(t, tc.src, tc.line, tc.col, tc.msg, tc.hint)
+			if len(errs) != 1 {
+				t.Errorf("%d errors, want one: %v", len(errs), errs)
+			}
+		})
+	}
+}
