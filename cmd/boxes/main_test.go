@@ -113,9 +113,10 @@ func TestFakeScripts(t *testing.T) {
 //	fake rival HOST BOX HOLDER  the next claim of BOX loses to HOLDER's, made
 //	                            just before it (a lease that raced it)
 //	fake write BOX TEXT         BOX's /data holds TEXT (the volume's content)
+//	fake log BOX SERVICE FILE   BOX's container of SERVICE prints FILE
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|rival|write ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|rival|write|log ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -167,6 +168,9 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		case "write":
 			want(2)
 			return s.WriteData(args[1], args[2])
+		case "log":
+			want(3)
+			return s.Log(args[1], args[2], ts.ReadFile(args[3]))
 		default:
 			ts.Fatalf("fake: unknown command %q", args[0])
 		}

@@ -338,6 +338,17 @@ func (s *State) PauseBehind(box, service string) error {
 	return nil
 }
 
+// Log adds text to what box's container of service printed, as the
+// process in it would.
+func (s *State) Log(box, service, text string) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	c.Logs += text
+	return nil
+}
+
 // RemoveBehind removes box's container of service, as docker rm -f by
 // someone else would.
 func (s *State) RemoveBehind(box, service string) error {

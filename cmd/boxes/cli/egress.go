@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	egress "github.com/hermes-box/boxes/gate"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -162,7 +163,9 @@ func writeEgress(w io.Writer, r egressReport) error {
 	fmt.Fprintf(w, "  recent refusals (%d):\n", len(r.Refusals))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, f := range r.Refusals {
-		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", f.Time.Local().Format(time.DateTime), f.Destination, f.Rule, f.Reason)
+		// What the agent asked for is printed as data: a terminal escape
+		// or a bidirectional override in it is shown, not obeyed.
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", f.Time.Local().Format(time.DateTime), text.Printable(f.Destination), text.Printable(f.Rule), text.Printable(f.Reason))
 	}
 	return tw.Flush()
 }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
+	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -65,10 +69,42 @@ func (e *Env) Warnf(format string, args ...any) {
 // printJSON writes v to stdout as indented JSON.
 func printJSON(env *Env, v any) error {
 	env.printedJSON = true
-	enc := json.NewEncoder(env.Out)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := env.Out.Write(escapeInvisible(buf.Bytes()))
+	return err
 }
+
+// escapeInvisible writes each rune of the JSON document doc that a terminal
+// would act on or hide (a C1 control, a bidirectional override, a
+// zero-width one) as its \u escape: a document carrying what a box's agent
+// chose reads the same to a program and cannot steer the terminal it is
+// shown on. The encoder escapes the ASCII controls itself, and such runes
+// occur only inside strings.
+func escapeInvisible(doc []byte) []byte {
+	if !bytes.ContainsFunc(doc, invisible) {
+		return doc
+	}
+	var out bytes.Buffer
+	for _, r := range string(doc) {
+		switch {
+		case !invisible(r):
+			out.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, `\u%04x\u%04x`, hi, lo)
+		default:
+			fmt.Fprintf(&out, `\u%04x`, r)
+		}
+	}
+	return out.Bytes()
+}
+
+func invisible(r rune) bool { return r >= utf8.RuneSelf && !text.Shown(r) }
 
 // ExitError carries an exit code other than 1 (e.g. plan --detailed-exitcode's 2)
 // or an error that has already been reported.
