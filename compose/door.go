@@ -29,6 +29,11 @@ const (
 	// CredentialsLabel carries, on the gate, a digest of each credential's
 	// value, so that a plan can say which value changed without holding it.
 	CredentialsLabel = "boxes.credentials"
+	// ClosedLabel carries, on the gate, the addresses of the engine's
+	// machine it closes (Door.Closed, comma-separated): the machine may
+	// gain one after the gate is made, and a plan, doctor and egress read
+	// the label from a container list to tell.
+	ClosedLabel = "boxes.closed"
 	// inhibitIPv4 keeps the engine's machine off the inside network: an
 	// internal network alone still answers at its gateway address.
 	inhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
@@ -118,6 +123,7 @@ func gateService(in Input) map[string]any {
 	cfg := gateJSON(GateConfig(b, in.Door, in.Token == ""))
 	labels := serviceLabels(b, GateService, 0)
 	labels[CredentialsLabel] = credentialDigests(b, in.Door)
+	labels[ClosedLabel] = strings.Join(slices.Sorted(slices.Values(in.Door.Closed)), ",")
 	s := map[string]any{
 		"hostname":     GateService,
 		"image":        in.Image,
@@ -223,6 +229,46 @@ func MachineAddresses(addrs []netip.Addr) []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// MachineClosed compares the addresses of the engine's machine that a gate
+// closes, as its labels say, with those it has now (MachineAddresses):
+// open are the ones the gate leaves open, gone the ones it closes that the
+// machine no longer has. known is false for a gate that does not say (made
+// by an earlier boxes): what it closes cannot be told from a list.
+func MachineClosed(labels map[string]string, now []string) (open, gone []string, known bool) {
+	v, known := labels[ClosedLabel]
+	if !known {
+		return nil, nil, false
+	}
+	var closed []string
+	if v != "" {
+		closed = strings.Split(v, ",")
+	}
+	for _, a := range now {
+		if !slices.Contains(closed, a) {
+			open = append(open, a)
+		}
+	}
+	for _, a := range closed {
+		if !slices.Contains(now, a) {
+			gone = append(gone, a)
+		}
+	}
+	return open, gone, true
+}
+
+// Addresses are CIDRs of single addresses (MachineAddresses, ClosedLabel)
+// as a person reads them: 198.51.100.77, not 198.51.100.77/32.
+func Addresses(cidrs []string) string {
+	out := make([]string, len(cidrs))
+	for i, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.IsSingleIP() {
+			c = p.Addr().String()
+		}
+		out[i] = c
+	}
+	return strings.Join(out, ", ")
 }
 
 // IsGateKey reports whether settings field k shapes only the gate.

@@ -477,6 +477,9 @@ func checkGate(t *testing.T, in Input, g types.ServiceConfig) {
 	if got, want := g.Labels[CredentialsLabel], credentialDigests(in.Box, in.Door); got != want {
 		t.Errorf("gate: %s=%q, want %q", CredentialsLabel, got, want)
 	}
+	if got, want := g.Labels[ClosedLabel], strings.Join(gateConfig(t, g).Closed, ","); got != want || (len(in.Door.Closed) > 0 && got == "") {
+		t.Errorf("gate: %s=%q, want the addresses it closes, %q", ClosedLabel, got, want)
+	}
 	var dns []string
 	for _, a := range in.Box.DNS {
 		dns = append(dns, a.String())

@@ -110,6 +110,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 			checkImage(rep, b.Image, c.service, c.c)
 		}
 	}
+	if haveGate && b.Door != nil {
+		checkMachine(rep, gate, *b.Door)
+	}
 	if haveAgent && p.Runtime != nil {
 		checkRuntime(ctx, rep, b, agent, p.Runtime)
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
+	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Door is what doctor needs to check a box's network door from inside its
@@ -18,6 +20,30 @@ type Door struct {
 	// Allowed is a URL of a destination the list allows, tried through the
 	// gate; "" tries none.
 	Allowed string
+	// Machine are the public addresses of the engine's machine now, as
+	// CIDRs (compose.MachineAddresses): the gate must close every one.
+	Machine []string
+}
+
+// checkMachine compares the addresses of the engine's machine the gate
+// closes, as its labels say, with the machine's now: one it leaves open
+// (the machine gained it after the gate was made) is an error until apply
+// remakes the gate; a gate that does not say is unknown, not closed.
+func checkMachine(rep *Report, gate reconcile.Container, d Door) {
+	const name = "gate closes the machine"
+	open, _, known := compose.MachineClosed(gate.Labels, d.Machine)
+	switch {
+	case !known:
+		rep.add("host", name, "warn", "unknown: the gate was made by an earlier boxes and does not record which addresses of the engine's machine it closes (boxes apply remakes it to record them)")
+	case len(open) == 1:
+		rep.add("host", name, "error", "the engine's machine has address %s, which the gate does not close: the agent can reach the machine there (boxes apply remakes the gate to close it)", compose.Addresses(open))
+	case len(open) > 1:
+		rep.add("host", name, "error", "the engine's machine has addresses %s, which the gate does not close: the agent can reach the machine there (boxes apply remakes the gate to close them)", compose.Addresses(open))
+	case len(d.Machine) == 0:
+		rep.add("host", name, "ok", "the engine's machine has no public address (its private ones are closed with the private ranges)")
+	default:
+		rep.add("host", name, "ok", "the gate closes the engine's machine at %s", compose.Addresses(d.Machine))
+	}
 }
 
 // refusedCode is the HTTP status the gate answers a refused request with,

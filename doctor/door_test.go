@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/hb"
 )
 
@@ -198,5 +199,46 @@ func TestCheckFindsAStoppedGate(t *testing.T) {
 	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
 	if !strings.Contains(lines(rep), "error host gate container: exited (boxes start alpha)\n") || rep.OK {
 		t.Errorf("a stopped gate:\n%s", lines(rep))
+	}
+}
+
+// The gate must close every public address the engine's machine has now:
+// one the machine gained after the gate was made fails doctor until apply
+// remakes the gate; a gate that does not record what it closes is unknown
+// (a warning), never reported closed.
+func TestCheckMachineAddresses(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		labels  map[string]string
+		machine []string
+		want    string
+		ok      bool
+	}{
+		{"closed", map[string]string{compose.ClosedLabel: "192.0.2.10/32"}, []string{"192.0.2.10/32"},
+			"ok host gate closes the machine: the gate closes the engine's machine at 192.0.2.10\n", true},
+		{"no public address", map[string]string{compose.ClosedLabel: ""}, nil,
+			"ok host gate closes the machine: the engine's machine has no public address (its private ones are closed with the private ranges)\n", true},
+		{"gained", map[string]string{compose.ClosedLabel: "192.0.2.10/32"}, []string{"192.0.2.10/32", "198.51.100.77/32"},
+			"error host gate closes the machine: the engine's machine has address 198.51.100.77, which the gate does not close: the agent can reach the machine there (boxes apply remakes the gate to close it)\n", false},
+		{"gained two", map[string]string{compose.ClosedLabel: ""}, []string{"192.0.2.10/32", "198.51.100.77/32"},
+			"error host gate closes the machine: the engine's machine has addresses 192.0.2.10, 198.51.100.77, which the gate does not close", false},
+		{"unrecorded", map[string]string{}, []string{"198.51.100.77/32"},
+			"warn host gate closes the machine: unknown: the gate was made by an earlier boxes and does not record which addresses of the engine's machine it closes (boxes apply remakes it to record them)\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := box("running")
+			b.Resources.Containers[2].Labels = c.labels
+			b.Door = &Door{Egress: "open", Machine: c.machine}
+			rep := Check(context.Background(), b, Probes{Runner: &doorRunner{out: directNone + healthy + refusedPriv + refusedLink}, Initialize: gate})
+			var machine []hb.Check
+			for _, ch := range rep.Checks {
+				if ch.Name == "gate closes the machine" {
+					machine = append(machine, ch)
+				}
+			}
+			if got := lines(rep); !strings.Contains(got, c.want) || len(machine) != 1 || machine[0].OK != c.ok || (!c.ok && rep.OK) {
+				t.Errorf("report ok %v:\n%s\nwant one machine check, ok %v: %q", rep.OK, got, c.ok, c.want)
+			}
+		})
 	}
 }

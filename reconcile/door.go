@@ -43,6 +43,41 @@ func credentialReasons(in Input, b spec.Box, c Container) []Reason {
 	return out
 }
 
+// machineReasons name the addresses of the engine's machine that gate c
+// leaves open (the machine gained them after the gate was made) and those
+// it closes that the machine no longer has, against the machine's now. A
+// gate that does not record them has none: what it closes is not known.
+func machineReasons(in Input, b spec.Box, c Container) []Reason {
+	open, gone, _ := compose.MachineClosed(c.Labels, in.Doors[b.Name].Closed)
+	var out []Reason
+	if len(open) > 0 {
+		out = append(out, Reason{Kind: "machine", Service: compose.GateService, Field: "added", New: strings.Join(open, ", ")})
+	}
+	if len(gone) > 0 {
+		out = append(out, Reason{Kind: "machine", Service: compose.GateService, Field: "removed", Old: strings.Join(gone, ", ")})
+	}
+	return out
+}
+
+// machineChange renders a machine reason.
+func machineChange(r Reason) string {
+	switch r.Field {
+	case "added":
+		addrs := strings.Split(r.New, ", ")
+		if len(addrs) == 1 {
+			return fmt.Sprintf("the engine's machine has a new address %s: the gate must close it", compose.Addresses(addrs))
+		}
+		return fmt.Sprintf("the engine's machine has new addresses %s: the gate must close them", compose.Addresses(addrs))
+	case "removed":
+		addrs := strings.Split(r.Old, ", ")
+		if len(addrs) == 1 {
+			return fmt.Sprintf("the engine's machine no longer has address %s: the gate need not close it", compose.Addresses(addrs))
+		}
+		return fmt.Sprintf("the engine's machine no longer has addresses %s: the gate need not close them", compose.Addresses(addrs))
+	}
+	return "the gate does not record which addresses of the engine's machine it closes (made by an earlier boxes): it is remade once to record them"
+}
+
 // ruleChange renders a change of egress or private: each side summed up
 // ("open", "none", "3 destinations"), then what was added and removed.
 func ruleChange(field, old, new string) string {
@@ -110,7 +145,7 @@ func GateOnly(reasons []Reason) bool {
 	}
 	for _, r := range reasons {
 		switch {
-		case r.Kind == "credential":
+		case r.Kind == "credential" || r.Kind == "machine":
 		case r.Kind == "config" && (r.Service == compose.GateService || compose.IsGateKey(r.Field)):
 		case r.Service == compose.GateService && slices.Contains([]string{"missing", "dead", "exited", "restarting", "stopped", "paused", "created"}, r.Kind):
 		default:

@@ -202,8 +202,94 @@ func observeWithDoor(t *testing.T, o *reconcile.Observed, b spec.Box, d compose.
 		if c.Box == b.Name && c.Service == compose.GateService {
 			o.Containers[i].ConfigHash = h[compose.GateService]
 			o.Containers[i].Labels[compose.CredentialsLabel] = p.Services[compose.GateService].Labels[compose.CredentialsLabel]
+			o.Containers[i].Labels[compose.ClosedLabel] = p.Services[compose.GateService].Labels[compose.ClosedLabel]
 		}
 	}
+}
+
+// An address the engine's machine gained after its gate was made is named
+// in the plan, which remakes the gate alone to close it; one it lost is
+// named too. A gate made before gates recorded what they close is remade
+// once, saying why, unless something else remakes it anyway.
+func TestPlanMachineAddresses(t *testing.T) {
+	b := testBox("alpha")
+	was := compose.Door{Closed: []string{"192.0.2.10/32"}}
+	o := emptyObserved()
+	observeWithDoor(t, o, b, was)
+
+	if _, bp := planOne(t, b, o, map[string]compose.Door{"alpha": was}); bp.Action != reconcile.NoOp {
+		t.Errorf("the same addresses: plan %s %q, want no change", bp.Action, reasonTexts(bp))
+	}
+	for _, c := range []struct {
+		name string
+		now  []string
+		want []string
+	}{
+		{"gained", []string{"192.0.2.10/32", "198.51.100.77/32"}, []string{"the engine's machine has a new address 198.51.100.77: the gate must close it"}},
+		{"gained two", []string{"2001:db8::77/128", "198.51.100.77/32", "192.0.2.10/32"}, []string{"the engine's machine has new addresses 2001:db8::77, 198.51.100.77: the gate must close them"}},
+		{"lost", nil, []string{"the engine's machine no longer has address 192.0.2.10: the gate need not close it"}},
+		{"both", []string{"198.51.100.77/32"}, []string{
+			"the engine's machine has a new address 198.51.100.77: the gate must close it",
+			"the engine's machine no longer has address 192.0.2.10: the gate need not close it",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, bp := planOne(t, b, o, map[string]compose.Door{"alpha": {Closed: c.now}})
+			if got := reasonTexts(bp); bp.Action != reconcile.Recreate || !bp.GateOnly || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("plan %s gate only %v %q, want a gate-only recreate for %q", bp.Action, bp.GateOnly, got, c.want)
+			}
+			var text bytes.Buffer
+			p.RenderText(&text, false)
+			if !strings.Contains(text.String(), "the agent keeps running") {
+				t.Errorf("the plan does not say the agent keeps running:\n%s", text.String())
+			}
+		})
+	}
+
+	t.Run("with a rule change", func(t *testing.T) {
+		changed := b
+		changed.Egress = spec.Egress{Mode: spec.EgressNone}
+		_, bp := planOne(t, changed, o, map[string]compose.Door{"alpha": {Closed: []string{"192.0.2.10/32", "198.51.100.77/32"}}})
+		want := []string{"the engine's machine has a new address 198.51.100.77: the gate must close it", "egress: open → none"}
+		if got := reasonTexts(bp); !bp.GateOnly || !reflect.DeepEqual(got, want) {
+			t.Errorf("reasons %q gate only %v, want %q", got, bp.GateOnly, want)
+		}
+	})
+
+	// A gate made by an earlier boxes: no label, and the hash of a service
+	// without it.
+	old := emptyObserved()
+	observeWithDoor(t, old, b, was)
+	p, err := compose.Project(compose.Input{Box: b, Image: testImage, Token: testToken,
+		WorkDir: filepath.Dir(testConfig), ConfigFile: testConfig, Door: was})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(p.Services[compose.GateService].Labels, compose.ClosedLabel)
+	h, err := compose.ServiceHashes(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range old.Containers {
+		if c.Service == compose.GateService {
+			delete(old.Containers[i].Labels, compose.ClosedLabel)
+			old.Containers[i].ConfigHash = h[compose.GateService]
+		}
+	}
+	t.Run("unrecorded", func(t *testing.T) {
+		for _, now := range [][]string{was.Closed, {"192.0.2.10/32", "198.51.100.77/32"}} {
+			_, bp := planOne(t, b, old, map[string]compose.Door{"alpha": {Closed: now}})
+			want := []string{"the gate does not record which addresses of the engine's machine it closes (made by an earlier boxes): it is remade once to record them"}
+			if got := reasonTexts(bp); bp.Action != reconcile.Recreate || !bp.GateOnly || !reflect.DeepEqual(got, want) {
+				t.Errorf("machine %v: plan %s gate only %v %q, want %q", now, bp.Action, bp.GateOnly, got, want)
+			}
+		}
+		changed := b
+		changed.Egress = spec.Egress{Mode: spec.EgressNone}
+		if _, bp := planOne(t, changed, old, map[string]compose.Door{"alpha": was}); !reflect.DeepEqual(reasonTexts(bp), []string{"egress: open → none"}) {
+			t.Errorf("an unrecorded gate remade for its rules: %q, want the rule alone", reasonTexts(bp))
+		}
+	})
 }
 
 // A credential's value changed on this machine remakes the gate alone, and

@@ -40,7 +40,8 @@ var (
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
 // created, paused, stopped, frozen, image, config, missing, nocontainers, dead,
 // restarting, exited, network, disconnected, published, volume, duplicate,
-// renamed, networks, replace, token, undeclared, incomplete, door, credential.
+// renamed, networks, replace, token, undeclared, incomplete, door, credential,
+// machine.
 type Reason struct {
 	Kind    string `json:"kind"`
 	Service string `json:"service,omitempty"`
@@ -66,6 +67,8 @@ func (r Reason) String() string {
 		return fmt.Sprintf("the network door: the box gets its gate (egress: %s, private ranges closed) and the agent moves to a network with no route out", r.New)
 	case "credential":
 		return fmt.Sprintf("credential %s: its value changed on this machine", r.Field)
+	case "machine":
+		return machineChange(r)
 	case "config":
 		if r.Field == "egress" || r.Field == "private" {
 			return ruleChange(r.Field, r.Old, r.New)
@@ -985,12 +988,22 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 // none.
 func configReasons(reasons []Reason, in Input, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
 	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
-	if len(changes) == 0 && service == compose.GateService {
-		if in.Unread[b.Name] {
+	if service == compose.GateService {
+		machine := machineReasons(in, b, c)
+		reasons = append(reasons, machine...)
+		switch {
+		case len(changes) > 0:
+		case in.Unread[b.Name]:
 			return reasons
-		}
-		if changed := credentialReasons(in, b, c); len(changed) > 0 {
-			return append(reasons, changed...)
+		case len(machine) > 0:
+			return append(reasons, credentialReasons(in, b, c)...)
+		default:
+			if changed := credentialReasons(in, b, c); len(changed) > 0 {
+				return append(reasons, changed...)
+			}
+			if _, recorded := c.Labels[compose.ClosedLabel]; !recorded {
+				return append(reasons, Reason{Kind: "machine", Service: service, Field: "unrecorded"})
+			}
 		}
 	}
 	if len(changes) == 0 {

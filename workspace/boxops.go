@@ -152,6 +152,7 @@ func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Re
 	if decl, ok := w.Config.Box(name); ok {
 		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime
 		b.Door = doorChecks(decl)
+		b.Door.Machine = compose.MachineAddresses(e.MachineAddresses())
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()

@@ -114,9 +114,12 @@ func TestFakeScripts(t *testing.T) {
 //	                            just before it (a lease that raced it)
 //	fake write BOX TEXT         BOX's /data holds TEXT (the volume's content)
 //	fake log BOX SERVICE FILE   BOX's container of SERVICE prints FILE
+//	fake machine HOST [ADDR…]   the engine's machine of HOST has ADDRs
+//	fake label BOX SERVICE KEY[=VALUE]
+//	                            its label KEY is VALUE (without =, it has none)
 func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|rival|write|log ARGS")
+		ts.Fatalf("usage: fake image|stop|crash|kill|pause|rm|disconnect|dying|healed|expire|rival|write|log|machine|label ARGS")
 	}
 	host := func(name string) string {
 		if name == "local" {
@@ -171,6 +174,15 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		case "log":
 			want(3)
 			return s.Log(args[1], args[2], ts.ReadFile(args[3]))
+		case "machine":
+			if len(args) < 2 {
+				ts.Fatalf("fake machine takes a host and its addresses")
+			}
+			s.SetMachine(host(args[1]), args[2:])
+		case "label":
+			want(3)
+			key, value, set := strings.Cut(args[3], "=")
+			return s.Label(args[1], args[2], key, value, !set)
 		default:
 			ts.Fatalf("fake: unknown command %q", args[0])
 		}

@@ -753,16 +753,26 @@ func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
 // MachineAddresses are the addresses of the engine's machine as
 // docker.Engine finds them, with no lookup: a tcp:// or ssh:// host given
 // as an address is that address; the local engine's machine (whatever
-// machine the tests run on) and a named host have none.
+// machine the tests run on) and a named host have none. Those a test gave
+// the machine (Host.Machine) come with them.
 func (e *Engine) MachineAddresses() []netip.Addr {
+	var out []netip.Addr
+	_ = e.read(func(h *Host) error {
+		for _, s := range h.Machine {
+			if a, err := netip.ParseAddr(s); err == nil {
+				out = append(out, a)
+			}
+		}
+		return nil
+	})
 	u, err := url.Parse(e.endpoint)
 	if err != nil || (u.Scheme != "ssh" && u.Scheme != "tcp") {
-		return nil
+		return out
 	}
 	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
-		return []netip.Addr{a}
+		out = append(out, a)
 	}
-	return nil
+	return out
 }
 
 // Exec would run a command in a container, which only a real engine does.

@@ -71,6 +71,9 @@ type Host struct {
 	// the holder's, made just before it (a lease by another process that
 	// raced it).
 	Rivals map[string]string `json:"rivals,omitempty"`
+	// Machine are addresses the engine's machine holds besides what its
+	// docker: address says, as a test gave them (SetMachine).
+	Machine []string `json:"machine,omitempty"`
 	// Made counts the objects made, for their IDs.
 	Made int `json:"made"`
 }
@@ -402,6 +405,28 @@ func (s *State) SetRival(host, box, holder string) {
 		h.Rivals = map[string]string{}
 	}
 	h.Rivals[box] = holder
+}
+
+// SetMachine gives host's engine's machine addrs (none: what its docker:
+// address says alone), as an address added to or taken off the machine
+// would.
+func (s *State) SetMachine(host string, addrs []string) {
+	s.Host(host).Machine = addrs
+}
+
+// Label sets label key of box's container of service to value, or removes
+// it (remove), as a container made by another boxes would have it.
+func (s *State) Label(box, service, key, value string, remove bool) error {
+	c, err := s.serviceContainer(box, service)
+	if err != nil {
+		return err
+	}
+	if remove {
+		delete(c.Labels, key)
+	} else {
+		c.Labels[key] = value
+	}
+	return nil
 }
 
 func (s *State) serviceContainer(box, service string) (*Container, error) {

@@ -87,6 +87,7 @@ func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image string, stat
 		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
 		if svc == compose.GateService {
 			labels[compose.CredentialsLabel] = "{}"
+			labels[compose.ClosedLabel] = ""
 		}
 		c := engine.Container{
 			ID:         "id-" + b.Name + "-" + svc,

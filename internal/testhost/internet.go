@@ -325,3 +325,54 @@ func execOutput(args ...string) (string, error) {
 	out, err := exec.Command(args[0], args[1:]...).Output()
 	return string(out), err
 }
+
+// MachineAddress gives this machine addr, an address of 198.51.100.0/24, on a
+// veth pair of the test's own until the test ends: an address the engine's
+// machine gains, as a box on the local engine sees it. It holds the made-up
+// internet's lock meanwhile (both use that range here) and refuses to start
+// where the range is routed or held already. A pair a killed earlier run
+// left is removed first: under the lock, none is in use.
+func MachineAddress(t testing.TB, addr string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("adding an address to this machine needs root")
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !netip.MustParsePrefix("198.51.100.0/24").Contains(a) {
+		t.Fatalf("machine address %q: give one of 198.51.100.0/24, which nothing here uses", addr)
+	}
+	unlock, err := lockInternet()
+	if err != nil {
+		t.Fatalf("machine address: %v", err)
+	}
+	t.Cleanup(unlock)
+	if links, err := net.Interfaces(); err == nil {
+		for _, l := range links {
+			if strings.HasPrefix(l.Name, machineLink) {
+				_ = run("ip", "link", "del", l.Name)
+			}
+		}
+	}
+	for _, show := range [][]string{{"ip", "route", "show", "198.51.100.0/24"}, {"ip", "-o", "addr", "show", "to", "198.51.100.0/24"}} {
+		if out, _ := execOutput(show...); strings.TrimSpace(out) != "" {
+			t.Fatalf("machine address: 198.51.100.0/24 is in use here (%s)", strings.TrimSpace(out))
+		}
+	}
+	name := fmt.Sprintf("%s%d", machineLink, os.Getpid()%10000)
+	if err := run("ip", "link", "add", name, "type", "veth", "peer", "name", name+"p"); err != nil {
+		t.Fatalf("machine address: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := run("ip", "link", "del", name); err != nil {
+			t.Errorf("machine address: removing %s: %v", name, err)
+		}
+	})
+	for _, s := range [][]string{{"ip", "addr", "add", addr + "/32", "dev", name}, {"ip", "link", "set", name, "up"}, {"ip", "link", "set", name + "p", "up"}} {
+		if err := run(s...); err != nil {
+			t.Fatalf("machine address: %v", err)
+		}
+	}
+}
+
+// machineLink starts the names of MachineAddress's veth pairs.
+const machineLink = "bxma"

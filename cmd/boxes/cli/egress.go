@@ -35,7 +35,22 @@ type egressReport struct {
 	Private       []string         `json:"private"`
 	Closed        []string         `json:"closed"`
 	Credentials   []egressCred     `json:"credentials"`
+	Machine       egressMachine    `json:"machine"`
 	Refusals      []egress.Refusal `json:"refusals"`
+}
+
+// egressMachine is the engine's machine as the box's gate closes it.
+type egressMachine struct {
+	// Addresses are its public addresses now (CIDRs), every one of which
+	// the gate must close.
+	Addresses []string `json:"addresses"`
+	// Exposed are those the gate leaves open: the machine gained them after
+	// the gate was made, and the agent reaches the machine there until
+	// boxes apply remakes the gate.
+	Exposed []string `json:"exposed"`
+	// Status is closed, exposed, or unknown: no gate, or one made by an
+	// earlier boxes, which does not record what it closes.
+	Status string `json:"status"`
 }
 
 type egressCred struct {
@@ -89,7 +104,8 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 		return egressReport{}, ws.Undeclared(name)
 	}
 	r := egressReport{FormatVersion: EgressFormat, Box: name, Host: b.Host, Gate: "missing",
-		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{}}
+		Allow: []string{}, Private: []string{}, Credentials: []egressCred{}, Refusals: []egress.Refusal{},
+		Machine: egressMachine{Addresses: []string{}, Exposed: []string{}, Status: "unknown"}}
 	settings := compose.ServiceSettings(b, compose.GateService)
 	r.Egress = b.Egress.Mode.String()
 	for _, d := range b.Egress.Allow {
@@ -117,6 +133,14 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 	e, err := ws.Engine(cmd.Context(), host)
 	if err != nil {
 		return r, err
+	}
+	r.Machine.Addresses = append(r.Machine.Addresses, compose.MachineAddresses(e.MachineAddresses())...)
+	if open, _, known := compose.MachineClosed(c.Labels, r.Machine.Addresses); known {
+		r.Machine.Exposed = append(r.Machine.Exposed, open...)
+		r.Machine.Status = "closed"
+		if len(open) > 0 {
+			r.Machine.Status = "exposed"
+		}
 	}
 	var out bytes.Buffer
 	if err := e.Logs(cmd.Context(), c.ID, workspace.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
@@ -150,6 +174,12 @@ func writeEgress(w io.Writer, r egressReport) error {
 		fmt.Fprintln(w, "  egress:   open (any public address)")
 	}
 	fmt.Fprintf(w, "  closed:   %s\n", strings.Join(r.Closed, ", "))
+	switch {
+	case r.Machine.Status == "exposed":
+		fmt.Fprintf(w, "  EXPOSED:  the engine's machine has %s, which the gate does not close: the agent reaches the machine there until boxes apply remakes the gate\n", compose.Addresses(r.Machine.Exposed))
+	case r.Machine.Status == "unknown" && r.Gate != "missing":
+		fmt.Fprintln(w, "  machine:  unknown whether the gate closes all of the engine's machine: it was made by an earlier boxes and does not say (boxes apply remakes it)")
+	}
 	if len(r.Private) > 0 {
 		fmt.Fprintf(w, "  private:  open exceptions: %s\n", strings.Join(r.Private, ", "))
 	}
