@@ -13,8 +13,14 @@ import (
 )
 
 // Exec runs a command in container id and returns its exit code once its
-// output has ended, or the cause of ctx's end should ctx end first.
+// output has ended, or the cause of ctx's end should ctx end first. An
+// engine gone before or while the command runs is apply.ErrUnreachable.
 func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
+	code, err := e.exec(ctx, id, o)
+	return code, e.lost(err)
+}
+
+func (e *Engine) exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
 	created, err := e.api.ContainerExecCreate(ctx, id, container.ExecOptions{
 		User:         o.User,
 		WorkingDir:   o.WorkDir,
@@ -100,7 +106,7 @@ func orDiscard(w io.Writer) io.Writer {
 func (e *Engine) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
 	rc, _, err := e.api.CopyFromContainer(ctx, id, path)
 	if err != nil {
-		return nil, fmt.Errorf("copying %s out of the container: %w", path, err)
+		return nil, e.lost(fmt.Errorf("copying %s out of the container: %w", path, err))
 	}
 	return rc, nil
 }

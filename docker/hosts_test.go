@@ -184,6 +184,8 @@ func TestResolveLocal(t *testing.T) {
 type fakeEngine struct {
 	url      string
 	versions atomic.Int64
+	// stop stops it answering, its socket gone.
+	stop func()
 }
 
 func startFakeEngine(t *testing.T, apiVersion, id string) *fakeEngine {
@@ -216,7 +218,8 @@ func startFakeEngine(t *testing.T, apiVersion, id string) *fakeEngine {
 	})
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { srv.Close() })
+	f.stop = func() { srv.Close() }
+	t.Cleanup(f.stop)
 	return f
 }
 

@@ -39,16 +39,25 @@ func (e *Engine) parallelCalls() int {
 func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observed, error) {
 	l, err := e.list(ctx, images)
 	if err != nil {
-		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+		return nil, e.observing(err)
 	}
 	o := l.Observed(e.Host)
 	// Read when the engine was connected, with its ID.
 	o.CPUs, o.Memory, o.Runtimes = e.cpus, e.memory, e.runtimes
 	if err := e.inspectTroubled(ctx, o.Containers, l.statuses()); err != nil {
-		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+		return nil, e.observing(err)
 	}
 	o.Sort()
 	return o, nil
+}
+
+// observing is Observe's error err: an engine gone is apply.ErrUnreachable,
+// whose message names the host already.
+func (e *Engine) observing(err error) error {
+	if Unreachable(err) {
+		return e.lost(err)
+	}
+	return fmt.Errorf("observing %s: %w", e.describe(), err)
 }
 
 // Listing is what Observe's calls return, before it is read: what a test

@@ -92,7 +92,7 @@ func (e *Engine) ServiceContainer(ctx context.Context, box, service string) (con
 		filters.Arg("label", "com.docker.compose.service="+service),
 	)})
 	if err != nil {
-		return container.Summary{}, err
+		return container.Summary{}, e.lost(err)
 	}
 	if len(cs) == 0 {
 		return container.Summary{}, fmt.Errorf("found 0 %s containers of box %s: %w", service, box, errNoContainer)

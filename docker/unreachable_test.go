@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"github.com/docker/docker/client"
+
+	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/workspace"
 )
 
 func TestUnreachable(t *testing.T) {
@@ -66,5 +70,36 @@ func TestUnreachable(t *testing.T) {
 	answered := errors.New("Error response from daemon: conflict")
 	if got := e.lost(answered); got != answered {
 		t.Errorf("lost changed an engine's answer: %v", got)
+	}
+}
+
+// Every call the engine contract's suite makes of an engine that went away
+// fails as apply.ErrUnreachable, naming the host: a plan, an exec or a copy
+// as much as a create.
+func TestCallsOnAnEngineGone(t *testing.T) {
+	useConfigDir(t)
+	ctx := context.Background()
+	f := startFakeEngine(t, "1.41", "GONE")
+	e, err := Connect(ctx, spec.Host{Name: "far", Docker: f.url}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	f.stop()
+	for name, call := range map[string]func() error{
+		"Observe": func() error { _, err := e.Observe(ctx); return err },
+		"Exec": func() error {
+			_, err := e.Exec(ctx, "0123456789abcdef", workspace.ExecOptions{Cmd: []string{"true"}})
+			return err
+		},
+		"CopyFrom":        func() error { _, err := e.CopyFrom(ctx, "0123456789abcdef", "/data"); return err },
+		"ContainerID":     func() error { _, err := e.ContainerID(ctx, "alpha", "agent"); return err },
+		"CopyTo":          func() error { return e.CopyTo(ctx, "0123456789abcdef", "/data", strings.NewReader("")) },
+		"RemoveContainer": func() error { return e.RemoveContainer(ctx, "0123456789abcdef") },
+	} {
+		err := call()
+		if !errors.Is(err, apply.ErrUnreachable) || !strings.HasPrefix(fmt.Sprint(err), "host far ("+f.url+"): ") {
+			t.Errorf("%s on an engine gone: %v; want apply.ErrUnreachable, naming host far", name, err)
+		}
 	}
 }
