@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type Connector struct {
 
 	mu    sync.Mutex
 	state *State
+	// gone are the hosts c reaches no more (Gone), each closed once so.
+	gone map[string]chan struct{}
 }
 
 // Connect loads the state, the first time, and returns host's engine.
@@ -67,8 +70,12 @@ func (c *Connector) Connect(_ context.Context, h spec.Host) (workspace.Engine, e
 		}
 		c.state = s
 	}
+	e := &Engine{c: c, host: h.Name, endpoint: h.Docker}
+	if c.isGone(h.Name) {
+		return nil, e.unreachable()
+	}
 	c.state.Host(h.Name)
-	return &Engine{c: c, host: h.Name, endpoint: h.Docker}, nil
+	return e, nil
 }
 
 // Engine is one host's fake engine.
@@ -80,18 +87,25 @@ type Engine struct {
 	endpoint string
 }
 
-// read runs fn on the engine's resources.
+// read runs fn on the engine's resources, unless the engine is gone.
 func (e *Engine) read(fn func(h *Host) error) error {
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
+	if e.c.isGone(e.host) {
+		return e.unreachable()
+	}
 	return fn(e.c.state.Host(e.host))
 }
 
 // edit runs fn on the engine's resources and saves the state, whatever fn
-// did before it failed (as an engine keeps what a failed call made).
+// did before it failed (as an engine keeps what a failed call made);
+// unless the engine is gone.
 func (e *Engine) edit(fn func(h *Host) error) error {
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
+	if e.c.isGone(e.host) {
+		return e.unreachable()
+	}
 	err := fn(e.c.state.Host(e.host))
 	if serr := e.c.state.Save(e.c.Path); serr != nil && err == nil {
 		err = serr
@@ -775,11 +789,6 @@ func (e *Engine) MachineAddresses() []netip.Addr {
 	return out
 }
 
-// Exec would run a command in a container, which only a real engine does.
-func (e *Engine) Exec(_ context.Context, id string, o workspace.ExecOptions) (int, error) {
-	return 0, fmt.Errorf("running %s in %s: %w", strings.Join(o.Cmd, " "), id, ErrNotSupported)
-}
-
 // Logs writes what the fake keeps of container id's output (its last
 // lines, see Container.Logs) to stdout; tail and follow are the engine's.
 func (e *Engine) Logs(_ context.Context, id string, _ workspace.LogOptions, stdout, _ io.Writer) error {
@@ -833,16 +842,6 @@ func (e *Engine) Run(_ context.Context, id, _ string, cmd []string, stdout, _ io
 	})
 }
 
-// CopyFrom would stream a container's files out.
-func (e *Engine) CopyFrom(_ context.Context, id, path string) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("copying %s out of %s: %w", path, id, ErrNotSupported)
-}
-
-// CopyTo would stream files into a container.
-func (e *Engine) CopyTo(_ context.Context, id, dir string, _ io.Reader) error {
-	return fmt.Errorf("copying into %s of %s: %w", dir, id, ErrNotSupported)
-}
-
 // ToolVersions would run the image to read its tools' versions.
 func (e *Engine) ToolVersions(_ context.Context, image string) (map[string]string, error) {
 	return nil, fmt.Errorf("reading the tools of %s: %w", image, ErrNotSupported)
@@ -889,7 +888,7 @@ func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error)
 				h.Volumes = append(h.Volumes, v)
 			}
 			if from != nil {
-				v.Content = from.Content
+				v.Content, v.Files = from.Content, slices.Clone(from.Files)
 			}
 		}
 		return nil

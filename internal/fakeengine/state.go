@@ -6,11 +6,15 @@
 // a host is connected and rewritten after each change, so that it outlasts
 // one boxes command and the next one sees what the last one did.
 //
-// Helper containers copy a volume's Content into another (snapshots,
-// reverts, forks), and a running container answers the execs that freeze
-// a box (hb quiesce, resume and health, du of /data). What only a real
-// engine does (streaming archives and images, any other exec) fails with
-// ErrNotSupported.
+// What is streamed into a volume (CopyTo) is kept as its Files and streams
+// back out (CopyFrom); helper containers copy a volume's Content and Files
+// into another (snapshots, reverts, forks). A running container answers the
+// execs that freeze a box (hb quiesce, resume and health, du of /data), and
+// Exec runs a few commands on the volumes' files (see inside.go), enough
+// for the engine contract's suite (internal/conformance). Connector.Gone
+// makes a host unreachable, also in the middle of a call. What only a real
+// engine does (reading an image's tools or the room for volumes, streaming
+// images, any other command) fails with ErrNotSupported.
 package fakeengine
 
 import (
@@ -131,6 +135,10 @@ type Volume struct {
 	// into a box's /data (fake write), carried by the helper containers
 	// that copy one volume into another (snapshot, revert, fork).
 	Content string `json:"content,omitempty"`
+	// Files are the files and directories streamed into the volume
+	// (CopyTo), which CopyFrom and exec's cat read back; helper
+	// containers carry them with Content.
+	Files []File `json:"files,omitempty"`
 }
 
 // Load reads the state at path; a missing file is an empty state.
