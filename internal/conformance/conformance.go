@@ -20,6 +20,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -146,7 +147,7 @@ func (s *suite) ctx(t *testing.T) context.Context {
 	return ctx
 }
 
-func (s *suite) observe(t *testing.T, images ...string) *reconcile.Observed {
+func (s *suite) observe(t *testing.T, images ...string) *engine.Observed {
 	t.Helper()
 	o, err := s.e.Observe(s.ctx(t), images...)
 	if err != nil {
@@ -156,9 +157,9 @@ func (s *suite) observe(t *testing.T, images ...string) *reconcile.Observed {
 }
 
 // containers are Box's containers by service, as observed.
-func (s *suite) containers(t *testing.T) map[string]reconcile.Container {
+func (s *suite) containers(t *testing.T) map[string]engine.Container {
 	t.Helper()
-	out := map[string]reconcile.Container{}
+	out := map[string]engine.Container{}
 	for _, c := range s.observe(t).Of(Box).Containers {
 		if _, dup := out[c.Service]; dup {
 			t.Fatalf("two %s containers of %s observed", c.Service, Box)
@@ -170,7 +171,7 @@ func (s *suite) containers(t *testing.T) map[string]reconcile.Container {
 
 // up makes Box and starts it, as an apply does; it fails the test unless
 // its three containers then run.
-func (s *suite) up(t *testing.T) map[string]reconcile.Container {
+func (s *suite) up(t *testing.T) map[string]engine.Container {
 	t.Helper()
 	if err := s.e.Create(s.ctx(t), s.p, false); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -187,16 +188,16 @@ func (s *suite) up(t *testing.T) map[string]reconcile.Container {
 	return cs
 }
 
-func describe(c reconcile.Container, ok bool) string {
+func describe(c engine.Container, ok bool) string {
 	if !ok {
 		return "missing"
 	}
-	return fmt.Sprintf("%s %.12s, state %q, exit code %d, status %q", c.Name, c.ID, c.State, c.ExitCode, c.Status)
+	return fmt.Sprintf("%s %.12s, state %q, exit code %d, health %q", c.Name, c.ID, c.State, c.ExitCode, c.Health)
 }
 
 // states checks that each of Box's containers is observed in state (all
 // three there) and returns them.
-func (s *suite) states(t *testing.T, state, when string) map[string]reconcile.Container {
+func (s *suite) states(t *testing.T, state engine.State, when string) map[string]engine.Container {
 	t.Helper()
 	cs := s.containers(t)
 	for _, svc := range compose.Services {
@@ -208,10 +209,10 @@ func (s *suite) states(t *testing.T, state, when string) map[string]reconcile.Co
 }
 
 // plan is the planner's decision for Box, declared in state, on o.
-func (s *suite) plan(t *testing.T, o *reconcile.Observed, state spec.State) reconcile.BoxPlan {
+func (s *suite) plan(t *testing.T, o *engine.Observed, state spec.State) reconcile.BoxPlan {
 	t.Helper()
 	p, err := reconcile.NewPlan(reconcile.Input{Config: s.config(t, Box, state), Image: s.h.Image,
-		Observed: map[string]*reconcile.Observed{"": o}, Tokens: map[string]string{Box: token}})
+		Observed: map[string]*engine.Observed{"": o}, Tokens: map[string]string{Box: token}})
 	if err != nil {
 		t.Fatalf("planning %s on what the engine shows: %v", Box, err)
 	}
@@ -253,7 +254,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	}
 	o := s.observe(t, s.h.Image)
 	r := o.Of(Box)
-	cs := map[string]reconcile.Container{}
+	cs := map[string]engine.Container{}
 	for _, c := range r.Containers {
 		cs[c.Service] = c
 	}
@@ -317,15 +318,15 @@ func (s *suite) lifecycle(t *testing.T) {
 	if err := s.e.Start(s.ctx(t), s.p); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	started := s.states(t, "running", "after Start")
+	started := s.states(t, engine.Running, "after Start")
 	s.wantPlan(t, spec.Running, reconcile.NoOp, "once started")
 
 	if err := s.e.Stop(s.ctx(t), s.p.Name); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	for svc, c := range s.states(t, "exited", "after Stop") {
+	for svc, c := range s.states(t, engine.Exited, "after Stop") {
 		if reconcile.Troubled(c) {
-			t.Errorf("after Stop, the %s container reads as crashed (exit code %d, status %q); a stop must read as stopped", svc, c.ExitCode, c.Status)
+			t.Errorf("after Stop, the %s container reads as crashed (exit code %d); a stop must read as stopped", svc, c.ExitCode)
 		}
 		if c.ID != started[svc].ID {
 			t.Errorf("Stop replaced the %s container (%.12s, was %.12s)", svc, c.ID, started[svc].ID)
@@ -341,7 +342,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	if err := s.e.Start(s.ctx(t), s.p); err != nil {
 		t.Fatalf("Start again: %v", err)
 	}
-	for svc, c := range s.states(t, "running", "after a second Start") {
+	for svc, c := range s.states(t, engine.Running, "after a second Start") {
 		if c.ID != started[svc].ID {
 			t.Errorf("a second Start replaced the %s container (%.12s, was %.12s); it must start the one there", svc, c.ID, started[svc].ID)
 		}
@@ -349,7 +350,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	s.wantPlan(t, spec.Running, reconcile.NoOp, "once started again")
 }
 
-func mounts(c reconcile.Container, volume, dest string) bool {
+func mounts(c engine.Container, volume, dest string) bool {
 	for _, m := range c.Mounts {
 		if m.Volume == volume && m.Destination == dest {
 			return true
@@ -370,9 +371,9 @@ func sameSet(a, b []string) bool {
 func (s *suite) drift(t *testing.T) {
 	before := s.up(t)
 	s.h.StopBehind(t, Box)
-	for svc, c := range s.states(t, "exited", "stopped behind boxes' back") {
+	for svc, c := range s.states(t, engine.Exited, "stopped behind boxes' back") {
 		if reconcile.Troubled(c) {
-			t.Errorf("stopped behind boxes' back, the %s container reads as crashed (exit code %d, status %q); want stopped", svc, c.ExitCode, c.Status)
+			t.Errorf("stopped behind boxes' back, the %s container reads as crashed (exit code %d); want stopped", svc, c.ExitCode)
 		}
 		if c.ID != before[svc].ID {
 			t.Errorf("the %s container observed is %.12s; the one stopped was %.12s", svc, c.ID, before[svc].ID)
@@ -540,9 +541,9 @@ func (s *suite) streams(t *testing.T) {
 func (s *suite) leases(t *testing.T) {
 	const racers = 8
 	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	name := compose.LeaseName(LeaseBox, reconcile.LeaseClaim, 0)
-	mark := func(i int) reconcile.LeaseMark {
-		return reconcile.LeaseMark{Name: name, Box: LeaseBox, Fleet: Fleet, Kind: reconcile.LeaseClaim, Pool: "it-conf-pool",
+	name := compose.LeaseName(LeaseBox, engine.LeaseClaim, 0)
+	mark := func(i int) engine.LeaseMark {
+		return engine.LeaseMark{Name: name, Box: LeaseBox, Fleet: Fleet, Kind: engine.LeaseClaim, Pool: "it-conf-pool",
 			Holder: fmt.Sprintf("holder-%d", i), Lease: fmt.Sprintf("lease-%d", i), Expires: expires}
 	}
 	type result struct {
@@ -567,8 +568,8 @@ func (s *suite) leases(t *testing.T) {
 		switch {
 		case r.err == nil:
 			won = append(won, r)
-		case !errors.Is(r.err, reconcile.ErrLeaseTaken):
-			t.Errorf("racer %d was refused with %v; want an error matching reconcile.ErrLeaseTaken", r.i, r.err)
+		case !errors.Is(r.err, engine.ErrLeaseTaken):
+			t.Errorf("racer %d was refused with %v; want an error matching engine.ErrLeaseTaken", r.i, r.err)
 		}
 	}
 	t.Cleanup(func() {
@@ -584,7 +585,7 @@ func (s *suite) leases(t *testing.T) {
 		t.Errorf("the winning CreateLeaseMark returned no ID")
 	}
 	o := s.observe(t)
-	var seen []reconcile.LeaseMark
+	var seen []engine.LeaseMark
 	for _, m := range o.LeaseMarks {
 		if m.Name == name {
 			seen = append(seen, m)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -106,8 +106,8 @@ func (s *suite) gone(t *testing.T) {
 		}},
 		{"ContainerID", func(ctx context.Context) error { _, err := g.ContainerID(ctx, Box, compose.AgentService); return err }},
 		{"CreateLeaseMark", func(ctx context.Context) error {
-			_, err := g.CreateLeaseMark(ctx, s.h.Image, reconcile.LeaseMark{Name: compose.LeaseName(Absent, reconcile.LeaseClaim, 0),
-				Box: Absent, Fleet: Fleet, Kind: reconcile.LeaseClaim, Holder: "nobody", Lease: "never", Expires: time.Now().Add(time.Hour)})
+			_, err := g.CreateLeaseMark(ctx, s.h.Image, engine.LeaseMark{Name: compose.LeaseName(Absent, engine.LeaseClaim, 0),
+				Box: Absent, Fleet: Fleet, Kind: engine.LeaseClaim, Holder: "nobody", Lease: "never", Expires: time.Now().Add(time.Hour)})
 			return err
 		}},
 		{"RemoveContainer", func(ctx context.Context) error { return g.RemoveContainer(ctx, agent.ID) }},
@@ -131,7 +131,7 @@ func (s *suite) gone(t *testing.T) {
 	wg.Wait()
 
 	// The engine left behind was asked nothing of this.
-	now := s.states(t, "running", "once another connection to the engine went away")
+	now := s.states(t, engine.Running, "once another connection to the engine went away")
 	for _, svc := range compose.Services {
 		if now[svc].ID != cs[svc].ID {
 			t.Errorf("the %s container changed (%.12s, was %.12s) through an engine that was gone", svc, now[svc].ID, cs[svc].ID)
@@ -231,7 +231,7 @@ func (s *suite) remove(t *testing.T) {
 
 // removeResources removes r as an apply's delete does: containers, then
 // networks, then volumes; fail reports each error.
-func (s *suite) removeResources(t *testing.T, r reconcile.Resources, fail func(string, ...any)) {
+func (s *suite) removeResources(t *testing.T, r engine.Resources, fail func(string, ...any)) {
 	ctx := s.ctx(t)
 	for _, c := range r.Containers {
 		if err := s.e.RemoveContainer(ctx, c.ID); err != nil {
