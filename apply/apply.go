@@ -25,49 +25,14 @@ import (
 	"github.com/hermes-box/boxes/statedir"
 )
 
-// Engine is everything Apply needs from one Docker engine.
-type Engine interface {
-	// Create makes the project's network, volumes and containers, not started;
-	// force replaces existing containers (volumes are always kept).
-	Create(ctx context.Context, p *types.Project, force bool) error
-	// Replace remakes the containers of the named services alone, leaving
-	// the others (and what depends on these) as they run.
-	Replace(ctx context.Context, p *types.Project, services []string) error
-	Start(ctx context.Context, p *types.Project) error
-	Stop(ctx context.Context, project string) error
-	RemoveContainer(ctx context.Context, id string) error
-	// RenameContainer gives the container named from the name to.
-	RenameContainer(ctx context.Context, from, to string) error
-	RemoveNetwork(ctx context.Context, id string) error
-	RemoveVolume(ctx context.Context, name string) error
-	// WaitReady returns once the box's Executor answers an authenticated MCP
-	// initialize, with where a person on this machine reaches it: the URL,
-	// or for a port only the box's host reaches, how it is reached.
-	WaitReady(ctx context.Context, box, token string) (string, error)
-	// WaitInit returns once the box's agent container runs and its hb init
-	// has finished, and its gate answers; a container that exits or
-	// restarts fails it at once, with its last log lines.
-	WaitInit(ctx context.Context, box string) error
-	// Previous records the box's containers as they are, before a recreate
-	// replaces them; nil when the box has none.
-	Previous(ctx context.Context, box string) (Previous, error)
-	// Observe lists the engine's labelled resources (and which of images
-	// it holds).
-	Observe(ctx context.Context, images ...string) (*engine.Observed, error)
-}
+// Engine is the part of the engine contract the applier uses.
+type Engine = engine.Lifecycle
 
-// ErrUnreachable is matched (errors.Is) by an error from an engine that
-// could not be reached or went away mid-request, as opposed to one that
-// answered with an error.
-var ErrUnreachable = errors.New("the engine could not be reached")
+// ErrUnreachable is the contract's: an engine that could not be reached.
+var ErrUnreachable = engine.ErrUnreachable
 
 // Previous is a box's containers as they were before a recreate.
-type Previous interface {
-	// Restore replaces the box's current containers with the recorded ones
-	// (same image, settings, names and labels; the volumes were never
-	// touched) and starts those that ran. It reports whether any was started.
-	Restore(ctx context.Context) (started bool, err error)
-}
+type Previous = engine.Previous
 
 // Progress receives live per-box progress; it must be safe for concurrent use.
 type Progress interface {
@@ -548,22 +513,28 @@ func (a *Applier) clearStrays(ctx context.Context, eng Engine, bp reconcile.BoxP
 		}
 	}
 	for _, r := range bp.Reasons {
-		if r.Kind == "renamed" {
-			a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
-			if err := eng.RenameContainer(ctx, r.Old, r.New); err != nil {
-				return fmt.Errorf("renaming container %s: %w", r.Old, err)
+		if r.Kind != "renamed" {
+			continue
+		}
+		// An engine that cannot rename has the container made again under
+		// its own name by the recreate that follows (its volumes are kept).
+		if !eng.Capabilities().Rename {
+			a.Progress.Step(bp.Name, "removing container "+r.Old+" (left under that name by an interrupted apply; it is made again)")
+			if err := eng.RemoveContainer(ctx, r.Old); err != nil {
+				return fmt.Errorf("removing container %s: %w", r.Old, err)
 			}
+			continue
+		}
+		a.Progress.Step(bp.Name, "renaming container "+r.Old+" to "+r.New+" (left by an interrupted apply)")
+		if err := eng.RenameContainer(ctx, r.Old, r.New); err != nil {
+			return fmt.Errorf("renaming container %s: %w", r.Old, err)
 		}
 	}
 	return nil
 }
 
-// ErrRaced is matched (errors.Is) by an engine's refusal of what a request
-// of a killed apply, still in flight when this one observed, made since: a
-// second network of the box's network name (the engine's duplicate check
-// does not see a create in flight), or a container name taken. Engines
-// classify their own errors; the applier clears what was made (remake).
-var ErrRaced = errors.New("a request of an interrupted apply landed after the plan")
+// ErrRaced is the contract's: a late request of an interrupted apply.
+var ErrRaced = engine.ErrRaced
 
 func raced(err error) bool { return errors.Is(err, ErrRaced) }
 

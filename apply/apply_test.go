@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +73,12 @@ type fakeEngine struct {
 	raced map[string]string
 	// ready is box → the token its executor was last waited for with.
 	ready map[string]string
+	// noRename makes an engine that cannot rename (engine.Capabilities).
+	noRename bool
+}
+
+func (f *fakeEngine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: !f.noRename}
 }
 
 func (f *fakeEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
@@ -470,6 +477,30 @@ func TestApplierRenamesBeforeRecreating(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"rename container 0123abcd_hbl-alpha-agent-1 hbl-alpha-agent-1", "record", "create --force", "start " + testImage, "ready", "init", "done"}
+	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+}
+
+// An engine that cannot rename has the container an interrupted recreate
+// left under another name removed, and made again by the recreate, instead
+// of a rename it would refuse.
+func TestApplierWithoutRenameRemakes(t *testing.T) {
+	a, j, e := newApplier(t, testBox("alpha"))
+	e.noRename = true
+	if err := a.Tokens.Put("alpha", testToken); err != nil {
+		t.Fatal(err)
+	}
+	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+		{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "renamed", Service: "agent", Old: "0123abcd_hbl-alpha-agent-1", New: "hbl-alpha-agent-1"}}},
+	}}
+	if err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(j.all, "0123abcd_hbl-alpha-agent-1: rm container 0123abcd_hbl-alpha-agent-1") {
+		t.Errorf("the container under another name was not removed: %q", j.all)
+	}
+	want := []string{"record", "create --force", "start " + testImage, "ready", "init", "done"}
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}

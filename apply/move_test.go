@@ -25,6 +25,9 @@ type hostEngine struct {
 	j    *journal
 }
 
+func (e hostEngine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: true}
+}
 func (e hostEngine) add(box, step string) { e.j.add(box, hostName(e.host)+": "+step) }
 func hostName(h string) string {
 	if h == "" {

@@ -30,22 +30,8 @@ import (
 	"github.com/hermes-box/boxes/statedir"
 )
 
-// Engine is what saving and restoring need of a box's engine.
-type Engine interface {
-	hb.Runner
-	// ContainerID is box's one container of service, running or not.
-	ContainerID(ctx context.Context, box, service string) (string, error)
-	CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error)
-	CopyTo(ctx context.Context, id, dir string, content io.Reader) error
-	ToolVersions(ctx context.Context, image string) (map[string]string, error)
-	// Pause freezes every process of container id (the engine's pause);
-	// Unpause thaws them, and does nothing to a container not paused.
-	Pause(ctx context.Context, id string) error
-	Unpause(ctx context.Context, id string) error
-	// VolumeRoom is the room left, in bytes, where the engine makes box's
-	// volumes, measured by a throwaway container of image.
-	VolumeRoom(ctx context.Context, image, box string) (int64, error)
-}
+// Engine is the part of the engine contract saves, restores and moves use.
+type Engine = engine.Inside
 
 // Reserve is the free space a restore leaves on the engine's disk: it is
 // refused before it starts when the archive's data would not fit above it.
@@ -247,7 +233,10 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 
 // thaw unpauses and resumes the agent container id.
 func thaw(ctx context.Context, e Engine, id string) error {
-	uerr := e.Unpause(ctx, id)
+	var uerr error
+	if e.Capabilities().Freeze {
+		uerr = e.Unpause(ctx, id)
+	}
 	rerr := hb.Resume(ctx, e, id)
 	return errors.Join(uerr, rerr)
 }

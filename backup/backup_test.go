@@ -42,6 +42,8 @@ type fakeBox struct {
 	// the listing of it, as an engine that lost or cut short a file would.
 	written []string
 	listed  func(entries []string) []string
+	// noFreeze makes an engine that cannot pause (engine.Capabilities).
+	noFreeze bool
 	// duHangs: du never answers until its context ends, as an exec whose
 	// end the engine missed.
 	duHangs bool
@@ -110,6 +112,10 @@ func (f *fakeBox) CopyTo(_ context.Context, id, dir string, content io.Reader) e
 		f.written = append(f.written, kind+" "+strconv.FormatInt(size, 10)+" /"+strings.TrimSuffix(h.Name, "/")+"\x00"+h.Linkname+"\x00")
 		f.mu.Unlock()
 	}
+}
+
+func (f *fakeBox) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: !f.noFreeze, Rename: true}
 }
 
 func (f *fakeBox) Pause(_ context.Context, id string) error {
@@ -206,6 +212,22 @@ func TestSaveOfAHealthyBoxSkipsTheInitCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := saveCalls(e.hbCalls); got != "du -sbx /data|pause|unpause" {
+		t.Errorf("hb calls %q", got)
+	}
+}
+
+// An engine that cannot freeze has the box quiesced by hb instead of
+// paused, and resumed by hb after: nothing asks it to pause.
+func TestSaveOnAnEngineWithoutFreezeQuiesces(t *testing.T) {
+	e := &fakeBox{noFreeze: true}
+	r, id := keys(t)
+	out := filepath.Join(t.TempDir(), "a"+archive.Ext)
+	if _, err := (Save{Box: "alpha", Agent: engine.Container{ID: "a", State: engine.Running, Health: engine.Healthy}, Out: out,
+		Recipients: r, Identity: id}).Run(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(sideorder.Before(e.hbCalls, "du -sbx /data", "quiesce"), "|")
+	if got != "du -sbx /data|quiesce|resume" {
 		t.Errorf("hb calls %q", got)
 	}
 }

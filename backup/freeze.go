@@ -64,6 +64,11 @@ func (f *Frozen) Thaw() {
 // resumed by Thaw.) The thaw (unpause) runs on a context that a cancel
 // (Ctrl-C) does not end. On error the box is thawed before Hold returns;
 // on success the caller calls Thaw.
+//
+// An engine that cannot freeze (engine.Capabilities) has the box quiesced
+// instead: hb quiesce stops its users' processes and syncs /data, and hb
+// resume is the thaw. Root's processes keep running then, which a freeze
+// would have held too.
 func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	if z.Step == nil {
 		z.Step = func(string) {}
@@ -98,7 +103,7 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	f.start = func() {
 		go func() {
 			defer close(f.done)
-			if err := e.Unpause(context.WithoutCancel(ctx), id); err != nil {
+			if err := release(context.WithoutCancel(ctx), e, id); err != nil {
 				held.Keep()
 				z.Warn("resuming %s failed: %v; the next boxes command on it (or boxes apply) tries again", z.Box, err)
 				return
@@ -116,15 +121,31 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	z.Step("pausing")
 	// The pause runs to its end, a cancel notwithstanding: a pause the
 	// engine still carries out after the thaw would leave the box frozen.
 	whole := context.WithoutCancel(ctx)
-	if err := e.Pause(whole, id); err != nil {
-		return fail(fmt.Errorf("pausing %s: %w", z.Box, err))
+	if !e.Capabilities().Freeze {
+		z.Step("quiescing")
+		if err := hb.Quiesce(whole, e, id); err != nil {
+			return fail(fmt.Errorf("quiescing %s: %w", z.Box, err))
+		}
+	} else {
+		z.Step("pausing")
+		if err := e.Pause(whole, id); err != nil {
+			return fail(fmt.Errorf("pausing %s: %w", z.Box, err))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
 	return f, nil
+}
+
+// release ends what Hold did to container id: the engine's pause, or hb's
+// quiesce on an engine that cannot freeze.
+func release(ctx context.Context, e Engine, id string) error {
+	if !e.Capabilities().Freeze {
+		return hb.Resume(ctx, e, id)
+	}
+	return e.Unpause(ctx, id)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -189,6 +190,12 @@ func (e *Engine) APIVersion() string { return e.api.ClientVersion() }
 
 // Client is the raw engine client, for callers in this package's tests and benchmarks.
 func (e *Engine) Client() client.APIClient { return e.api }
+
+// Capabilities: a Docker engine freezes containers (the cgroup freezer)
+// and renames them.
+func (e *Engine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: true}
+}
 
 // Close releases the connection.
 func (e *Engine) Close() error { return e.api.Close() }

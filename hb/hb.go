@@ -11,11 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 )
 
 const (
@@ -36,10 +36,8 @@ const (
 	AgentService = compose.AgentService
 )
 
-// Runner runs a command in a container and returns its exit code.
-type Runner interface {
-	Run(ctx context.Context, container, user string, cmd []string, stdout, stderr io.Writer) (int, error)
-}
+// Runner runs a command in a running container (engine.Runner).
+type Runner = engine.Runner
 
 // run runs hb ARGS as user and returns what it printed.
 func run(ctx context.Context, r Runner, id, user string, args ...string) (stdout []byte, stderr string, code int, err error) {

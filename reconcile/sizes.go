@@ -4,19 +4,15 @@ import (
 	"context"
 	"sort"
 	"sync"
+
+	"github.com/hermes-box/boxes/engine"
 )
 
-// VolumeSize is a measured volume: Bytes, or why it could not be read.
-type VolumeSize struct {
-	Bytes  int64
-	Unread string
-}
+// VolumeSize is a measured volume (engine.VolumeSize).
+type VolumeSize = engine.VolumeSize
 
-// VolumeSizer measures volumes on one engine, from inside the containers of
-// the snapshot that mount them.
-type VolumeSizer interface {
-	VolumeSizes(ctx context.Context, o *Observed, volumes []string) map[string]VolumeSize
-}
+// VolumeSizer measures volumes on one engine (engine.VolumeSizer).
+type VolumeSizer = engine.VolumeSizer
 
 // Sizes maps host → volume name → its size.
 type Sizes map[string]map[string]VolumeSize

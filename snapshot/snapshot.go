@@ -27,51 +27,17 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Engine is what snapshots need of a box's engine.
-type Engine interface {
-	backup.Engine
-	// RunHelper runs h in a new container, waits for it to end and removes
-	// it by ID, whatever happens (a cancelled ctx included). It returns
-	// what the container printed on stdout; a non-zero exit is an
-	// *ExitError. A volume mounted read-only that the engine lacks is
-	// ErrNoVolume, and one to make (Mount.Labels) that it has is
-	// ErrVolumeExists; nothing is run then.
-	RunHelper(ctx context.Context, h Helper) ([]byte, error)
-	RemoveVolume(ctx context.Context, name string) error
-}
+// Engine is the part of the engine contract snapshots and forks use.
+type Engine = engine.Helpers
 
-// Helper is a short-lived container that works on a box's volumes: it runs
-// Cmd as root, with no network, in image Image, labelled as box Box's
-// one-off (compose.OneOffLabel), and, when it writes snapshot Snapshot of
-// the box, with that label too.
-type Helper struct {
-	Box, Image, Snapshot string
-	Mounts               []Mount
-	Cmd                  []string
-}
+// Helper is a short-lived container on a box's volumes (engine.Helper).
+type Helper = engine.Helper
 
-// Mount is a volume mounted into a helper at Target.
-type Mount struct {
-	Volume, Target string
-	ReadOnly       bool
-	// Labels, when set, make the volume anew with these labels as the
-	// helper container is created: the volume and the helper that writes
-	// it appear at once, so that no kill leaves the one without the other.
-	Labels map[string]string
-}
+// Mount is a volume mounted into a helper (engine.HelperMount).
+type Mount = engine.HelperMount
 
-// ExitError is a helper that exited with Code, having printed Stderr.
-type ExitError struct {
-	Code   int
-	Stderr string
-}
-
-func (e *ExitError) Error() string {
-	if e.Stderr == "" {
-		return fmt.Sprintf("the helper container exited %d", e.Code)
-	}
-	return fmt.Sprintf("the helper container exited %d: %s", e.Code, e.Stderr)
-}
+// ExitError is a helper that exited non-zero (engine.ExitError).
+type ExitError = engine.ExitError
 
 // CheckLabel refuses a label a snapshot cannot have.
 func CheckLabel(label string) error {
@@ -86,11 +52,11 @@ func CheckLabel(label string) error {
 // the UTC time, YYYYMMDD-HHMMSS.
 func DefaultLabel(t time.Time) string { return t.UTC().Format("20060102-150405") }
 
-// ErrNoVolume is a volume to read that the engine does not have.
-var ErrNoVolume = errors.New("no such volume")
-
-// ErrVolumeExists is a volume to make whose name is taken.
-var ErrVolumeExists = errors.New("a volume of that name exists")
+// ErrNoVolume and ErrVolumeExists are the contract's refusals of a helper's volumes.
+var (
+	ErrNoVolume     = engine.ErrNoVolume
+	ErrVolumeExists = engine.ErrVolumeExists
+)
 
 // ErrIncomplete is a snapshot whose making was cut short: it holds no
 // whole copy of /data.

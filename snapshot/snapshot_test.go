@@ -47,6 +47,9 @@ func (f *fakeEngine) Run(_ context.Context, _, _ string, cmd []string, stdout, _
 	}
 	return 0, nil
 }
+func (f *fakeEngine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: true}
+}
 func (f *fakeEngine) Pause(context.Context, string) error   { f.note("pause"); return nil }
 func (f *fakeEngine) Unpause(context.Context, string) error { f.note("unpause"); return nil }
 func (f *fakeEngine) RemoveVolume(_ context.Context, name string) error {

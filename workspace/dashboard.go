@@ -10,20 +10,13 @@ import (
 
 	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/handoff"
 	"github.com/hermes-box/boxes/internal/hint"
 )
 
-// Forward is a local port forwarded to a port on the loopback of an
-// engine's machine: it lives until Close, or until its connection breaks.
-type Forward interface {
-	// URL is the forwarded port's address here, http://127.0.0.1:PORT.
-	URL() string
-	// Done is closed once the forward ended; Err says why.
-	Done() <-chan struct{}
-	Err() error
-	Close() error
-}
+// Forward is a local port forwarded to an engine's machine (engine.Forward).
+type Forward = engine.Forward
 
 // Dashboard is a box's Executor dashboard as this machine reaches it.
 type Dashboard struct {
@@ -117,10 +110,10 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 			return nil, fmt.Errorf("box %s: forwarding a local port to its executor (%s): %w", name, reach.OnHost, err)
 		}
 		d.Forward = fwd
-		d.URL, d.Via = fwd.URL(), fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, machine(host))
+		d.URL, d.Via = fwd.URL(), fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, engine.MachineName(host))
 	case ReachHostOnly:
-		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, machine(host), reach.OnHost),
-			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", machine(host))
+		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, engine.MachineName(host), reach.OnHost),
+			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", engine.MachineName(host))
 	default:
 		d.URL = reach.URL
 	}

@@ -15,30 +15,11 @@ import (
 // The commands that work inside a box through its engine: exec, enter,
 // logs.
 
-// ExecOptions is one command run in a running container.
-type ExecOptions struct {
-	Cmd     []string
-	User    string
-	WorkDir string
-	Env     []string
-	// TTY allocates a terminal in the container: output arrives as one
-	// stream, and Resize changes its size.
-	TTY bool
-	// Stdin, when set, is copied to the command until it ends; the command
-	// sees end of input after that.
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// Started, when set, is called with a function that resizes the
-	// command's terminal (TTY only), once the command runs.
-	Started func(resize func(height, width uint))
-}
+// ExecOptions is one command run in a running container (engine.ExecOptions).
+type ExecOptions = engine.ExecOptions
 
-// LogOptions select a container's logs.
-type LogOptions struct {
-	Follow     bool
-	Tail       string // "all" or a number of lines
-	Timestamps bool
-}
+// LogOptions select a container's logs (engine.LogOptions).
+type LogOptions = engine.LogOptions
 
 // boxContainer is box name's container of service and its engine (see
 // BoxContainer).

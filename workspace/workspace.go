@@ -9,9 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,63 +21,12 @@ import (
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
 )
 
-// Engine is one host's engine as a workspace uses it: what the applier
-// needs, what saves, restores and moves need inside a box, what snapshots
-// need of its volumes, and what the workspace itself asks of a host.
-// Package docker's Engine is one; tests have fakes.
-type Engine interface {
-	apply.Engine
-	reconcile.VolumeSizer
-	backup.Engine
-	snapshot.Engine
-	// ContainerEnv is the environment of container id, from which a lost
-	// token is recovered.
-	ContainerEnv(ctx context.Context, id string) ([]string, error)
-	// ContainerRuntime is the OCI runtime a container runs under (doctor).
-	ContainerRuntime(ctx context.Context, id string) (string, error)
-	// ExecutorReach is how a person on this machine reaches a port the
-	// engine publishes on bind:port.
-	ExecutorReach(bind string, port int) Reach
-	// Exec runs a command in running container id and returns its exit
-	// code once its output has ended.
-	Exec(ctx context.Context, id string, o ExecOptions) (int, error)
-	// Logs copies container id's logs to stdout and stderr, following them
-	// until ctx ends when asked to.
-	Logs(ctx context.Context, id string, o LogOptions, stdout, stderr io.Writer) error
-	// StillRunning reports whether container id runs (false once it is gone).
-	StillRunning(ctx context.Context, id string) (bool, error)
-	// Forward forwards a local port to bind:port on the loopback of the
-	// engine's machine, over the ssh it is reached by; one reached
-	// otherwise cannot.
-	Forward(ctx context.Context, bind string, port int) (Forward, error)
-	// MachineAddresses are the addresses of the machine the engine runs
-	// on, as this machine sees it: the gate closes the public ones.
-	MachineAddresses() []netip.Addr
-	// ID is the engine's identity, "" when it has none: two hosts whose
-	// engines have one ID reach one engine.
-	ID() string
-	// SameEngineAs is the refusal of this engine's host when host first,
-	// checked before it, reaches the same engine.
-	SameEngineAs(first string) error
-	// SaveImage streams image ref out of the engine (image save), with the
-	// image ID it has there; the caller closes the stream.
-	SaveImage(ctx context.Context, ref string) (id string, r io.ReadCloser, err error)
-	// LoadImage loads r, another engine's SaveImage of ref whose image ID
-	// is id, and fails unless this engine then has ref as id. It returns
-	// the bytes read.
-	LoadImage(ctx context.Context, ref, id string, r io.Reader) (int64, error)
-	// PullImage pulls ref, pinned by digest, and fails unless ref is then image.
-	PullImage(ctx context.Context, ref, image string) error
-	// CreateLeaseMark creates lease marker m (a container of image never
-	// started) and returns its ID; a name taken is engine.ErrLeaseTaken.
-	CreateLeaseMark(ctx context.Context, image string, m engine.LeaseMark) (string, error)
-	Close() error
-}
+// Engine is one host's engine as a workspace uses it: the whole contract.
+type Engine = engine.Engine
 
 // Connector reaches the engine of one host of boxes.yaml (spec.Host{} is
 // the local engine).

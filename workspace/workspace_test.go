@@ -53,6 +53,9 @@ func (f *fakeEngine) Observe(context.Context, ...string) (*engine.Observed, erro
 	}
 	return f.obs, nil
 }
+func (f *fakeEngine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: true}
+}
 func (f *fakeEngine) VolumeSizes(context.Context, *engine.Observed, []string) map[string]reconcile.VolumeSize {
 	return nil
 }

@@ -449,6 +449,9 @@ func (e *Engine) RemoveContainer(_ context.Context, id string) error {
 // RenameContainer gives the container named from the name to.
 func (e *Engine) RenameContainer(_ context.Context, from, to string) error {
 	return e.edit(func(h *Host) error {
+		if h.NoRename {
+			return fmt.Errorf("renaming %s: %w", from, ErrNotSupported)
+		}
 		_, c := h.container(from)
 		if c == nil {
 			return fmt.Errorf("Error response from daemon: No such container: %s", from)
@@ -721,6 +724,9 @@ func (e *Engine) ContainerRuntime(_ context.Context, id string) (string, error) 
 // Pause pauses a running container.
 func (e *Engine) Pause(_ context.Context, id string) error {
 	return e.edit(func(h *Host) error {
+		if h.NoFreeze {
+			return fmt.Errorf("pausing %s: %w", id, ErrNotSupported)
+		}
 		_, c := h.container(id)
 		if c == nil || c.State != "running" {
 			return fmt.Errorf("Error response from daemon: container %s is not running", id)
@@ -730,9 +736,23 @@ func (e *Engine) Pause(_ context.Context, id string) error {
 	})
 }
 
+// Capabilities are Docker's (freeze, rename) but where the host's state
+// takes one away.
+func (e *Engine) Capabilities() engine.Capabilities {
+	caps := engine.Capabilities{}
+	_ = e.read(func(h *Host) error {
+		caps = engine.Capabilities{Freeze: !h.NoFreeze, Rename: !h.NoRename}
+		return nil
+	})
+	return caps
+}
+
 // Unpause thaws a paused container, and does nothing to another.
 func (e *Engine) Unpause(_ context.Context, id string) error {
 	return e.edit(func(h *Host) error {
+		if h.NoFreeze {
+			return fmt.Errorf("unpausing %s: %w", id, ErrNotSupported)
+		}
 		if _, c := h.container(id); c != nil && c.State == "paused" {
 			c.State = "running"
 		}

@@ -78,6 +78,11 @@ type Host struct {
 	// Machine are addresses the engine's machine holds besides what its
 	// docker: address says, as a test gave them (SetMachine).
 	Machine []string `json:"machine,omitempty"`
+	// NoFreeze and NoRename make an engine without those capabilities
+	// (engine.Capabilities), as an engine other than Docker may be: its
+	// Pause and RenameContainer refuse.
+	NoFreeze bool `json:"no_freeze,omitempty"`
+	NoRename bool `json:"no_rename,omitempty"`
 	// Made counts the objects made, for their IDs.
 	Made int `json:"made"`
 }

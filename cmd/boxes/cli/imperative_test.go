@@ -23,6 +23,9 @@ type snapshotEngine struct {
 func (e snapshotEngine) Observe(context.Context, ...string) (*engine.Observed, error) {
 	return e.obs, nil
 }
+func (e snapshotEngine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Freeze: true, Rename: true}
+}
 func (e snapshotEngine) ID() string                     { return "" }
 func (e snapshotEngine) MachineAddresses() []netip.Addr { return nil }
 

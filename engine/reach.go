@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+)
+
+// How a person on this machine reaches a port an engine publishes.
+const (
+	// ReachDirect: at Reach.URL.
+	ReachDirect = "direct"
+	// ReachSSHForward: the port is on the loopback of a remote engine
+	// reached over ssh; boxes open forwards a local port to it.
+	ReachSSHForward = "ssh-forward"
+	// ReachHostOnly: the port is on the loopback of a remote engine
+	// reached without ssh; only that machine reaches it.
+	ReachHostOnly = "host-only"
+)
+
+// Reach is how a person on this machine reaches a published port.
+type Reach struct {
+	// How is ReachDirect, ReachSSHForward or ReachHostOnly; "" for no port.
+	How string
+	// URL is the executor's address from here; "" unless How is ReachDirect.
+	URL string
+	// OnHost is the address on the engine's machine, as host:port.
+	OnHost string
+}
+
+// Where is the reach in words for messages about box on host: its URL, or
+// how else it is reached.
+func (r Reach) Where(host, box string) string {
+	switch r.How {
+	case ReachSSHForward:
+		return fmt.Sprintf("%s on %s loopback (boxes open %s forwards it here over ssh)", r.OnHost, MachineName(host)+"'s", box)
+	case ReachHostOnly:
+		return fmt.Sprintf("%s on %s loopback (reachable on that machine only)", r.OnHost, MachineName(host)+"'s")
+	}
+	return r.URL
+}
+
+// MachineName names where host's engine runs: the local engine's may be
+// another machine too, reached through DOCKER_HOST=ssh://.
+func MachineName(host string) string {
+	if host == "" {
+		return "the engine's machine"
+	}
+	return "host " + host
+}
+
+// Forward is a local port forwarded to a port on the loopback of an
+// engine's machine: it lives until Close, or until its connection breaks.
+type Forward interface {
+	// URL is the forwarded port's address here, http://127.0.0.1:PORT.
+	URL() string
+	// Done is closed once the forward ended; Err says why.
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
+
+// ExecOptions is one command run in a running container.
+type ExecOptions struct {
+	Cmd     []string
+	User    string
+	WorkDir string
+	Env     []string
+	// TTY allocates a terminal in the container: output arrives as one
+	// stream, and Resize changes its size.
+	TTY bool
+	// Stdin, when set, is copied to the command until it ends; the command
+	// sees end of input after that.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Started, when set, is called with a function that resizes the
+	// command's terminal (TTY only), once the command runs.
+	Started func(resize func(height, width uint))
+}
+
+// LogOptions select a container's logs.
+type LogOptions struct {
+	Follow     bool
+	Tail       string // "all" or a number of lines
+	Timestamps bool
+}
