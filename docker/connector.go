@@ -3,18 +3,18 @@ package docker
 import (
 	"context"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // A Docker engine is what a workspace needs of a host.
-var _ workspace.Engine = (*Engine)(nil)
+var _ engine.Engine = (*Engine)(nil)
 
 // Connector reaches the hosts of a workspace as Docker engines, with Options.
 type Connector struct{ Options Options }
 
 // Connect connects host's Docker engine.
-func (c Connector) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+func (c Connector) Connect(ctx context.Context, h spec.Host) (engine.Engine, error) {
 	e, err := Connect(ctx, h, c.Options)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,6 @@ import (
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -285,7 +284,7 @@ type racedError struct{ err error }
 
 func (r racedError) Error() string        { return r.err.Error() }
 func (r racedError) Unwrap() error        { return r.err }
-func (r racedError) Is(target error) bool { return target == apply.ErrRaced }
+func (r racedError) Is(target error) bool { return target == engine.ErrRaced }
 
 // Stop stops every container of project.
 func (e *Engine) Stop(ctx context.Context, project string) error {

@@ -9,18 +9,18 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // Exec runs a command in container id and returns its exit code once its
 // output has ended, or the cause of ctx's end should ctx end first. An
-// engine gone before or while the command runs is apply.ErrUnreachable.
-func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
+// engine gone before or while the command runs is engine.ErrUnreachable.
+func (e *Engine) Exec(ctx context.Context, id string, o engine.ExecOptions) (int, error) {
 	code, err := e.exec(ctx, id, o)
 	return code, e.lost(err)
 }
 
-func (e *Engine) exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
+func (e *Engine) exec(ctx context.Context, id string, o engine.ExecOptions) (int, error) {
 	created, err := e.api.ContainerExecCreate(ctx, id, container.ExecOptions{
 		User:         o.User,
 		WorkingDir:   o.WorkDir,
@@ -79,7 +79,7 @@ func (e *Engine) exec(ctx context.Context, id string, o workspace.ExecOptions) (
 
 // Logs copies container id's logs to stdout and stderr, following them
 // until ctx ends when asked to.
-func (e *Engine) Logs(ctx context.Context, id string, o workspace.LogOptions, stdout, stderr io.Writer) error {
+func (e *Engine) Logs(ctx context.Context, id string, o engine.LogOptions, stdout, stderr io.Writer) error {
 	rc, err := e.api.ContainerLogs(ctx, id, container.LogsOptions{
 		ShowStdout: true, ShowStderr: true, Follow: o.Follow, Tail: o.Tail, Timestamps: o.Timestamps,
 	})
@@ -125,7 +125,7 @@ func (e *Engine) CopyTo(ctx context.Context, id, dir string, content io.Reader) 
 // Run runs cmd as user in container id, without input or terminal, and
 // returns its exit code: the small exec the guest contract (package hb) needs.
 func (e *Engine) Run(ctx context.Context, id, user string, cmd []string, stdout, stderr io.Writer) (int, error) {
-	return e.Exec(ctx, id, workspace.ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
+	return e.Exec(ctx, id, engine.ExecOptions{Cmd: cmd, User: user, Stdout: stdout, Stderr: stderr})
 }
 
 // StillRunning reports whether container id is still there and running:

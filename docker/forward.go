@@ -16,7 +16,7 @@ import (
 
 	sshspec "github.com/docker/cli/cli/connhelper/ssh"
 
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // Forward is a local port forwarded over ssh to a port on the loopback of
@@ -46,7 +46,7 @@ const forwardAttempts = 3
 // mode, bounded connect time), and returns once an HTTP request through it
 // gets an answer: the ssh connection is up and something answers there.
 // The forward lives until Close or the end of ctx.
-func (e *Engine) Forward(ctx context.Context, bind string, port int) (workspace.Forward, error) {
+func (e *Engine) Forward(ctx context.Context, bind string, port int) (engine.Forward, error) {
 	if !strings.HasPrefix(e.Endpoint.URL, "ssh://") {
 		return nil, &HostError{Host: e.Host, URL: e.Endpoint.URL, Err: ErrNoForward,
 			Hint: "bind the box's executor to an address that machine's network reaches (executor: {bind: 0.0.0.0}), or reach the host over ssh://"}

@@ -26,7 +26,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/tlsconfig"
 
-	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -84,7 +84,7 @@ func (e *HostError) Error() string {
 func (e *HostError) Unwrap() error { return e.Err }
 
 // Is makes every HostError a reconcile.ErrUnreachable.
-func (e *HostError) Is(target error) bool { return target == apply.ErrUnreachable }
+func (e *HostError) Is(target error) bool { return target == engine.ErrUnreachable }
 
 // HintLines is what to do about it, printed after the error.
 func (e *HostError) HintLines() []string {

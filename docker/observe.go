@@ -51,7 +51,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 	return o, nil
 }
 
-// observing is Observe's error err: an engine gone is apply.ErrUnreachable,
+// observing is Observe's error err: an engine gone is engine.ErrUnreachable,
 // whose message names the host already.
 func (e *Engine) observing(err error) error {
 	if Unreachable(err) {

@@ -13,8 +13,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // previous is a box's containers as the engine described them before a
@@ -27,7 +27,7 @@ type previous struct {
 
 // Previous records box's containers (one inspect each) so that a recreate
 // whose new containers fail can put them back; nil when the box has none.
-func (e *Engine) Previous(ctx context.Context, box string) (apply.Previous, error) {
+func (e *Engine) Previous(ctx context.Context, box string) (engine.Previous, error) {
 	cs, err := e.boxContainers(ctx, box)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // The engine's refusals that a killed apply's late request causes are
@@ -17,8 +17,8 @@ func TestRaced(t *testing.T) {
 		"Error response from daemon: No such image: sha256:1234":                                                          false,
 	} {
 		err := e.raced(errors.New(msg))
-		if errors.Is(err, apply.ErrRaced) != want || err.Error() != msg {
-			t.Errorf("%q: ErrRaced %v (want %v), message %q", msg, errors.Is(err, apply.ErrRaced), want, err)
+		if errors.Is(err, engine.ErrRaced) != want || err.Error() != msg {
+			t.Errorf("%q: ErrRaced %v (want %v), message %q", msg, errors.Is(err, engine.ErrRaced), want, err)
 		}
 	}
 	if e.raced(nil) != nil {

@@ -13,9 +13,9 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // ReadyTimeout bounds how long WaitReady waits for a box's Executor.
@@ -123,7 +123,7 @@ func (e *downError) Error() string {
 // they cannot be read.
 func (e *Engine) lastLogLines(ctx context.Context, id string, n int) string {
 	var out bytes.Buffer
-	if err := e.Logs(ctx, id, workspace.LogOptions{Tail: strconv.Itoa(n)}, &out, &out); err != nil {
+	if err := e.Logs(ctx, id, engine.LogOptions{Tail: strconv.Itoa(n)}, &out, &out); err != nil {
 		return ""
 	}
 	var lines []string

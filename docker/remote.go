@@ -14,9 +14,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/mcp"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // Address is the machine the engine runs on as this machine reaches it: the
@@ -38,20 +38,20 @@ func endpointAddress(raw string) string {
 // non-loopback address is reached at the engine's address; one bound to
 // the remote's loopback only through an ssh forward (see Forward), and not
 // at all when the engine is reached over tcp://.
-func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
+func (e *Engine) ExecutorReach(bind string, port int) engine.Reach {
 	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
 	addr := e.Address()
 	switch {
 	case port == 0:
-		return workspace.Reach{}
+		return engine.Reach{}
 	case addr == "":
-		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
+		return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
 	case !isLoopback(bind):
-		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
+		return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
 	case strings.HasPrefix(e.Endpoint.URL, "ssh://"):
-		return workspace.Reach{How: workspace.ReachSSHForward, OnHost: onHost}
+		return engine.Reach{How: engine.ReachSSHForward, OnHost: onHost}
 	}
-	return workspace.Reach{How: workspace.ReachHostOnly, OnHost: onHost}
+	return engine.Reach{How: engine.ReachHostOnly, OnHost: onHost}
 }
 
 func isLoopback(bind string) bool {
@@ -67,7 +67,7 @@ func isLoopback(bind string) bool {
 // Reach.Where).
 func (e *Engine) remoteProbe(ctx context.Context, box string, c container.Summary, bind string, port int, token string) (string, error) {
 	reach := e.ExecutorReach(bind, port)
-	if reach.How == workspace.ReachDirect {
+	if reach.How == engine.ReachDirect {
 		return reach.URL, mcp.Initialize(ctx, reach.URL+"/mcp", token)
 	}
 	return reach.Where(e.Host, box), e.initializeInside(ctx, c.ID, token)
@@ -88,7 +88,7 @@ func (e *Engine) initializeInside(ctx context.Context, id, token string) error {
 		`case "$out" in *000) [ "$(date +%s)" -lt "$end" ] && { sleep 0.1; continue; } ;; esac; ` +
 		`printf '%s\n' "$out"; exit 0; done`
 	var out, errOut bytes.Buffer
-	code, err := e.Exec(ctx, id, workspace.ExecOptions{
+	code, err := e.Exec(ctx, id, engine.ExecOptions{
 		Cmd:    []string{"sh", "-c", script, "probe", body, "http://127.0.0.1:" + strconv.Itoa(compose.ExecutorPort) + "/mcp", "20"},
 		Env:    []string{tokenVar + "=" + token},
 		Stdout: &out,

@@ -9,7 +9,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 
 	"github.com/hermes-box/boxes/compose"
-	"github.com/hermes-box/boxes/snapshot"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // RunHelper runs h in a new container of h.Image (as root, no network, the
@@ -18,7 +18,7 @@ import (
 // killed command left writing to the volumes h writes are removed first:
 // they would write beside it. Those left reading them stay: a snapshot's
 // helper left is what marks that snapshot incomplete.
-func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, error) {
+func (e *Engine) RunHelper(ctx context.Context, h engine.Helper) ([]byte, error) {
 	labels := compose.Labels(h.Box)
 	labels[oneOffLabel] = "1"
 	if h.Snapshot != "" {
@@ -29,14 +29,14 @@ func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, erro
 		if m.ReadOnly {
 			// The engine would make an empty volume of a name it lacks.
 			if _, err := e.api.VolumeInspect(ctx, m.Volume); IsNotFound(err) {
-				return nil, fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrNoVolume)
+				return nil, fmt.Errorf("volume %s: %w", m.Volume, engine.ErrNoVolume)
 			} else if err != nil {
 				return nil, e.lost(err)
 			}
 		} else if m.Labels != nil {
 			// Made by the container's create, with its labels.
 			if _, err := e.api.VolumeInspect(ctx, m.Volume); err == nil {
-				return nil, fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrVolumeExists)
+				return nil, fmt.Errorf("volume %s: %w", m.Volume, engine.ErrVolumeExists)
 			} else if !IsNotFound(err) {
 				return nil, e.lost(err)
 			}
@@ -59,7 +59,7 @@ func (e *Engine) RunHelper(ctx context.Context, h snapshot.Helper) ([]byte, erro
 		return nil, e.lost(err)
 	}
 	if code != 0 {
-		return nil, &snapshot.ExitError{Code: code, Stderr: stderr}
+		return nil, &engine.ExitError{Code: code, Stderr: stderr}
 	}
 	if rerr = ignoreNotFound(rerr); rerr != nil {
 		return nil, fmt.Errorf("removing the helper container %.12s: %w", created.ID, e.lost(rerr))

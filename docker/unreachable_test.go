@@ -12,7 +12,7 @@ import (
 
 	"github.com/docker/docker/client"
 
-	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -74,7 +74,7 @@ func TestUnreachable(t *testing.T) {
 }
 
 // Every call the engine contract's suite makes of an engine that went away
-// fails as apply.ErrUnreachable, naming the host: a plan, an exec or a copy
+// fails as engine.ErrUnreachable, naming the host: a plan, an exec or a copy
 // as much as a create.
 func TestCallsOnAnEngineGone(t *testing.T) {
 	useConfigDir(t)
@@ -98,8 +98,8 @@ func TestCallsOnAnEngineGone(t *testing.T) {
 		"RemoveContainer": func() error { return e.RemoveContainer(ctx, "0123456789abcdef") },
 	} {
 		err := call()
-		if !errors.Is(err, apply.ErrUnreachable) || !strings.HasPrefix(fmt.Sprint(err), "host far ("+f.url+"): ") {
-			t.Errorf("%s on an engine gone: %v; want apply.ErrUnreachable, naming host far", name, err)
+		if !errors.Is(err, engine.ErrUnreachable) || !strings.HasPrefix(fmt.Sprint(err), "host far ("+f.url+"): ") {
+			t.Errorf("%s on an engine gone: %v; want engine.ErrUnreachable, naming host far", name, err)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // sizeTimeout bounds how long a plan waits for the sizes of the volumes it
@@ -81,7 +80,7 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 func (e *Engine) du(ctx context.Context, id, dir string) reconcile.VolumeSize {
 	var stdout, stderr bytes.Buffer
 	// -x stays on the volume; -k is the one unit every du prints.
-	code, err := e.Exec(ctx, id, workspace.ExecOptions{Cmd: []string{"du", "-sxk", dir}, User: "0", Stdout: &stdout, Stderr: &stderr})
+	code, err := e.Exec(ctx, id, engine.ExecOptions{Cmd: []string{"du", "-sxk", dir}, User: "0", Stdout: &stdout, Stderr: &stderr})
 	if ctx.Err() != nil {
 		return reconcile.VolumeSize{Unread: fmt.Sprintf("du took longer than %s", sizeTimeout)}
 	}

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/hermes-box/boxes/spec"
 )
 
 // Engine is the whole contract: what boxes asks of the engine of one host.
@@ -62,6 +64,12 @@ type Engine interface {
 	// ErrLeaseTaken.
 	CreateLeaseMark(ctx context.Context, image string, m LeaseMark) (string, error)
 	Close() error
+}
+
+// Connector reaches the engine of one host of boxes.yaml (spec.Host{} is
+// the local engine).
+type Connector interface {
+	Connect(ctx context.Context, host spec.Host) (Engine, error)
 }
 
 // Capabilities are the contract's optional parts an engine has.

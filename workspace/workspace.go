@@ -28,11 +28,8 @@ import (
 // Engine is one host's engine as a workspace uses it: the whole contract.
 type Engine = engine.Engine
 
-// Connector reaches the engine of one host of boxes.yaml (spec.Host{} is
-// the local engine).
-type Connector interface {
-	Connect(ctx context.Context, host spec.Host) (Engine, error)
-}
+// Connector reaches the engine of one host (engine.Connector).
+type Connector = engine.Connector
 
 // Kinds reaches each host through the connector of its kind.
 type Kinds map[spec.HostKind]Connector

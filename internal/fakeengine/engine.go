@@ -25,15 +25,12 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
-	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // The labels the fake engine reads, from the one table boxes and compose keep.
@@ -46,7 +43,7 @@ const (
 )
 
 // The fake engine is what a workspace needs of a host.
-var _ workspace.Engine = (*Engine)(nil)
+var _ engine.Engine = (*Engine)(nil)
 
 // Connector connects the hosts of boxes.yaml to fake engines whose state
 // is the file at Path; every host it connects shares that state.
@@ -60,7 +57,7 @@ type Connector struct {
 }
 
 // Connect loads the state, the first time, and returns host's engine.
-func (c *Connector) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+func (c *Connector) Connect(_ context.Context, h spec.Host) (engine.Engine, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == nil {
@@ -597,7 +594,7 @@ func down(c *Container, withExit bool) error {
 }
 
 // Previous records box's containers as they are.
-func (e *Engine) Previous(_ context.Context, box string) (apply.Previous, error) {
+func (e *Engine) Previous(_ context.Context, box string) (engine.Previous, error) {
 	var p *previous
 	err := e.read(func(h *Host) error {
 		cs := h.boxContainers(box)
@@ -763,7 +760,7 @@ func (e *Engine) Unpause(_ context.Context, id string) error {
 // ExecutorReach is how a person here reaches bind:port, as docker.Engine
 // says it: a remote engine's port is reached at the engine's address,
 // unless it is bound to the remote's loopback.
-func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
+func (e *Engine) ExecutorReach(bind string, port int) engine.Reach {
 	onHost := strings.TrimPrefix(reconcile.ExecutorURL(bind, port), "http://")
 	u, err := url.Parse(e.endpoint)
 	addr := ""
@@ -773,15 +770,15 @@ func (e *Engine) ExecutorReach(bind string, port int) workspace.Reach {
 	ip := net.ParseIP(bind)
 	switch {
 	case port == 0:
-		return workspace.Reach{}
+		return engine.Reach{}
 	case addr == "":
-		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
+		return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(bind, port), OnHost: onHost}
 	case ip == nil || !ip.IsLoopback():
-		return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
+		return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(addr, port), OnHost: onHost}
 	case u.Scheme == "ssh":
-		return workspace.Reach{How: workspace.ReachSSHForward, OnHost: onHost}
+		return engine.Reach{How: engine.ReachSSHForward, OnHost: onHost}
 	}
-	return workspace.Reach{How: workspace.ReachHostOnly, OnHost: onHost}
+	return engine.Reach{How: engine.ReachHostOnly, OnHost: onHost}
 }
 
 // MachineAddresses are the addresses of the engine's machine as
@@ -811,7 +808,7 @@ func (e *Engine) MachineAddresses() []netip.Addr {
 
 // Logs writes what the fake keeps of container id's output (its last
 // lines, see Container.Logs) to stdout; tail and follow are the engine's.
-func (e *Engine) Logs(_ context.Context, id string, _ workspace.LogOptions, stdout, _ io.Writer) error {
+func (e *Engine) Logs(_ context.Context, id string, _ engine.LogOptions, stdout, _ io.Writer) error {
 	return e.read(func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
@@ -834,7 +831,7 @@ func (e *Engine) StillRunning(_ context.Context, id string) (bool, error) {
 }
 
 // Forward would forward a port over ssh.
-func (e *Engine) Forward(_ context.Context, bind string, port int) (workspace.Forward, error) {
+func (e *Engine) Forward(_ context.Context, bind string, port int) (engine.Forward, error) {
 	return nil, fmt.Errorf("forwarding to %s:%d: %w", bind, port, ErrNotSupported)
 }
 
@@ -877,7 +874,7 @@ func (e *Engine) VolumeRoom(_ context.Context, image, box string) (int64, error)
 // labels must not; du measures VolumeBytes;
 // any other command copies the content of the volume it reads into those
 // it writes, made first if missing, as the engine makes a volume mounted.
-func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error) {
+func (e *Engine) RunHelper(_ context.Context, x engine.Helper) ([]byte, error) {
 	var out []byte
 	err := e.edit(func(h *Host) error {
 		var from *Volume
@@ -885,11 +882,11 @@ func (e *Engine) RunHelper(_ context.Context, x snapshot.Helper) ([]byte, error)
 			_, v := h.volume(m.Volume)
 			switch {
 			case m.ReadOnly && v == nil:
-				return fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrNoVolume)
+				return fmt.Errorf("volume %s: %w", m.Volume, engine.ErrNoVolume)
 			case m.ReadOnly:
 				from = v
 			case m.Labels != nil && v != nil:
-				return fmt.Errorf("volume %s: %w", m.Volume, snapshot.ErrVolumeExists)
+				return fmt.Errorf("volume %s: %w", m.Volume, engine.ErrVolumeExists)
 			case m.Labels != nil:
 				h.Volumes = append(h.Volumes, &Volume{Name: m.Volume, Labels: maps.Clone(m.Labels)})
 			}

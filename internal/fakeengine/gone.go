@@ -3,7 +3,7 @@ package fakeengine
 import (
 	"fmt"
 
-	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // Edit runs fn on the state c holds, loaded first if need be, and saves it:
@@ -29,7 +29,7 @@ func (c *Connector) Edit(fn func(*State) error) error {
 // Gone makes host's engine unreachable through c, as a connection to an
 // engine that is lost (the engine stopped, the network or ssh cut): every
 // call made through c from now on fails with an error matching
-// apply.ErrUnreachable, and so does one under way that waits on the engine
+// engine.ErrUnreachable, and so does one under way that waits on the engine
 // (an exec of cat reading its input). Nothing is saved: another connector
 // of the same state still reaches the host.
 func (c *Connector) Gone(host string) {
@@ -68,5 +68,5 @@ func (c *Connector) isGone(host string) bool {
 
 // unreachable is the error of a call to the engine once it is gone.
 func (e *Engine) unreachable() error {
-	return fmt.Errorf("%s stopped answering: %w", e.describe(), apply.ErrUnreachable)
+	return fmt.Errorf("%s stopped answering: %w", e.describe(), engine.ErrUnreachable)
 }

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/engine"
 )
 
 // What a fake engine does inside a box: it keeps what is streamed into a
@@ -243,7 +243,7 @@ func writeFile(tw *tar.Writer, name string, f File) error {
 
 // Exec runs one of the commands the fake knows (see above) in running
 // container id and returns its exit code.
-func (e *Engine) Exec(ctx context.Context, id string, o workspace.ExecOptions) (int, error) {
+func (e *Engine) Exec(ctx context.Context, id string, o engine.ExecOptions) (int, error) {
 	what := strings.Join(o.Cmd, " ")
 	unsupported := fmt.Errorf("running %s in %s: %w", what, id, ErrNotSupported)
 	var (

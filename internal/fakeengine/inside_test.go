@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
@@ -128,7 +128,7 @@ func TestHelperCarriesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := compose.SnapshotVolumeName("alpha", "one")
-	if _, err := e.RunHelper(t.Context(), snapshot.Helper{Box: "alpha", Image: image, Snapshot: "one", Cmd: []string{"cp", "-a", "/from/.", "/to"},
+	if _, err := e.RunHelper(t.Context(), engine.Helper{Box: "alpha", Image: image, Snapshot: "one", Cmd: []string{"cp", "-a", "/from/.", "/to"},
 		Mounts: []snapshot.Mount{
 			{Volume: compose.VolumeName("alpha", compose.AgentVolume), Target: "/from", ReadOnly: true},
 			{Volume: snap, Target: "/to", Labels: map[string]string{compose.SnapshotLabel: "one"}},
@@ -156,10 +156,10 @@ func TestHelperCarriesFiles(t *testing.T) {
 func TestGoneThroughOneConnector(t *testing.T) {
 	c, e, state, _ := runningBox(t)
 	c.Gone("")
-	if _, err := e.Observe(t.Context()); !errors.Is(err, apply.ErrUnreachable) {
-		t.Errorf("Observe of a host gone: %v; want apply.ErrUnreachable", err)
+	if _, err := e.Observe(t.Context()); !errors.Is(err, engine.ErrUnreachable) {
+		t.Errorf("Observe of a host gone: %v; want engine.ErrUnreachable", err)
 	}
-	if _, err := c.Connect(t.Context(), spec.Host{}); !errors.Is(err, apply.ErrUnreachable) || err.Error() != "the local engine stopped answering: the engine could not be reached" {
+	if _, err := c.Connect(t.Context(), spec.Host{}); !errors.Is(err, engine.ErrUnreachable) || err.Error() != "the local engine stopped answering: the engine could not be reached" {
 		t.Errorf("connecting a host gone: %v", err)
 	}
 	other, err := (&fakeengine.Connector{Path: state}).Connect(t.Context(), spec.Host{})

@@ -1,5 +1,5 @@
 // Package fakeengine is an in-memory stand-in for Docker engines, for
-// tests of the command line: it implements workspace.Engine well enough
+// tests of the command line: it implements engine.Engine well enough
 // that plan, apply, rm, ls, start and stop cannot tell it from Docker, and
 // reports what it holds with the very labels, names and shapes
 // docker.Engine.Observe does. Its state lives in one JSON file, loaded when
