@@ -1,0 +1,172 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
+)
+
+// staleReset is how long a reset may run before anyone may take it over,
+// when whether its process lives cannot be told (another machine's).
+const staleReset = 15 * time.Minute
+
+// ResetBusyError is a reset that another process runs, or whose lease
+// changed since it was looked at: the box is left to that process, or to
+// its new holder.
+type ResetBusyError struct{ Box, Why string }
+
+func (e *ResetBusyError) Error() string { return e.Box + " was not reset: " + e.Why }
+
+// claimID is the engine ID of l's claim marker, "" when there is none.
+func claimID(l engine.Lease) string {
+	if l.Claim == nil {
+		return ""
+	}
+	return l.Claim.ID
+}
+
+// reset deletes a leased box, its snapshots and its lease, then tops its
+// pool up. The reset's own marker is made first (so that one process alone
+// resets the box) and removed last (so that a kill half-way leaves the name
+// taken, and the next reap finishes the work). Once its marker is made the
+// box is looked at again: a lease that changed meanwhile (another process
+// reset the box, and someone leased it anew) is not this reset's.
+func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o LeaseOptions) error {
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return err
+	}
+	if l.Reset != nil {
+		if !resetStale(*l.Reset, time.Now()) {
+			return &ResetBusyError{Box: l.Box, Why: fmt.Sprintf("%s is resetting it since %s", l.Reset.By, l.Reset.Started.Format(time.RFC3339))}
+		}
+		if err := e.RemoveContainer(ctx, l.Reset.ID); err != nil {
+			return err
+		}
+	}
+	image := w.Image()
+	if agent, ok := w.Observed[p.Host].Of(l.Box).Container(compose.AgentService); ok {
+		image = agent.Image
+	}
+	m := engine.LeaseMark{Name: compose.LeaseName(l.Box, engine.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
+		Kind: engine.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: thisProcess()}
+	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
+		if errors.Is(err, engine.ErrLeaseTaken) {
+			return &ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
+		}
+		return err
+	}
+	if err := w.Observe(ctx, p.Host); err != nil {
+		return err
+	}
+	obs := w.Observed[p.Host]
+	now := obs.Leases(w.Config.Fleet)[l.Box]
+	if claimID(now) != claimID(l) {
+		if err := e.RemoveContainer(ctx, m.ID); err != nil {
+			return err
+		}
+		return &ResetBusyError{Box: l.Box, Why: "its lease changed since it was looked at"}
+	}
+	o.step("resetting %s (pool %s): deleting it with its data, snapshots and token", l.Box, p.Name)
+	if r := obs.Of(l.Box); !r.Empty() {
+		if _, plan := w.Removal(l.Box, p.Host, r); plan != nil {
+			ao := o.Apply
+			ao.resetting = l.Box
+			if err := w.Apply(ctx, plan, ao); err != nil {
+				return fmt.Errorf("resetting %s: %w", l.Box, err)
+			}
+		}
+	}
+	// A holder's snapshots of the box are the holder's files too.
+	for _, snap := range obs.SnapshotsOf(l.Box) {
+		if snap.Fleet == w.Config.Fleet {
+			if err := e.RemoveVolume(ctx, snap.Volume); err != nil {
+				return fmt.Errorf("resetting %s: removing snapshot %s: %w", l.Box, snap.Label, err)
+			}
+		}
+	}
+	if err := w.Tokens.Remove(l.Box); err != nil {
+		return err
+	}
+	// Every marker of the box, this reset's last.
+	for _, mark := range now.Marks() {
+		if err := e.RemoveContainer(ctx, mark.ID); err != nil {
+			return fmt.Errorf("resetting %s: removing %s: %w", l.Box, mark.Name, err)
+		}
+	}
+	return w.topUp(ctx, p, o)
+}
+
+// resetStale reports whether reset m was cut short: its process, on this
+// machine, is gone; or, on another, it began too long ago.
+func resetStale(m engine.LeaseMark, now time.Time) bool {
+	if here, dead := processHere(m); here {
+		return dead
+	}
+	return now.Sub(m.Started) > staleReset
+}
+
+// thisProcess names this process as markers record it: PID@MACHINE.
+func thisProcess() string {
+	host, _ := os.Hostname()
+	return strconv.Itoa(os.Getpid()) + "@" + host
+}
+
+// deadHere reports whether m's process ran on this machine and is gone.
+func deadHere(m engine.LeaseMark) bool {
+	here, dead := processHere(m)
+	return here && dead
+}
+
+// processHere reports whether marker m's process (By, PID@MACHINE) ran on
+// this machine, and then whether it is gone.
+func processHere(m engine.LeaseMark) (here, dead bool) {
+	pid, machine, ok := strings.Cut(m.By, "@")
+	host, _ := os.Hostname()
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil || machine != host {
+		return false, false
+	}
+	return true, syscall.Kill(n, 0) == syscall.ESRCH
+}
+
+// topUp makes p's missing free boxes, as apply would.
+func (w *Workspace) topUp(ctx context.Context, p spec.Pool, o LeaseOptions) error {
+	if err := w.Observe(ctx, p.Host); err != nil {
+		return err
+	}
+	var missing []string
+	for _, b := range w.Config.Boxes {
+		if b.Pool == p.Name && w.Observed[p.Host].Of(b.Name).Empty() {
+			missing = append(missing, b.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !w.applyLocked {
+		if err := w.LockApply("boxes release"); err != nil {
+			o.step("pool %s: not making %s now: %v; the next apply makes them", p.Name, strings.Join(missing, ", "), err)
+			return nil
+		}
+	}
+	o.step("pool %s: making %s", p.Name, strings.Join(missing, ", "))
+	plan, err := w.Plan(ctx, reconcile.PlanOptions{Target: missing})
+	if err == nil {
+		err = w.Apply(ctx, plan, o.Apply)
+	}
+	if err != nil {
+		o.step("pool %s: making %s failed: %v; the next apply makes them", p.Name, strings.Join(missing, ", "), err)
+	}
+	return nil
+}
