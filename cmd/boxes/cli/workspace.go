@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -38,6 +41,10 @@ func inWorkspace(env *Env, fn func(ws *workspace.Workspace) error) error {
 // inConfinedWorkspace is inWorkspace with the boxes fn works on confined
 // by c (see confineFlags).
 func inConfinedWorkspace(env *Env, c workspace.Confine, fn func(ws *workspace.Workspace) error) error {
+	if c.Lease != "" && c.NoPool {
+		return hint.Wrap(errors.New("--lease and --no-pool go apart: --lease works only in the box it names the lease of, --no-pool refuses every pool's box"),
+			"pass --lease ID to work in a box you leased, or --no-pool to keep off every pool's box")
+	}
 	ws, err := workspace.Open(env.File, workspace.Options{Connect: env.connectors.kinds(), Shown: shown, Warn: env.Warnf, Confine: c})
 	if err != nil {
 		return err
@@ -52,5 +59,4 @@ func inConfinedWorkspace(env *Env, c workspace.Confine, fn func(ws *workspace.Wo
 func confineFlags(cmd *cobra.Command, c *workspace.Confine) {
 	cmd.Flags().StringVar(&c.Lease, "lease", "", "act only while the box's lease on its engine is this one (lease --json's \"lease\"), unexpired")
 	cmd.Flags().BoolVar(&c.NoPool, "no-pool", false, "refuse a box that is or was a pool's, whatever boxes.yaml says now")
-	cmd.MarkFlagsMutuallyExclusive("lease", "no-pool")
 }
