@@ -26,6 +26,18 @@ boxes:
   #   memory: 8GiB
   #   env: {TZ: Europe/Berlin}
   #   executor: {port: 4800}    # a fixed host port instead of auto
+  #   # The network door: the gate lets beta reach only these (default: every
+  #   # public address); private ranges and this machine stay closed unless
+  #   # private: opens one. API keys stay here: the gate adds them.
+  #   egress: [api.anthropic.com, "*.github.com", registry.npmjs.org]
+  #   private: ["192.168.1.10:5432"]
+  #   credentials:
+  #     anthropic: {to: api.anthropic.com, header: x-api-key, from: "env:ANTHROPIC_API_KEY"}
+
+# A pool: boxes kept ready and lent one at a time (boxes lease scratch),
+# each made anew, its data gone, when it is given back (boxes release).
+# pools:
+#   scratch: {size: 2, memory: 4GiB, egress: [api.anthropic.com]}
 `
 
 // Scaffold is the starter boxes.yaml that boxes init writes for fleet.

@@ -11,6 +11,37 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// The commented examples boxes init writes (beta with its network door,
+// a pool) are valid boxes.yaml once uncommented, so a new user who takes
+// them gets what they show.
+func TestScaffoldExamplesParse(t *testing.T) {
+	var lines []string
+	for _, l := range strings.Split(string(Scaffold("team-a")), "\n") {
+		switch {
+		case strings.HasPrefix(l, "  # ") && !strings.HasPrefix(strings.TrimPrefix(l, "  # "), " "):
+			lines = append(lines, "  "+strings.TrimPrefix(l, "  # "))
+		case strings.HasPrefix(l, "  #   "):
+			lines = append(lines, "  "+strings.TrimPrefix(l, "  # "))
+		case l == "# pools:" || strings.HasPrefix(l, "#   "):
+			lines = append(lines, strings.TrimPrefix(l, "# "))
+		default:
+			lines = append(lines, l)
+		}
+	}
+	src := strings.Join(lines, "\n")
+	cfg, err := Parse("boxes.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	beta, ok := cfg.Box("beta")
+	if !ok || len(beta.Egress.Allow) != 3 || len(beta.Private) != 1 || len(beta.Credentials) != 1 {
+		t.Errorf("beta as uncommented: %+v\n%s", beta, src)
+	}
+	if len(cfg.Pools) != 1 || cfg.Pools[0].Name != "scratch" || cfg.Pools[0].Size != 2 {
+		t.Errorf("pools as uncommented: %+v", cfg.Pools)
+	}
+}
+
 func TestScaffoldParses(t *testing.T) {
 	cfg, err := Parse("boxes.yaml", Scaffold("team-a"))
 	if err != nil {
