@@ -48,6 +48,24 @@ func removePool(pool string) {
 	}
 }
 
+// poolDirs are n working directories of one fleet, each with its own
+// .boxes and a boxes.yaml declaring pool with size free boxes, locked to
+// image.
+func poolDirs(t *testing.T, image, pool string, size, n int) []string {
+	t.Helper()
+	config := fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: %d}\n", pool, size)
+	var dirs []string
+	for range n {
+		d := t.TempDir()
+		writeFile(t, filepath.Join(d, "boxes.yaml"), config)
+		if r := boxes(t, d, "lock", "image", image); r.code != 0 {
+			t.Fatalf("lock: %+v", r)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
 // leaseRows are boxes leases --json in dir.
 func leaseRowsIn(t *testing.T, dir string) []workspace.LeaseRow {
 	t.Helper()
@@ -107,14 +125,8 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	removePool(pool)
 	t.Cleanup(func() { removePool(pool) })
 	bin := buildBoxes(t)
-	config := fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 3}\n", pool)
-	dir, dir2 := t.TempDir(), t.TempDir()
-	for _, d := range []string{dir, dir2} {
-		writeFile(t, filepath.Join(d, "boxes.yaml"), config)
-		if r := boxes(t, d, "lock", "image", image); r.code != 0 {
-			t.Fatalf("lock: %+v", r)
-		}
-	}
+	dirs := poolDirs(t, image, pool, 3, 2)
+	dir, dir2 := dirs[0], dirs[1]
 	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
@@ -550,14 +562,8 @@ func TestIntegrationPoolResetTokenNotKept(t *testing.T) {
 	const pool = "it-tkpool"
 	removePool(pool)
 	t.Cleanup(func() { removePool(pool) })
-	config := fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 1}\n", pool)
-	d1, d2 := t.TempDir(), t.TempDir()
-	for _, d := range []string{d1, d2} {
-		writeFile(t, filepath.Join(d, "boxes.yaml"), config)
-		if r := boxes(t, d, "lock", "image", image); r.code != 0 {
-			t.Fatalf("lock: %+v", r)
-		}
-	}
+	dirs := poolDirs(t, image, pool, 1, 2)
+	d1, d2 := dirs[0], dirs[1]
 	if r := boxes(t, d1, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
