@@ -465,44 +465,34 @@ func TestApplierRemovesStraysBeforeRecreating(t *testing.T) {
 	}
 }
 
+// A container an interrupted recreate left under another name is given
+// its own name back before the recreate; an engine that cannot rename has
+// it removed instead, and made again by the recreate.
 func TestApplierRenamesBeforeRecreating(t *testing.T) {
-	a, j, _ := newApplier(t, testBox("alpha"))
-	if err := a.Tokens.Put("alpha", testToken); err != nil {
-		t.Fatal(err)
-	}
-	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
-		{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "renamed", Service: "agent", Old: "0123abcd_hbl-alpha-agent-1", New: "hbl-alpha-agent-1"}}},
-	}}
-	if err := a.Apply(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"rename container 0123abcd_hbl-alpha-agent-1 hbl-alpha-agent-1", "record", "create --force", "start " + testImage, "ready", "init", "done"}
-	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
-		t.Errorf("steps %q, want %q", got, want)
-	}
-}
-
-// An engine that cannot rename has the container an interrupted recreate
-// left under another name removed, and made again by the recreate, instead
-// of a rename it would refuse.
-func TestApplierWithoutRenameRemakes(t *testing.T) {
-	a, j, e := newApplier(t, testBox("alpha"))
-	e.noRename = true
-	if err := a.Tokens.Put("alpha", testToken); err != nil {
-		t.Fatal(err)
-	}
-	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
-		{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "renamed", Service: "agent", Old: "0123abcd_hbl-alpha-agent-1", New: "hbl-alpha-agent-1"}}},
-	}}
-	if err := a.Apply(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(j.all, "0123abcd_hbl-alpha-agent-1: rm container 0123abcd_hbl-alpha-agent-1") {
-		t.Errorf("the container under another name was not removed: %q", j.all)
-	}
-	want := []string{"record", "create --force", "start " + testImage, "ready", "init", "done"}
-	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
-		t.Errorf("steps %q, want %q", got, want)
+	const old = "0123abcd_hbl-alpha-agent-1"
+	recreate := []string{"record", "create --force", "start " + testImage, "ready", "init", "done"}
+	for _, noRename := range []bool{false, true} {
+		a, j, e := newApplier(t, testBox("alpha"))
+		e.noRename = noRename
+		if err := a.Tokens.Put("alpha", testToken); err != nil {
+			t.Fatal(err)
+		}
+		p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
+			{Name: "alpha", Action: reconcile.Recreate, Reasons: []reconcile.Reason{{Kind: "renamed", Service: "agent", Old: old, New: "hbl-alpha-agent-1"}}},
+		}}
+		if err := a.Apply(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]string{"rename container " + old + " hbl-alpha-agent-1"}, recreate...)
+		if noRename {
+			want = recreate
+			if !slices.Contains(j.all, old+": rm container "+old) {
+				t.Errorf("without rename, the container under another name was not removed: %q", j.all)
+			}
+		}
+		if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
+			t.Errorf("rename %v: steps %q, want %q", !noRename, got, want)
+		}
 	}
 }
 
