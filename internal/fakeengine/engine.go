@@ -5,6 +5,7 @@ package fakeengine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -48,24 +49,40 @@ var _ engine.Engine = (*Engine)(nil)
 // Connector connects the hosts of boxes.yaml to fake engines whose state
 // is the file at Path; every host it connects shares that state.
 type Connector struct {
+	// Path is the file the state is kept in, from one boxes command to the
+	// next. "" keeps it in memory alone: a simulated fleet of thousands of
+	// boxes, whose file rewritten after each change would make each change
+	// cost as much as the whole fleet.
 	Path string
+	// Latency is how long each call to a host's engine takes, by host name
+	// ("" is the local engine): a slow or far machine. A call waits before
+	// it reaches the state, so the hosts still answer in parallel.
+	Latency map[string]time.Duration
+	// Down names the hosts whose engine cannot be reached: Connect fails,
+	// in docker.Connect's words.
+	Down map[string]bool
 
 	mu    sync.Mutex
 	state *State
 	// gone are the hosts c reaches no more (Gone), each closed once so.
 	gone map[string]chan struct{}
+	// calls are the calls made to each host's engine, by call, and waited
+	// the latency they took, added up (Calls, Waited).
+	calls  map[string]map[string]int64
+	waited time.Duration
 }
 
 // Connect loads the state, the first time, and returns host's engine.
 func (c *Connector) Connect(_ context.Context, h spec.Host) (engine.Engine, error) {
+	c.wait(h.Name, "Connect")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state == nil {
-		s, err := Load(c.Path)
-		if err != nil {
-			return nil, err
-		}
-		c.state = s
+	if c.Down[h.Name] {
+		return nil, &docker.HostError{Host: h.Name, URL: h.Docker, Err: errors.New("connect: connection refused (fake engine: down)"),
+			Hint: "nothing listens there: is the engine (or sshd) running, and is the port right?"}
+	}
+	if err := c.load(); err != nil {
+		return nil, err
 	}
 	e := &Engine{c: c, host: h.Name, endpoint: h.Docker}
 	if c.isGone(h.Name) {
@@ -73,6 +90,74 @@ func (c *Connector) Connect(_ context.Context, h spec.Host) (engine.Engine, erro
 	}
 	c.state.Host(h.Name)
 	return e, nil
+}
+
+// load loads the state from Path the first time (none is an empty state);
+// c.mu is held.
+func (c *Connector) load() error {
+	if c.state != nil {
+		return nil
+	}
+	s := &State{Hosts: map[string]*Host{}}
+	if c.Path != "" {
+		var err error
+		if s, err = Load(c.Path); err != nil {
+			return err
+		}
+	}
+	c.state = s
+	return nil
+}
+
+// save writes the state to Path, if it is kept there; c.mu is held.
+func (c *Connector) save() error {
+	if c.Path == "" {
+		return nil
+	}
+	return c.state.Save(c.Path)
+}
+
+// wait counts a call to host's engine, and takes the host's latency.
+func (c *Connector) wait(host, call string) {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]map[string]int64{}
+	}
+	if c.calls[host] == nil {
+		c.calls[host] = map[string]int64{}
+	}
+	c.calls[host][call]++
+	d := c.Latency[host]
+	c.waited += d
+	c.mu.Unlock()
+	time.Sleep(d)
+}
+
+// Calls are the calls made to each host's engine so far, by host and by
+// call (the Engine method's name, and "Connect"); ResetCalls starts again.
+func (c *Connector) Calls() map[string]map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]map[string]int64, len(c.calls))
+	for host, calls := range c.calls {
+		out[host] = maps.Clone(calls)
+	}
+	return out
+}
+
+// Waited is the latency every call so far took, added up, as if the calls
+// had been made one after another.
+func (c *Connector) Waited() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waited
+}
+
+// ResetCalls forgets the calls counted and the latency waited.
+func (c *Connector) ResetCalls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls, c.waited = nil, 0
 }
 
 // Engine is one host's fake engine.
@@ -84,8 +169,17 @@ type Engine struct {
 	endpoint string
 }
 
-// read runs fn on the engine's resources, unless the engine is gone.
-func (e *Engine) read(fn func(h *Host) error) error {
+// read runs fn, the engine call named call, on the engine's resources,
+// unless the engine is gone.
+func (e *Engine) read(call string, fn func(h *Host) error) error {
+	e.c.wait(e.host, call)
+	return e.peek(fn)
+}
+
+// peek is read for what is no call of the engine's: what docker.Engine
+// knows from connecting (its capabilities, its machine's addresses), and
+// the fake's look at itself.
+func (e *Engine) peek(fn func(h *Host) error) error {
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
 	if e.c.isGone(e.host) {
@@ -94,17 +188,18 @@ func (e *Engine) read(fn func(h *Host) error) error {
 	return fn(e.c.state.Host(e.host))
 }
 
-// edit runs fn on the engine's resources and saves the state, whatever fn
-// did before it failed (as an engine keeps what a failed call made);
-// unless the engine is gone.
-func (e *Engine) edit(fn func(h *Host) error) error {
+// edit runs fn, the engine call named call, on the engine's resources and
+// saves the state, whatever fn did before it failed (as an engine keeps
+// what a failed call made); unless the engine is gone.
+func (e *Engine) edit(call string, fn func(h *Host) error) error {
+	e.c.wait(e.host, call)
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
 	if e.c.isGone(e.host) {
 		return e.unreachable()
 	}
 	err := fn(e.c.state.Host(e.host))
-	if serr := e.c.state.Save(e.c.Path); serr != nil && err == nil {
+	if serr := e.c.save(); serr != nil && err == nil {
 		err = serr
 	}
 	return err
@@ -139,11 +234,12 @@ func (e *Engine) Close() error { return nil }
 // that the planner sees exactly what docker.Engine.Observe would give it.
 func (e *Engine) Observe(_ context.Context, images ...string) (*engine.Observed, error) {
 	l := docker.Listing{Images: images, Sizes: map[string]int64{}}
-	look := e.read
-	_ = e.read(func(h *Host) error {
+	look := func(fn func(h *Host) error) error { return e.read("Observe", fn) }
+	_ = e.peek(func(h *Host) error {
 		for _, c := range h.Containers {
 			if c.Unlisted > 0 {
-				look = e.edit // this look counts down its Unlisted
+				// This look counts down its Unlisted.
+				look = func(fn func(h *Host) error) error { return e.edit("Observe", fn) }
 			}
 		}
 		return nil
@@ -219,21 +315,21 @@ func status(c *Container) string {
 // image are unchanged stays unless force, and containers of services the
 // project no longer has go.
 func (e *Engine) Create(_ context.Context, p *types.Project, force bool) error {
-	return e.create(p, p.ServiceNames(), force, true)
+	return e.create("Create", p, p.ServiceNames(), force, true)
 }
 
 // Replace remakes the containers of the named services alone.
 func (e *Engine) Replace(_ context.Context, p *types.Project, services []string) error {
-	return e.create(p, services, true, false)
+	return e.create("Replace", p, services, true, false)
 }
 
-func (e *Engine) create(p *types.Project, services []string, force, removeOrphans bool) error {
+func (e *Engine) create(call string, p *types.Project, services []string, force, removeOrphans bool) error {
 	hashes, err := compose.ServiceHashes(p)
 	if err != nil {
 		return err
 	}
 	sort.Strings(services)
-	return e.edit(func(h *Host) error {
+	return e.edit(call, func(h *Host) error {
 		for _, key := range sortedKeys(p.Networks) {
 			n := p.Networks[key]
 			if _, have := h.network(n.Name); have != nil {
@@ -376,7 +472,7 @@ func projectContainers(h *Host, project, service string) []*Container {
 // Start starts the project's created or stopped containers and unpauses
 // paused ones. A box marked dying has its executor exit at once.
 func (e *Engine) Start(_ context.Context, p *types.Project) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("Start", func(h *Host) error {
 		for _, svc := range p.ServiceNames() {
 			if len(projectContainers(h, p.Name, svc)) == 0 {
 				return fmt.Errorf("service %q has no container to start", svc)
@@ -422,7 +518,7 @@ func portFree(h *Host, c *Container) error {
 
 // Stop stops every container of project.
 func (e *Engine) Stop(_ context.Context, project string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("Stop", func(h *Host) error {
 		for _, c := range projectContainers(h, project, "") {
 			if c.State == "running" || c.State == "paused" || c.State == "restarting" {
 				c.State, c.ExitCode = "exited", 0
@@ -435,7 +531,7 @@ func (e *Engine) Stop(_ context.Context, project string) error {
 // RemoveContainer removes one container by ID, running or not; one gone
 // already is no error.
 func (e *Engine) RemoveContainer(_ context.Context, id string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("RemoveContainer", func(h *Host) error {
 		if i, c := h.container(id); c != nil {
 			h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
 		}
@@ -445,7 +541,7 @@ func (e *Engine) RemoveContainer(_ context.Context, id string) error {
 
 // RenameContainer gives the container named from the name to.
 func (e *Engine) RenameContainer(_ context.Context, from, to string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("RenameContainer", func(h *Host) error {
 		if h.NoRename {
 			return fmt.Errorf("renaming %s: %w", from, ErrNotSupported)
 		}
@@ -464,7 +560,7 @@ func (e *Engine) RenameContainer(_ context.Context, from, to string) error {
 // RemoveNetwork removes one network by ID; a running container on it
 // keeps it.
 func (e *Engine) RemoveNetwork(_ context.Context, id string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("RemoveNetwork", func(h *Host) error {
 		i, n := h.network(id)
 		if n == nil {
 			return nil
@@ -481,7 +577,7 @@ func (e *Engine) RemoveNetwork(_ context.Context, id string) error {
 
 // RemoveVolume removes one volume by name; a container mounting it keeps it.
 func (e *Engine) RemoveVolume(_ context.Context, name string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("RemoveVolume", func(h *Host) error {
 		i, v := h.volume(name)
 		if v == nil {
 			return nil
@@ -516,7 +612,7 @@ func serviceContainer(h *Host, box, service string) (*Container, error) {
 // ContainerID is the ID of box's one container of service.
 func (e *Engine) ContainerID(_ context.Context, box, service string) (string, error) {
 	var id string
-	err := e.read(func(h *Host) error {
+	err := e.read("ContainerID", func(h *Host) error {
 		c, err := serviceContainer(h, box, service)
 		if err == nil {
 			id = c.ID
@@ -530,7 +626,7 @@ func (e *Engine) ContainerID(_ context.Context, box, service string) (string, er
 // where it is reached, or why it is not ready.
 func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error) {
 	var where string
-	err := e.read(func(h *Host) error {
+	err := e.read("WaitReady", func(h *Host) error {
 		c, err := serviceContainer(h, box, compose.ExecutorService)
 		if err != nil {
 			return err
@@ -557,7 +653,7 @@ func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error)
 
 // WaitInit answers at once: the agent and the gate run, or why not.
 func (e *Engine) WaitInit(_ context.Context, box string) error {
-	return e.read(func(h *Host) error {
+	return e.read("WaitInit", func(h *Host) error {
 		for _, service := range []string{compose.AgentService, compose.GateService} {
 			c, err := serviceContainer(h, box, service)
 			if err != nil {
@@ -596,7 +692,7 @@ func down(c *Container, withExit bool) error {
 // Previous records box's containers as they are.
 func (e *Engine) Previous(_ context.Context, box string) (engine.Previous, error) {
 	var p *previous
-	err := e.read(func(h *Host) error {
+	err := e.read("Previous", func(h *Host) error {
 		cs := h.boxContainers(box)
 		if len(cs) == 0 {
 			return nil
@@ -627,7 +723,7 @@ type previous struct {
 // (new IDs, the same names, settings and labels), and starts those that ran.
 func (p *previous) Restore(_ context.Context) (bool, error) {
 	started := false
-	err := p.e.edit(func(h *Host) error {
+	err := p.e.edit("Restore", func(h *Host) error {
 		for _, c := range h.boxContainers(p.box) {
 			i, _ := h.container(c.ID)
 			h.Containers = append(h.Containers[:i], h.Containers[i+1:]...)
@@ -690,7 +786,7 @@ func (e *Engine) VolumeSizes(_ context.Context, o *engine.Observed, volumes []st
 // ContainerEnv is container id's configured environment.
 func (e *Engine) ContainerEnv(_ context.Context, id string) ([]string, error) {
 	var env []string
-	err := e.read(func(h *Host) error {
+	err := e.read("ContainerEnv", func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
 			return fmt.Errorf("Error response from daemon: No such container: %s", id)
@@ -704,7 +800,7 @@ func (e *Engine) ContainerEnv(_ context.Context, id string) ([]string, error) {
 // ContainerRuntime is the OCI runtime container id runs under.
 func (e *Engine) ContainerRuntime(_ context.Context, id string) (string, error) {
 	var runtime string
-	err := e.read(func(h *Host) error {
+	err := e.read("ContainerRuntime", func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
 			return fmt.Errorf("Error response from daemon: No such container: %s", id)
@@ -720,7 +816,7 @@ func (e *Engine) ContainerRuntime(_ context.Context, id string) (string, error) 
 
 // Pause pauses a running container.
 func (e *Engine) Pause(_ context.Context, id string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("Pause", func(h *Host) error {
 		if h.NoFreeze {
 			return fmt.Errorf("pausing %s: %w", id, ErrNotSupported)
 		}
@@ -737,7 +833,7 @@ func (e *Engine) Pause(_ context.Context, id string) error {
 // takes one away.
 func (e *Engine) Capabilities() engine.Capabilities {
 	caps := engine.Capabilities{}
-	_ = e.read(func(h *Host) error {
+	_ = e.peek(func(h *Host) error {
 		caps = engine.Capabilities{Freeze: !h.NoFreeze, Rename: !h.NoRename}
 		return nil
 	})
@@ -746,7 +842,7 @@ func (e *Engine) Capabilities() engine.Capabilities {
 
 // Unpause thaws a paused container, and does nothing to another.
 func (e *Engine) Unpause(_ context.Context, id string) error {
-	return e.edit(func(h *Host) error {
+	return e.edit("Unpause", func(h *Host) error {
 		if h.NoFreeze {
 			return fmt.Errorf("unpausing %s: %w", id, ErrNotSupported)
 		}
@@ -788,7 +884,7 @@ func (e *Engine) ExecutorReach(bind string, port int) engine.Reach {
 // the machine (Host.Machine) come with them.
 func (e *Engine) MachineAddresses() []netip.Addr {
 	var out []netip.Addr
-	_ = e.read(func(h *Host) error {
+	_ = e.peek(func(h *Host) error {
 		for _, s := range h.Machine {
 			if a, err := netip.ParseAddr(s); err == nil {
 				out = append(out, a)
@@ -809,7 +905,7 @@ func (e *Engine) MachineAddresses() []netip.Addr {
 // Logs writes what the fake keeps of container id's output (its last
 // lines, see Container.Logs) to stdout; tail and follow are the engine's.
 func (e *Engine) Logs(_ context.Context, id string, _ engine.LogOptions, stdout, _ io.Writer) error {
-	return e.read(func(h *Host) error {
+	return e.read("Logs", func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
 			return fmt.Errorf("Error response from daemon: No such container: %s", id)
@@ -822,7 +918,7 @@ func (e *Engine) Logs(_ context.Context, id string, _ engine.LogOptions, stdout,
 // StillRunning reports whether container id runs.
 func (e *Engine) StillRunning(_ context.Context, id string) (bool, error) {
 	running := false
-	err := e.read(func(h *Host) error {
+	err := e.read("StillRunning", func(h *Host) error {
 		_, c := h.container(id)
 		running = c != nil && c.State == "running"
 		return nil
@@ -840,7 +936,7 @@ func (e *Engine) Forward(_ context.Context, bind string, port int) (engine.Forwa
 // Anything else only a real engine runs.
 func (e *Engine) Run(_ context.Context, id, _ string, cmd []string, stdout, _ io.Writer) (int, error) {
 	what := strings.Join(cmd, " ")
-	return 0, e.read(func(h *Host) error {
+	return 0, e.read("Run", func(h *Host) error {
 		_, c := h.container(id)
 		switch {
 		case c == nil:
@@ -876,7 +972,7 @@ func (e *Engine) VolumeRoom(_ context.Context, image, box string) (int64, error)
 // it writes, made first if missing, as the engine makes a volume mounted.
 func (e *Engine) RunHelper(_ context.Context, x engine.Helper) ([]byte, error) {
 	var out []byte
-	err := e.edit(func(h *Host) error {
+	err := e.edit("RunHelper", func(h *Host) error {
 		var from *Volume
 		for _, m := range x.Mounts {
 			_, v := h.volume(m.Volume)
@@ -959,7 +1055,7 @@ func contains(list []string, s string) bool {
 // of a box with a rival (SetRival) finds the rival's made just before.
 func (e *Engine) CreateLeaseMark(_ context.Context, image string, m engine.LeaseMark) (string, error) {
 	var id string
-	err := e.edit(func(h *Host) error {
+	err := e.edit("CreateLeaseMark", func(h *Host) error {
 		if holder, ok := h.Rivals[m.Box]; ok && m.Kind == engine.LeaseClaim {
 			delete(h.Rivals, m.Box)
 			rival := m

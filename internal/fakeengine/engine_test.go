@@ -1,10 +1,12 @@
 package fakeengine_test
 
 import (
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
@@ -95,5 +97,51 @@ func TestMadeBoxPlansNoChange(t *testing.T) {
 	}
 	if len(plan.Boxes) != 1 || plan.Boxes[0].Action != reconcile.NoOp {
 		t.Errorf("plan after the box was made: %+v", plan.Boxes)
+	}
+}
+
+// A connector with no path keeps its state in memory; it counts each
+// host's calls by name and adds up their latency, and a host down fails
+// to connect as docker.Connect does, naming it.
+func TestMemoryConnector(t *testing.T) {
+	c := &fakeengine.Connector{Latency: map[string]time.Duration{"slow": 2 * time.Millisecond}, Down: map[string]bool{"off": true}}
+	slow, err := c.Connect(t.Context(), spec.Host{Name: "slow", Docker: "ssh://x@192.0.2.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := slow.Observe(t.Context(), image); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := c.Connect(t.Context(), spec.Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.ContainerEnv(t.Context(), "nothing"); err == nil {
+		t.Errorf("ContainerEnv of no container: no error")
+	}
+	_, err = c.Connect(t.Context(), spec.Host{Name: "off", Docker: "ssh://x@192.0.2.9"})
+	if err == nil || err.Error() != `host off (ssh://x@192.0.2.9): connect: connection refused (fake engine: down)` || !errors.Is(err, engine.ErrUnreachable) {
+		t.Errorf("connecting to a host down: %v", err)
+	}
+	want := map[string]map[string]int64{
+		"slow": {"Connect": 1, "Observe": 2},
+		"":     {"Connect": 1, "ContainerEnv": 1},
+		"off":  {"Connect": 1},
+	}
+	if got := c.Calls(); !reflect.DeepEqual(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if got := c.Waited(); got != 6*time.Millisecond {
+		t.Errorf("waited %v, want 6ms (3 calls to the slow host)", got)
+	}
+	c.ResetCalls()
+	if len(c.Calls()) != 0 || c.Waited() != 0 {
+		t.Errorf("after ResetCalls: %v, %v", c.Calls(), c.Waited())
+	}
+	var hosts int
+	if err := c.Edit(func(s *fakeengine.State) error { hosts = len(s.Hosts); return nil }); err != nil || hosts != 2 {
+		t.Errorf("the state in memory: %d hosts (%v), want the two connected", hosts, err)
 	}
 }

@@ -12,15 +12,11 @@ import (
 func (c *Connector) Edit(fn func(*State) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state == nil {
-		s, err := Load(c.Path)
-		if err != nil {
-			return err
-		}
-		c.state = s
+	if err := c.load(); err != nil {
+		return err
 	}
 	err := fn(c.state)
-	if serr := c.state.Save(c.Path); serr != nil && err == nil {
+	if serr := c.save(); serr != nil && err == nil {
 		err = serr
 	}
 	return err

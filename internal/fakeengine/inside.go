@@ -113,7 +113,7 @@ func (e *Engine) CopyTo(_ context.Context, id, dir string, content io.Reader) er
 	if err != nil {
 		return fmt.Errorf("copying into the container at %s: %w", dir, err)
 	}
-	return e.edit(func(h *Host) error {
+	return e.edit("CopyTo", func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
 			return fmt.Errorf("copying into the container at %s: Error response from daemon: No such container: %s", dir, id)
@@ -189,7 +189,7 @@ func untar(r io.Reader) ([]File, error) {
 // The container may be stopped.
 func (e *Engine) CopyFrom(_ context.Context, id, p string) (io.ReadCloser, error) {
 	var buf bytes.Buffer
-	err := e.read(func(h *Host) error {
+	err := e.read("CopyFrom", func(h *Host) error {
 		_, c := h.container(id)
 		if c == nil {
 			return fmt.Errorf("copying %s out of the container: Error response from daemon: No such container: %s", p, id)
@@ -251,7 +251,7 @@ func (e *Engine) Exec(ctx context.Context, id string, o engine.ExecOptions) (int
 		code           int
 		gone           <-chan struct{}
 	)
-	err := e.read(func(h *Host) error {
+	err := e.read("Exec", func(h *Host) error {
 		_, c := h.container(id)
 		switch {
 		case c == nil:

@@ -4,7 +4,10 @@
 // reports what it holds with the very labels, names and shapes
 // docker.Engine.Observe does. Its state lives in one JSON file, loaded when
 // a host is connected and rewritten after each change, so that it outlasts
-// one boxes command and the next one sees what the last one did.
+// one boxes command and the next one sees what the last one did; or, for a
+// fleet of thousands of boxes simulated in one process, in memory alone.
+// Its hosts may be slow (each call waits) or down (connecting fails), and
+// it counts the calls made to each.
 //
 // What is streamed into a volume (CopyTo) is kept as its Files and streams
 // back out (CopyFrom); helper containers copy a volume's Content and Files
@@ -265,7 +268,7 @@ func (h *Host) volume(name string) (int, *Volume) {
 func (h *Host) boxContainers(box string) []*Container {
 	var out []*Container
 	for _, c := range h.Containers {
-		if c.Labels[managedLabel] == "1" && c.Labels[boxLabel] == box && c.Labels[oneOffLabel] == "" {
+		if c.Labels[boxLabel] == box && c.Labels[managedLabel] == "1" && c.Labels[oneOffLabel] == "" {
 			out = append(out, c)
 		}
 	}
