@@ -34,4 +34,9 @@
 //     which does interpolate, reads the same value.
 //   - Printed projects (YAML) show the token as <redacted>; a project built
 //     with no token, for printing only, carries that placeholder instead.
+//   - compose-go's loader runs once or twice for each shape of box (the
+//     same settings, image and files), not for each box: the rest of a
+//     shape's boxes are made from a template of it, their names, tokens,
+//     ports and gates' values put in its placeholders (shapes.go), once the
+//     template has given back the first box's own project exactly.
 package compose

@@ -123,7 +123,7 @@ func gateService(in Input) map[string]any {
 	cfg := gateJSON(GateConfig(b, in.Door, in.Token == ""))
 	labels := serviceLabels(b, GateService, 0)
 	labels[CredentialsLabel] = credentialDigests(b, in.Door)
-	labels[ClosedLabel] = strings.Join(slices.Sorted(slices.Values(in.Door.Closed)), ",")
+	labels[ClosedLabel] = closedLabel(in.Door)
 	s := map[string]any{
 		"hostname":     GateService,
 		"image":        in.Image,
@@ -156,6 +156,11 @@ func gateService(in Input) map[string]any {
 		s["dns"] = dns
 	}
 	return s
+}
+
+// closedLabel is the ClosedLabel value: d's closed addresses, sorted.
+func closedLabel(d Door) string {
+	return strings.Join(slices.Sorted(slices.Values(d.Closed)), ",")
 }
 
 // credentialDigests is the CredentialsLabel value: name → the first 12 hex

@@ -38,6 +38,16 @@ func ServiceHashes(p *types.Project) (map[string]string, error) {
 // container's identity: build, pull policy, scale, replicas, dependencies
 // and profiles.
 func serviceHash(s types.ServiceConfig) (string, error) {
+	data, err := serviceJSON(s)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// serviceJSON is the JSON serviceHash hashes.
+func serviceJSON(s types.ServiceConfig) ([]byte, error) {
 	s.Build = nil
 	s.PullPolicy = ""
 	s.Scale = nil
@@ -48,10 +58,5 @@ func serviceHash(s types.ServiceConfig) (string, error) {
 	}
 	s.DependsOn = nil
 	s.Profiles = nil
-	data, err := json.Marshal(s)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return json.Marshal(s)
 }

@@ -69,27 +69,19 @@ var agentEnv = map[string]string{
 // compose-go's loader normalises it: what `docker compose up` would run, with
 // the labels the compose CLI would add so the library finds its containers.
 func Project(in Input) (*types.Project, error) {
-	name := in.Box.Name
-	if name == "" {
-		return nil, errors.New("composing a box: the box has no name")
+	if err := check(in); err != nil {
+		return nil, err
 	}
-	if in.Image == "" {
-		return nil, fmt.Errorf("composing box %s: no image", name)
-	}
-	for _, port := range []int{in.Box.Executor.Port, in.HostPort} {
-		if port < 0 || port > 65535 {
-			return nil, fmt.Errorf("composing box %s: host port %d out of range", name, port)
-		}
-	}
-	for k := range in.Box.Env {
-		if reserved(k) {
-			return nil, fmt.Errorf("composing box %s: env %s is set by boxes and cannot be overridden", name, k)
-		}
-	}
-	project, err := load(in)
+	project, err := loaded(in)
 	if err != nil {
-		return nil, fmt.Errorf("composing box %s: %w", name, err)
+		return nil, fmt.Errorf("composing box %s: %w", in.Box.Name, err)
 	}
+	return finish(in, project), nil
+}
+
+// finish adds to a project as loaded what the compose CLI adds to its
+// own, and the fleet's labels.
+func finish(in Input, project *types.Project) *types.Project {
 	if in.ConfigFile != "" {
 		project.ComposeFiles = []string{in.ConfigFile}
 	}
@@ -113,7 +105,7 @@ func Project(in Input) (*types.Project, error) {
 		n.CustomLabels = maps.Clone(fleet)
 		project.Networks[k] = n
 	}
-	return project, nil
+	return project
 }
 
 // composeLabels are the labels the compose CLI (ToProject) adds to every
@@ -131,15 +123,40 @@ func composeLabels(p *types.Project, service string) types.Labels {
 	}
 }
 
-// load runs the model through compose-go's loader so its defaults and
+// check refuses an Input no project is made of.
+func check(in Input) error {
+	name := in.Box.Name
+	if name == "" {
+		return errors.New("composing a box: the box has no name")
+	}
+	if in.Image == "" {
+		return fmt.Errorf("composing box %s: no image", name)
+	}
+	for _, port := range []int{in.Box.Executor.Port, in.HostPort} {
+		if port < 0 || port > 65535 {
+			return fmt.Errorf("composing box %s: host port %d out of range", name, port)
+		}
+	}
+	for k := range in.Box.Env {
+		if reserved(k) {
+			return fmt.Errorf("composing box %s: env %s is set by boxes and cannot be overridden", name, k)
+		}
+	}
+	return nil
+}
+
+// loadModel runs the model through compose-go's loader so its defaults and
 // normalisation apply exactly as for a compose file, while nothing of the
 // process environment or of the disk can reach the project: the environment
 // is empty, there is no .env or env_file, and interpolation is off because the
-// model holds literal values (a "$" in a box's env stays a "$").
-func load(in Input) (*types.Project, error) {
+// model holds literal values (a "$" in a box's env stays a "$"). Without
+// validate the model is not checked against compose's schema, which
+// ServiceHashesOf has checked on a box of the same shape.
+func loadModel(in Input, m map[string]any, validate bool) (*types.Project, error) {
+	loads.Add(1)
 	details := types.ConfigDetails{
 		WorkingDir:  in.WorkDir,
-		ConfigFiles: []types.ConfigFile{{Filename: in.ConfigFile, Config: model(in)}},
+		ConfigFiles: []types.ConfigFile{{Filename: in.ConfigFile, Config: m}},
 		Environment: types.Mapping{},
 	}
 	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
@@ -147,6 +164,7 @@ func load(in Input) (*types.Project, error) {
 		o.SkipInterpolation = true
 		o.SkipInclude = true
 		o.SkipExtends = true
+		o.SkipValidation = !validate
 	})
 }
 

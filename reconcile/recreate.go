@@ -348,7 +348,7 @@ func contains(list []string, s string) bool {
 }
 
 func desiredHashes(in Input, b spec.Box, token string, hostPort int) (map[string]string, error) {
-	project, err := compose.Project(compose.Input{
+	return compose.ServiceHashesOf(compose.Input{
 		Box:        b,
 		Image:      in.Image,
 		Token:      token,
@@ -357,8 +357,4 @@ func desiredHashes(in Input, b spec.Box, token string, hostPort int) (map[string
 		ConfigFile: in.Config.Path,
 		Door:       in.Doors[b.Name],
 	})
-	if err != nil {
-		return nil, err
-	}
-	return compose.ServiceHashes(project)
 }
