@@ -40,6 +40,73 @@ type Observed struct {
 	// info's Runtimes: runc and those its daemon configuration registers,
 	// such as runsc), sorted. nil when not known.
 	Runtimes []string `json:"-"`
+
+	// byBox finds each box's resources at once, as Sort left them: a plan
+	// asks for every box's (Of), on every host, and a look through all of
+	// a host's resources for each made a fleet of thousands of boxes take
+	// minutes to plan.
+	byBox *boxIndex
+}
+
+// boxIndex is where each box's resources are in an Observed's lists, and
+// how long the lists were and where they began: lists changed since (a
+// resource added) are looked through instead.
+type boxIndex struct {
+	at                            map[string]*boxPlaces
+	containers, volumes, networks listMark
+}
+
+// boxPlaces are the places of one box's resources in the lists, in order.
+type boxPlaces struct {
+	containers, volumes, networks []int
+}
+
+// listMark is a list's length and its first element.
+type listMark struct {
+	n     int
+	first any
+}
+
+func markOf[T any](xs []T) listMark {
+	if len(xs) == 0 {
+		return listMark{}
+	}
+	return listMark{n: len(xs), first: &xs[0]}
+}
+
+// index indexes o's resources by box.
+func (o *Observed) index() {
+	ix := &boxIndex{at: map[string]*boxPlaces{}, containers: markOf(o.Containers), volumes: markOf(o.Volumes), networks: markOf(o.Networks)}
+	place := func(box string) *boxPlaces {
+		p := ix.at[box]
+		if p == nil {
+			p = &boxPlaces{}
+			ix.at[box] = p
+		}
+		return p
+	}
+	for i, c := range o.Containers {
+		p := place(c.Box)
+		p.containers = append(p.containers, i)
+	}
+	for i, v := range o.Volumes {
+		p := place(v.Box)
+		p.volumes = append(p.volumes, i)
+	}
+	for i, n := range o.Networks {
+		p := place(n.Box)
+		p.networks = append(p.networks, i)
+	}
+	o.byBox = ix
+}
+
+// indexed is o's index when its lists are still those it indexed.
+func (o *Observed) indexed() *boxIndex {
+	ix := o.byBox
+	if ix == nil || ix.containers != markOf(o.Containers) || ix.volumes != markOf(o.Volumes) || ix.networks != markOf(o.Networks) {
+		return nil
+	}
+	return ix
 }
 
 // Unmanaged are resource names on the engine that boxes does not own.
@@ -209,8 +276,36 @@ func (r Resources) Container(service string) (Container, bool) {
 
 // Of returns the labelled resources of box name.
 func (o *Observed) Of(name string) Resources {
+	if ix := o.indexed(); ix != nil {
+		var r Resources
+		if p := ix.at[name]; p != nil {
+			r.Containers, r.Volumes, r.Networks = placed(o.Containers, p.containers), placed(o.Volumes, p.volumes), placed(o.Networks, p.networks)
+		}
+		return r
+	}
 	all := Resources{Containers: o.Containers, Volumes: o.Volumes, Networks: o.Networks}
 	return all.where(func(box, _ string) bool { return box == name })
+}
+
+// Holds reports whether box name has a resource on the engine, with no
+// copy of them made where the index says.
+func (o *Observed) Holds(name string) bool {
+	if ix := o.indexed(); ix != nil {
+		return ix.at[name] != nil
+	}
+	return !o.Of(name).Empty()
+}
+
+// placed are the elements of xs at places, nil for none, as kept gives them.
+func placed[T any](xs []T, places []int) []T {
+	if len(places) == 0 {
+		return nil
+	}
+	out := make([]T, len(places))
+	for i, p := range places {
+		out[i] = xs[p]
+	}
+	return out
 }
 
 // Labelled are the resources that carry fleet's boxes.fleet label: those
@@ -327,4 +422,5 @@ func (o *Observed) Sort() {
 			return c.Ports[a].HostPort < c.Ports[b].HostPort
 		})
 	}
+	o.index()
 }

@@ -125,17 +125,16 @@ func heldByOtherFleets(in Input) error {
 // observedElsewhere is the first host other than host, in name order, that
 // holds box name; the local engine's name is "", hence found.
 func observedElsewhere(obs map[string]*Observed, fleet, name, host string) (other string, found bool) {
-	hosts := make([]string, 0, len(obs))
-	for h := range obs {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	for _, h := range hosts {
-		if r := obs[h].Of(name); h != host && !r.Empty() && r.HeldBy(fleet) == "" {
-			return h, true
+	// Asked for every box, of every host: no host list sorted each time.
+	for h, o := range obs {
+		if h == host || (found && h > other) || !o.Holds(name) {
+			continue
+		}
+		if r := o.Of(name); !r.Empty() && r.HeldBy(fleet) == "" {
+			other, found = h, true
 		}
 	}
-	return "", false
+	return other, found
 }
 
 func executorHostPort(c Container) int {

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
@@ -39,4 +40,50 @@ func TestPlanLoadsPerShape(t *testing.T) {
 	if loads := compose.Loads() - before; loads > 8 {
 		t.Errorf("a plan of %d boxes of 2 shapes loaded %d compose projects; want at most 8", n, loads)
 	}
+}
+
+// Of gives a box's resources in the lists' order, as a look through them
+// would, from the index Sort makes; a list changed since is looked
+// through, so a resource added after Sort is found.
+func TestOfAfterSort(t *testing.T) {
+	o := emptyObserved()
+	for i := range 30 {
+		observeBox(t, o, testBox(fmt.Sprintf("box%02d", 29-i)), testImage, "running", 0)
+	}
+	o.Sort()
+	lookedThrough := func(name string) reconcile.Resources {
+		var r reconcile.Resources
+		for _, c := range o.Containers {
+			if c.Box == name {
+				r.Containers = append(r.Containers, c)
+			}
+		}
+		for _, v := range o.Volumes {
+			if v.Box == name {
+				r.Volumes = append(r.Volumes, v)
+			}
+		}
+		for _, n := range o.Networks {
+			if n.Box == name {
+				r.Networks = append(r.Networks, n)
+			}
+		}
+		return r
+	}
+	check := func(when string, names ...string) {
+		t.Helper()
+		for _, name := range names {
+			if got, want := o.Of(name), lookedThrough(name); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: Of(%s) = %+v, want %+v", when, name, got, want)
+			}
+		}
+	}
+	check("sorted", "box00", "box17", "box29", "nobox")
+
+	// A container added, and one changed in place, after Sort.
+	o.Containers = append(o.Containers, reconcile.Container{ID: "late", Name: "hbl-box03-extra", Box: "box03", Service: "extra"})
+	o.Containers[0].State = "exited"
+	check("after an append", "box00", "box03", "box29")
+	o.Sort()
+	check("sorted again", "box00", "box03", "box29")
 }
