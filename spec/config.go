@@ -622,9 +622,22 @@ func (p *parser) portClashes(cfg *Config, top map[string]entry) {
 			boxesNode[b.value.Content[i].Value] = b.value.Content[i]
 		}
 	}
-	for i, a := range cfg.Boxes {
-		for _, b := range cfg.Boxes[:i] {
-			if a.Executor.Port == 0 || a.Executor.Port != b.Executor.Port || a.Host != b.Host || !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
+	// Only boxes on one host with one fixed port can clash: each box is
+	// checked against those before it, by host and port.
+	type hostPort struct {
+		host string
+		port int
+	}
+	before := map[hostPort][]Box{}
+	for _, a := range cfg.Boxes {
+		if a.Executor.Port == 0 {
+			continue
+		}
+		key := hostPort{a.Host, a.Executor.Port}
+		earlier := before[key]
+		before[key] = append(earlier, a)
+		for _, b := range earlier {
+			if !bindsOverlap(a.Executor.Bind, b.Executor.Bind) {
 				continue
 			}
 			at := p.at[a.Name]["executor.port"]
