@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // State is the declared run state of a box.
@@ -39,6 +40,19 @@ type Config struct {
 	Hosts map[string]Host
 	// Recipients are age recipients for archives (save); empty means passphrase.
 	Recipients []string
+
+	// names finds a box by its name at once (Box): a plan and an apply ask
+	// for each box's, and a look through every box for each made a fleet
+	// of thousands take seconds.
+	names atomic.Pointer[boxNames]
+}
+
+// boxNames is where each box is in Boxes, the first of a name; made for
+// Boxes of that length and first element (WithPools replaces Boxes).
+type boxNames struct {
+	at    map[string]int
+	n     int
+	first *Box
 }
 
 // Settings are the per-box knobs that defaults: can fill.
@@ -131,6 +145,21 @@ func (h Host) Kind() HostKind { return HostDocker }
 
 // Box returns the declared box with that name.
 func (c *Config) Box(name string) (Box, bool) {
+	ix := c.names.Load()
+	if ix == nil || ix.n != len(c.Boxes) || (ix.n > 0 && ix.first != &c.Boxes[0]) {
+		ix = &boxNames{at: make(map[string]int, len(c.Boxes)), n: len(c.Boxes)}
+		if ix.n > 0 {
+			ix.first = &c.Boxes[0]
+		}
+		for i := len(c.Boxes) - 1; i >= 0; i-- {
+			ix.at[c.Boxes[i].Name] = i
+		}
+		c.names.Store(ix)
+	}
+	if i, ok := ix.at[name]; ok && c.Boxes[i].Name == name {
+		return c.Boxes[i], true
+	}
+	// A box renamed in place since (a test's) is looked for.
 	for _, b := range c.Boxes {
 		if b.Name == name {
 			return b, true
