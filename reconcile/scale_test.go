@@ -87,3 +87,29 @@ func TestOfAfterSort(t *testing.T) {
 	o.Sort()
 	check("sorted again", "box00", "box03", "box29")
 }
+
+// MadeWith is true for the token a box's executor was made with, and for
+// no other; a box whose settings changed since says nothing (its engine
+// must be asked).
+func TestMadeWith(t *testing.T) {
+	b := testBox("scratch-1")
+	o := emptyObserved()
+	observeBox(t, o, b, testImage, "running", 0)
+	o.Sort()
+	in := reconcile.Input{Config: testCfg(b), Image: testImage, Observed: obsMap(o)}
+	r := o.Of(b.Name)
+	if !reconcile.MadeWith(in, b, r, testToken) {
+		t.Errorf("MadeWith(its own token) = false")
+	}
+	if reconcile.MadeWith(in, b, r, "tok-someone-else") {
+		t.Errorf("MadeWith(another token) = true")
+	}
+	if reconcile.MadeWith(in, b, r, "") {
+		t.Errorf("MadeWith(no token) = true")
+	}
+	changed := b
+	changed.Memory = 8 * gib
+	if reconcile.MadeWith(in, changed, r, testToken) {
+		t.Errorf("MadeWith(its token, settings changed) = true")
+	}
+}

@@ -71,7 +71,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	}
 	// Sizing (an exec per container) starts first, to overlap all the rest.
 	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
-	if in.Tokens, err = w.tokens(ctx); err != nil {
+	if in.Tokens, err = w.tokens(ctx, in); err != nil {
 		sizes()
 		return nil, err
 	}
@@ -90,8 +90,9 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 
 // tokens are the tokens of the declared boxes that exist: from
 // .boxes/secrets, or recovered from the box's containers. Another fleet's
-// box is never read: its token is not ours to keep.
-func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
+// box is never read: its token is not ours to keep. in is the plan's
+// input, but for the tokens.
+func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]string, error) {
 	tokens := map[string]string{}
 	for _, b := range w.Config.Boxes {
 		o := w.Observed[b.Host]
@@ -107,7 +108,12 @@ func (w *Workspace) tokens(ctx context.Context) (map[string]string, error) {
 			// directory: the engine's token is the one that counts, and a
 			// token file the engine does not back may be a previous
 			// holder's. Without one the plan says "token", and the
-			// apply mints a new one.
+			// apply mints a new one. A token file the box's executor
+			// was made with (its config hash says so) needs no call.
+			if have, ok, _ := w.Tokens.Get(b.Name); ok && reconcile.MadeWith(in, b, r, have) {
+				tokens[b.Name] = have
+				continue
+			}
 			if token, ok := w.engineToken(ctx, b.Host, r); ok {
 				if have, _, _ := w.Tokens.Get(b.Name); have != token {
 					if err := w.Tokens.Put(b.Name, token); err != nil {
