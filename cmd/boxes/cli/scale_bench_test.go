@@ -169,7 +169,7 @@ func thousands(n int) string {
 func (f *simFleet) planHeap() float64 {
 	f.tb.Helper()
 	before := liveHeap()
-	ws, err := workspace.Open(f.file(), workspace.Options{Connect: f.conn})
+	ws, err := workspace.Open(f.file(), workspace.Options{Connect: f.kinds()})
 	if err != nil {
 		f.tb.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/reconcile"
+	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -65,17 +66,19 @@ func newSimFleet(tb testing.TB, shape simShape, latency map[string]time.Duration
 	tb.Helper()
 	f := &simFleet{tb: tb, shape: shape, latency: latency, dir: tb.TempDir(), host: map[string]string{},
 		settings: map[string]string{}, changed: map[string]string{}}
-	state := &fakeengine.State{Hosts: map[string]*fakeengine.Host{}}
-	state.AddImage("", simImage)
 	for i := range shape.Hosts {
-		h := fmt.Sprintf("h%02d", i)
-		f.hosts = append(f.hosts, h)
-		state.AddImage(h, simImage)
+		f.hosts = append(f.hosts, fmt.Sprintf("h%02d", i))
 	}
-	f.conn = &fakeengine.Connector{State: state, Latency: latency}
-	old := cli.Engines
-	cli.Engines = func() workspace.Connector { return f.conn }
-	tb.Cleanup(func() { cli.Engines = old })
+	f.conn = &fakeengine.Connector{Latency: latency}
+	err := f.conn.Edit(func(s *fakeengine.State) error {
+		for _, h := range append([]string{""}, f.hosts...) {
+			s.AddImage(h, simImage)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	lock := fmt.Sprintf("version: 1\nimage:\n  id: %s\n", simImage)
 	if err := os.WriteFile(filepath.Join(f.dir, "boxes.lock"), []byte(lock), 0o644); err != nil {
 		tb.Fatal(err)
@@ -122,7 +125,7 @@ func (f *simFleet) grow(n int) {
 	// making takes. Then pool boxes leased, in the same workspace (a boxes
 	// lease each would read boxes.yaml each time).
 	ctx := context.Background()
-	ws, err := workspace.Open(f.file(), workspace.Options{Connect: f.conn})
+	ws, err := workspace.Open(f.file(), workspace.Options{Connect: f.kinds()})
 	if err != nil {
 		f.tb.Fatal(err)
 	}
@@ -158,32 +161,40 @@ func (f *simFleet) grow(n int) {
 		}
 	}
 	drift := n / 10
-	for j := range drift {
-		name := candidates[j*len(candidates)/drift]
-		f.drifted = append(f.drifted, name)
-		var err error
-		switch j % 10 {
-		case 0, 1, 2, 3, 4:
-			f.changed[name] = "memory: 3GiB, host: " + f.host[name]
-		case 5, 6, 7, 8:
-			err = f.onHost(name).StopBehind(name)
-		case 9:
-			err = f.onHost(name).Crash(name, "executor", 1)
+	err = f.conn.Edit(func(s *fakeengine.State) error {
+		for j := range drift {
+			name := candidates[j*len(candidates)/drift]
+			f.drifted = append(f.drifted, name)
+			// The fake looks for a box through every container of every
+			// host: it is shown the box's host alone.
+			h := f.host[name]
+			on := &fakeengine.State{Hosts: map[string]*fakeengine.Host{h: s.Hosts[h]}}
+			var err error
+			switch j % 10 {
+			case 0, 1, 2, 3, 4:
+				f.changed[name] = "memory: 3GiB, host: " + h
+			case 5, 6, 7, 8:
+				err = on.StopBehind(name)
+			case 9:
+				err = on.Crash(name, "executor", 1)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			f.tb.Fatal(err)
-		}
+		return nil
+	})
+	if err != nil {
+		f.tb.Fatal(err)
 	}
 	f.write(perPool - f.leased)
 	f.conn.Latency = f.latency
 	f.conn.ResetCalls()
 }
 
-// onHost is the engines' state as seen from box name's host alone: the
-// fake looks for a box on every host, through every container.
-func (f *simFleet) onHost(name string) *fakeengine.State {
-	h := f.host[name]
-	return &fakeengine.State{Hosts: map[string]*fakeengine.Host{h: f.conn.State.Hosts[h]}}
+// kinds reach every host of the fleet through its fake engines.
+func (f *simFleet) kinds() workspace.Kinds {
+	return workspace.Kinds{spec.HostDocker: f.conn}
 }
 
 func (f *simFleet) file() string { return filepath.Join(f.dir, "boxes.yaml") }
@@ -223,7 +234,8 @@ func (f *simFleet) run(args ...string) (time.Duration, string) {
 	f.tb.Helper()
 	var out, errb bytes.Buffer
 	start := time.Now()
-	code := cli.Main(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", f.file()}, args...))
+	fake := cli.Connectors{spec.HostDocker: func() workspace.Connector { return f.conn }}
+	code := cli.MainOn(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", f.file()}, args...), fake)
 	took := time.Since(start)
 	if code != 0 {
 		f.tb.Fatalf("boxes %s: exit %d\n%s\n%s", strings.Join(args, " "), code, tail(out.String()), tail(errb.String()))
