@@ -175,7 +175,7 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resourc
 	if !ok {
 		return row, fmt.Errorf("box %s has no executor container", l.Box)
 	}
-	token, ok := w.engineToken(ctx, p.Host, r)
+	token, _, ok := w.containerToken(ctx, p.Host, r, compose.ExecutorService)
 	if !ok {
 		return row, fmt.Errorf("box %s's token cannot be read from its executor container (gone since it was looked at?)", l.Box)
 	}

@@ -110,12 +110,13 @@ func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]
 			// holder's. Without one the plan says "token", and the
 			// apply mints a new one. A token file the box's executor
 			// was made with (its config hash says so) needs no call.
-			if have, ok, _ := w.Tokens.Get(b.Name); ok && reconcile.MadeWith(in, b, r, have) {
+			have, kept, _ := w.Tokens.Get(b.Name)
+			if kept && reconcile.MadeWith(in, b, r, have) {
 				tokens[b.Name] = have
 				continue
 			}
-			if token, ok := w.engineToken(ctx, b.Host, r); ok {
-				if have, _, _ := w.Tokens.Get(b.Name); have != token {
+			if token, _, ok := w.containerToken(ctx, b.Host, r, compose.ExecutorService); ok {
+				if have != token {
 					if err := w.Tokens.Put(b.Name, token); err != nil {
 						return nil, err
 					}
@@ -138,30 +139,15 @@ func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]
 	return tokens, nil
 }
 
-// engineToken is the token in the environment of box r's executor.
-func (w *Workspace) engineToken(ctx context.Context, host string, r engine.Resources) (string, bool) {
-	c, ok := r.Container(compose.ExecutorService)
-	if !ok {
-		return "", false
-	}
+// containerToken is the token in the environment of the first of box r's
+// containers of services (on host) that carries one, and that container's
+// service.
+func (w *Workspace) containerToken(ctx context.Context, host string, r engine.Resources, services ...string) (token, service string, ok bool) {
 	e, err := w.Engine(ctx, host)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	env, err := e.ContainerEnv(ctx, c.ID)
-	if err != nil {
-		return "", false
-	}
-	token, ok := statedir.TokenFromEnv(env)
-	return token, ok && token != compose.Redacted
-}
-
-func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r engine.Resources) (string, bool) {
-	e, err := w.Engine(ctx, b.Host)
-	if err != nil {
-		return "", false
-	}
-	for _, service := range []string{compose.ExecutorService, compose.AgentService} {
+	for _, service := range services {
 		c, ok := r.Container(service)
 		if !ok {
 			continue
@@ -170,18 +156,26 @@ func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r engine.Resou
 		if err != nil {
 			continue
 		}
-		token, ok := statedir.TokenFromEnv(env)
-		if !ok || token == compose.Redacted {
-			continue
+		if token, ok := statedir.TokenFromEnv(env); ok && token != compose.Redacted {
+			return token, service, true
 		}
-		if err := w.Tokens.Put(b.Name, token); err != nil {
-			w.opts.Warn("recovered the token of %s but could not store it: %v", b.Name, err)
-			return token, true
-		}
-		w.opts.Warn("the token of %s was missing from .boxes/secrets; recovered it from its %s container", b.Name, service)
+	}
+	return "", "", false
+}
+
+// recoverToken is box b's token from its containers, stored again in
+// .boxes/secrets, with a warning that it was missing there.
+func (w *Workspace) recoverToken(ctx context.Context, b spec.Box, r engine.Resources) (string, bool) {
+	token, service, ok := w.containerToken(ctx, b.Host, r, compose.ExecutorService, compose.AgentService)
+	if !ok {
+		return "", false
+	}
+	if err := w.Tokens.Put(b.Name, token); err != nil {
+		w.opts.Warn("recovered the token of %s but could not store it: %v", b.Name, err)
 		return token, true
 	}
-	return "", false
+	w.opts.Warn("the token of %s was missing from .boxes/secrets; recovered it from its %s container", b.Name, service)
+	return token, true
 }
 
 // observeForPlan observes every host. One that cannot be reached fails the
