@@ -52,6 +52,8 @@ hosts:
   d: {docker: "unix:///run/other.sock"}
   e: {context: nexus}
   f: {docker: "tcp://10.0.0.5:2376", tls: /etc/boxes/f}
+  k: {kubernetes: {context: prod, namespace: team-a, kubeconfig: kube/config}}
+  l: {kubernetes: {context: prod, namespace: team-b}}
 `
 	cfg, err := Parse("conf/boxes.yaml", []byte(src))
 	if err != nil {
@@ -63,8 +65,17 @@ hosts:
 	if got := cfg.Hosts["f"].TLS; got != "/etc/boxes/f" {
 		t.Errorf("absolute tls: = %q", got)
 	}
-	if cfg.Hosts["e"].Context != "nexus" || len(cfg.Hosts) != 6 {
+	if cfg.Hosts["e"].Context != "nexus" || len(cfg.Hosts) != 8 {
 		t.Errorf("hosts = %+v", cfg.Hosts)
+	}
+	if k := cfg.Hosts["k"]; k.Kind() != HostKubernetes || *k.Kubernetes != (Kubernetes{Context: "prod", Namespace: "team-a", Kubeconfig: "conf/kube/config"}) {
+		t.Errorf("kubernetes host k = %+v (kind %s), want its kubeconfig beside boxes.yaml", k.Kubernetes, k.Kind())
+	}
+	if l := cfg.Hosts["l"]; l.Kind() != HostKubernetes || l.Kubernetes.Kubeconfig != "" || l.Docker != "" || l.Context != "" {
+		t.Errorf("kubernetes host l = %+v", l)
+	}
+	if a := cfg.Hosts["a"]; a.Kind() != HostDocker {
+		t.Errorf("docker host a is of kind %s", a.Kind())
 	}
 }
 
@@ -121,7 +132,13 @@ func TestParseErrors(t *testing.T) {
 		{"env not scalar", "version: 1\nboxes:\n  a: {env: {X: [1]}}\n", 3, 16, "env X must be a scalar", ""},
 		{"env name", "version: 1\nboxes:\n  a: {env: {1X: y}}\n", 3, 13, "bad environment variable name", ""},
 		{"wrong type", "version: 1\nboxes: [a]\n", 2, 8, "expected a mapping of box names", ""},
-		{"host without engine", "version: 1\nhosts:\n  nexus: {}\n", 3, 3, "exactly one of docker: or context:", ""},
+		{"host without engine", "version: 1\nhosts:\n  nexus: {}\n", 3, 3, "exactly one of docker:, context: or kubernetes:", ""},
+		{"kubernetes and docker", "version: 1\nhosts:\n  k8s: {docker: ssh://me@nexus, kubernetes: {context: prod, namespace: boxes}}\n", 3, 33, "kubernetes: goes without docker:, context: and tls:", "never both"},
+		{"kubernetes no namespace", "version: 1\nhosts:\n  k8s: {kubernetes: {context: prod}}\n", 3, 9, "kubernetes: needs context: and namespace:", "kubectl config get-contexts"},
+		{"kubernetes no context", "version: 1\nhosts:\n  k8s: {kubernetes: {namespace: boxes}}\n", 3, 9, "kubernetes: needs context: and namespace:", ""},
+		{"kubernetes bad namespace", "version: 1\nhosts:\n  k8s: {kubernetes: {context: prod, namespace: Team_A}}\n", 3, 48, `bad namespace "Team_A"`, "lowercase"},
+		{"kubernetes unknown key", "version: 1\nhosts:\n  k8s: {kubernetes: {context: prod, namespace: boxes, cluster: x}}\n", 3, 55, `unknown key "cluster"`, ""},
+		{"kubernetes not a mapping", "version: 1\nhosts:\n  k8s: {kubernetes: prod}\n", 3, 21, "a mapping with context: and namespace:", ""},
 		{"docker no scheme", "version: 1\nhosts:\n  nexus: {docker: nexus:2376}\n", 3, 19, "not an engine address", "ssh://user@host"},
 		{"docker http", "version: 1\nhosts:\n  nexus: {docker: http://nexus}\n", 3, 19, "cannot reach an engine over http://", ""},
 		{"ssh no host", "version: 1\nhosts:\n  nexus: {docker: ssh:///run/d.sock}\n", 3, 19, "names no host", ""},

@@ -150,8 +150,14 @@ func Schema() []byte {
 				"type": "object",
 				"additionalProperties": map[string]any{
 					"type": "object", "additionalProperties": false,
-					"properties": map[string]any{"docker": map[string]any{"type": "string", "pattern": "^(ssh|tcp|unix)://"}, "context": map[string]any{"type": "string"}, "tls": map[string]any{"type": "string"}},
-					"oneOf":      []any{map[string]any{"required": []any{"docker"}}, map[string]any{"required": []any{"context"}}},
+					"properties": map[string]any{
+						"docker": map[string]any{"type": "string", "pattern": "^(ssh|tcp|unix)://"}, "context": map[string]any{"type": "string"}, "tls": map[string]any{"type": "string"},
+						"kubernetes": map[string]any{
+							"type": "object", "additionalProperties": false, "required": []any{"context", "namespace"},
+							"properties": map[string]any{"context": map[string]any{"type": "string"}, "namespace": map[string]any{"type": "string", "pattern": namespacePattern.String()}, "kubeconfig": map[string]any{"type": "string"}},
+						},
+					},
+					"oneOf": []any{map[string]any{"required": []any{"docker"}}, map[string]any{"required": []any{"context"}}, map[string]any{"required": []any{"kubernetes"}}},
 				},
 			},
 			"archive": map[string]any{

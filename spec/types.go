@@ -128,6 +128,20 @@ type Host struct {
 	// TLS is the directory with ca.pem, cert.pem and key.pem for a tcp://
 	// engine, absolute or made relative to boxes.yaml's directory.
 	TLS string
+	// Kubernetes is set for a Kubernetes cluster's namespace (kubernetes:).
+	Kubernetes *Kubernetes
+}
+
+// Kubernetes is where on a cluster a kubernetes: host's boxes live.
+type Kubernetes struct {
+	// Context is the kubeconfig context that reaches the cluster.
+	Context string
+	// Namespace holds the host's boxes; it must exist.
+	Namespace string
+	// Kubeconfig is the kubeconfig file, absolute or made relative to
+	// boxes.yaml's directory; empty follows kubectl's rules (KUBECONFIG,
+	// then ~/.kube/config).
+	Kubeconfig string
 }
 
 // HostKind is the kind of engine a host is: what reaches it, and what a box
@@ -139,9 +153,17 @@ type HostKind string
 // socket).
 const HostDocker HostKind = "docker"
 
-// Kind is the kind of engine h is. Every host boxes.yaml can declare today
-// is a Docker engine.
-func (h Host) Kind() HostKind { return HostDocker }
+// HostKubernetes is a namespace of a Kubernetes cluster (kubernetes:),
+// where a box is an agent-sandbox Sandbox with its executor and gate.
+const HostKubernetes HostKind = "kubernetes"
+
+// Kind is the kind of engine h is.
+func (h Host) Kind() HostKind {
+	if h.Kubernetes != nil {
+		return HostKubernetes
+	}
+	return HostDocker
+}
 
 // Box returns the declared box with that name.
 func (c *Config) Box(name string) (Box, bool) {
