@@ -54,6 +54,10 @@ type faultScenario struct {
 	marked []string
 }
 
+// killBoxes are TestIntegrationRandomKills' boxes, its own so that it runs
+// beside the tests of the shared itBoxes.
+var killBoxes = []string{"it-k-alpha", "it-k-beta", "it-k-gamma"}
+
 // TestIntegrationRandomKills SIGKILLs apply at a random moment of creates,
 // recreates, deletes and mixed plans, then checks that the next plan shows
 // what is left, the next apply converges, the plan after it is empty, the
@@ -62,7 +66,9 @@ type faultScenario struct {
 // creates, recreates and removals, where half-made containers and
 // duplicate networks come from.
 func TestIntegrationRandomKills(t *testing.T) {
-	image, image2 := startWithItBoxes(t)
+	image, image2 := startIntegration(t)
+	removeBoxes(killBoxes...)
+	t.Cleanup(func() { removeBoxes(killBoxes...) })
 	trials := killTrials(t)
 	began := time.Now()
 	bin := buildBoxes(t)
@@ -96,40 +102,40 @@ func TestIntegrationRandomKills(t *testing.T) {
 		{
 			name: "create",
 			setup: func(t *testing.T, dir string) {
-				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha", "it-beta", "it-gamma"))
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-k-alpha", "it-k-beta", "it-k-gamma"))
 				lock(t, dir, image)
 			},
-			declared: []string{"it-alpha", "it-beta", "it-gamma"},
+			declared: []string{"it-k-alpha", "it-k-beta", "it-k-gamma"},
 		},
 		{
 			name: "recreate",
 			setup: func(t *testing.T, dir string) {
-				up(t, dir, image, "it-alpha", "it-beta")
+				up(t, dir, image, "it-k-alpha", "it-k-beta")
 				lock(t, dir, image2)
 			},
-			declared: []string{"it-alpha", "it-beta"},
-			marked:   []string{"it-alpha", "it-beta"},
+			declared: []string{"it-k-alpha", "it-k-beta"},
+			marked:   []string{"it-k-alpha", "it-k-beta"},
 		},
 		{
 			name: "delete",
 			setup: func(t *testing.T, dir string) {
-				up(t, dir, image, "it-alpha", "it-beta", "it-gamma")
-				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha"))
+				up(t, dir, image, "it-k-alpha", "it-k-beta", "it-k-gamma")
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-k-alpha"))
 			},
-			declared: []string{"it-alpha"},
-			marked:   []string{"it-alpha"},
-			deleted:  []string{"it-beta", "it-gamma"},
+			declared: []string{"it-k-alpha"},
+			marked:   []string{"it-k-alpha"},
+			deleted:  []string{"it-k-beta", "it-k-gamma"},
 		},
 		{
 			name: "mixed",
 			setup: func(t *testing.T, dir string) {
-				up(t, dir, image, "it-alpha", "it-beta")
-				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-alpha", "it-gamma"))
+				up(t, dir, image, "it-k-alpha", "it-k-beta")
+				writeFile(t, filepath.Join(dir, "boxes.yaml"), yaml("it-k-alpha", "it-k-gamma"))
 				lock(t, dir, image2)
 			},
-			declared: []string{"it-alpha", "it-gamma"},
-			marked:   []string{"it-alpha"},
-			deleted:  []string{"it-beta"},
+			declared: []string{"it-k-alpha", "it-k-gamma"},
+			marked:   []string{"it-k-alpha"},
+			deleted:  []string{"it-k-beta"},
 		},
 	}
 
@@ -147,7 +153,7 @@ func TestIntegrationRandomKills(t *testing.T) {
 	for i := 0; i < trials; i++ {
 		sc := scenarios[i%len(scenarios)]
 		t.Run(fmt.Sprintf("%02d-%s", i, sc.name), func(t *testing.T) {
-			removeTestBoxes()
+			removeBoxes(killBoxes...)
 			dir := t.TempDir()
 			if _, ok := took[sc.name]; !ok {
 				sc.setup(t, dir)
@@ -157,7 +163,7 @@ func TestIntegrationRandomKills(t *testing.T) {
 				}
 				took[sc.name] = time.Since(start)
 				t.Logf("%s apply takes %s", sc.name, took[sc.name].Round(time.Millisecond))
-				removeTestBoxes()
+				removeBoxes(killBoxes...)
 				dir = t.TempDir()
 			}
 			sc.setup(t, dir)
