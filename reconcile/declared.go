@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/internal/par"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
 )
@@ -50,24 +51,24 @@ func NewPlan(in Input) (*Plan, error) {
 	}
 	fleet := in.Config.Fleet
 
-	for _, b := range in.Config.Boxes {
+	planned, err := planEach(in.Config.Boxes, func(b spec.Box) (BoxPlan, bool, error) {
 		if !in.targeted(b.Name) {
-			continue
+			return BoxPlan{}, false, nil
 		}
 		if other, found := observedElsewhere(in.Observed, fleet, b.Name, b.Host); found {
 			bp, err := planMove(in, b, other)
-			if err != nil {
-				return nil, err
-			}
-			p.Boxes = append(p.Boxes, bp)
-			continue
+			return bp, true, err
 		}
 		bp, err := planDeclared(in, b)
 		if err != nil {
-			return nil, fmt.Errorf("planning %s: %w", b.Name, err)
+			return bp, true, fmt.Errorf("planning %s: %w", b.Name, err)
 		}
-		p.Boxes = append(p.Boxes, bp)
+		return bp, true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	p.Boxes = append(p.Boxes, planned...)
 
 	for _, d := range deletions(in) {
 		p.Boxes = append(p.Boxes, planDelete(in, d.host, d.name, d.r))
@@ -377,4 +378,31 @@ func crashReason(c Container) (Reason, bool) {
 		return Reason{}, false
 	}
 	return r, true
+}
+
+// planEach plans each box of boxes with one, in parallel (a box's plan
+// reads the input and writes nothing shared). The plans keep the boxes'
+// order; of the boxes that fail, the first's error is returned, as a loop
+// would.
+func planEach(boxes []spec.Box, one func(spec.Box) (BoxPlan, bool, error)) ([]BoxPlan, error) {
+	type result struct {
+		bp  BoxPlan
+		ok  bool
+		err error
+	}
+	results := make([]result, len(boxes))
+	par.Each(len(boxes), func(i int) {
+		r := &results[i]
+		r.bp, r.ok, r.err = one(boxes[i])
+	})
+	var out []BoxPlan
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.ok {
+			out = append(out, r.bp)
+		}
+	}
+	return out, nil
 }

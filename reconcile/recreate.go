@@ -19,10 +19,7 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 	if in.Replace[b.Name] {
 		reasons = append(reasons, Reason{Kind: "replace"})
 	}
-	want, err := wantedHashes(in, b, hostPort)
-	if err != nil {
-		return nil, err
-	}
+	want := wantedHashes(in, b, hostPort)
 	if !want.token() {
 		reasons = append(reasons, Reason{Kind: "token"})
 	}
@@ -53,47 +50,78 @@ func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason,
 		}
 		reasons = serviceReasons(reasons, in, b, r, service, want, haveNetwork, named)
 	}
+	if want.err != nil {
+		return nil, want.err
+	}
 	return volumeReasons(reasons, in, b, r)
 }
 
-// hashes are the config hashes a box's containers should have, by service:
-// none without the box's token; auto, when set, as hashed before Docker
-// chose a port: auto executor's port.
+// hashes are the config hashes a box's containers may have, by service:
+// none without the box's token. A container made with port: auto was hashed
+// before Docker chose its port (port 0), one remade with its port kept was
+// hashed with it: each candidate port's hashes are computed only when a
+// container's hash did not match the ones before, so that a plan of boxes
+// that did not change hashes each box once.
 type hashes struct {
-	want, auto map[string]string
+	in    Input
+	box   spec.Box
+	tok   string
+	known bool
+	// ports are the candidate ports, the likelier first; got their hashes
+	// once computed.
+	ports []int
+	got   []map[string]string
+	err   error
 }
 
 // token reports whether the box's token was known, and so its hashes.
-func (h hashes) token() bool { return h.want != nil }
+func (h *hashes) token() bool { return h.known }
 
 // matches reports whether hash is what service's container should have.
-func (h hashes) matches(service, hash string) bool {
-	return hash == h.want[service] || (h.auto != nil && hash == h.auto[service])
-}
-
-func wantedHashes(in Input, b spec.Box, hostPort int) (hashes, error) {
-	token, ok := in.Tokens[b.Name]
-	if !ok {
-		return hashes{}, nil
-	}
-	var h hashes
-	var err error
-	if h.want, err = desiredHashes(in, b, token, hostPort); err != nil {
-		return hashes{}, err
-	}
-	// A container made with port: auto was hashed before Docker chose its port.
-	if b.Executor.Port == 0 && hostPort != 0 {
-		if h.auto, err = desiredHashes(in, b, token, 0); err != nil {
-			return hashes{}, err
+// An error computing a candidate is kept in h.err and matches nothing.
+func (h *hashes) matches(service, hash string) bool {
+	for i := range h.ports {
+		if h.got[i] == nil && h.err == nil {
+			h.got[i], h.err = h.compute(i)
+		}
+		if h.got[i] != nil && hash == h.got[i][service] {
+			return true
 		}
 	}
-	return h, nil
+	return false
+}
+
+// compute is the hashes of candidate i.
+func (h *hashes) compute(i int) (map[string]string, error) {
+	return desiredHashes(h.in, h.box, h.tok, h.ports[i])
+}
+
+// now is the hash service's container would have if made now (with the
+// port it has).
+func (h *hashes) now(service string) string {
+	i := len(h.ports) - 1
+	if h.got[i] == nil && h.err == nil {
+		h.got[i], h.err = h.compute(i)
+	}
+	return h.got[i][service]
+}
+
+func wantedHashes(in Input, b spec.Box, hostPort int) *hashes {
+	token, ok := in.Tokens[b.Name]
+	h := &hashes{in: in, box: b, tok: token, known: ok, ports: []int{hostPort}}
+	if b.Executor.Port == 0 && hostPort != 0 {
+		// Most containers of a port: auto box were made by compose, which
+		// hashes them before the engine chooses the port.
+		h.ports = []int{0, hostPort}
+	}
+	h.got = make([]map[string]string, len(h.ports))
+	return h
 }
 
 // serviceReasons adds why service's container of box b (resources r) must
 // be replaced; named are the settings fields already named, which cpus and
 // memory, shaping both containers, would otherwise name twice.
-func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service string, h hashes, haveNetwork bool, named map[string]bool) []Reason {
+func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service string, h *hashes, haveNetwork bool, named map[string]bool) []Reason {
 	var cs []Container
 	for _, c := range r.Containers {
 		if c.Service == service {
@@ -146,7 +174,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 		// A box that gets its gate is remade for that: its one reason.
 		return reasons
 	}
-	return configReasons(reasons, in, b, service, c, h.want[service], named)
+	return configReasons(reasons, in, b, service, c, h.now(service), named)
 }
 
 // configReasons adds the settings that changed in service's container c,

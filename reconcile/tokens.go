@@ -22,6 +22,6 @@ func MadeWith(in Input, b spec.Box, r Resources, token string) bool {
 		hostPort = executorHostPort(c)
 	}
 	in.Tokens = map[string]string{b.Name: token}
-	h, err := wantedHashes(in, b, hostPort)
-	return err == nil && h.token() && h.matches(compose.ExecutorService, c.ConfigHash)
+	h := wantedHashes(in, b, hostPort)
+	return h.token() && h.matches(compose.ExecutorService, c.ConfigHash) && h.err == nil
 }

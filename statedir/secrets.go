@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/hermes-box/boxes/internal/par"
 )
 
 // Exposure is a secret file or directory that others than its owner can reach.
@@ -38,19 +40,29 @@ func (t Tokens) Exposed() ([]Exposure, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A fleet's directory holds thousands: their modes are read in parallel.
+	files := make([]fs.DirEntry, 0, len(entries))
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
+		if e.Type().IsRegular() {
+			files = append(files, e)
 		}
-		fi, err := e.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return nil, err
+	}
+	modes := make([]fs.FileMode, len(files))
+	errs := make([]error, len(files))
+	par.Each(len(files), func(i int) {
+		fi, err := files[i].Info()
+		if err == nil {
+			modes[i] = fi.Mode().Perm()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			errs[i] = err
 		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			out = append(out, Exposure{Path: filepath.Join(t.Dir, e.Name()), Mode: fi.Mode().Perm(), Want: 0o600})
+	})
+	for i, e := range files {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if modes[i]&0o077 != 0 {
+			out = append(out, Exposure{Path: filepath.Join(t.Dir, e.Name()), Mode: modes[i], Want: 0o600})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

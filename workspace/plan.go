@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/internal/par"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -93,16 +95,39 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 // box is never read: its token is not ours to keep. in is the plan's
 // input, but for the tokens.
 func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]string, error) {
-	tokens := map[string]string{}
-	for _, b := range w.Config.Boxes {
+	// The token files, and whether a pool box's executor was made with
+	// its file's token, read in parallel: a fleet's plan reads thousands.
+	type stored struct {
+		exists, kept, made bool
+		token              string
+		err                error
+		r                  engine.Resources
+	}
+	boxes := w.Config.Boxes
+	files := make([]stored, len(boxes))
+	par.Each(len(boxes), func(i int) {
+		b, f := boxes[i], &files[i]
 		o := w.Observed[b.Host]
 		if o == nil {
+			return
+		}
+		f.r = o.Of(b.Name)
+		if f.r.Empty() || f.r.HeldBy(w.Config.Fleet) != "" {
+			return
+		}
+		f.exists = true
+		f.token, f.kept, f.err = w.Tokens.Get(b.Name)
+		if b.Pool != "" {
+			f.made = f.kept && reconcile.MadeWith(in, b, f.r, f.token)
+		}
+	})
+	tokens := map[string]string{}
+	for i, b := range boxes {
+		f := files[i]
+		if !f.exists {
 			continue
 		}
-		r := o.Of(b.Name)
-		if r.Empty() || r.HeldBy(w.Config.Fleet) != "" {
-			continue
-		}
+		r := f.r
 		if b.Pool != "" {
 			// A pool box may have been reset from another working
 			// directory: the engine's token is the one that counts, and a
@@ -110,13 +135,12 @@ func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]
 			// holder's. Without one the plan says "token", and the
 			// apply mints a new one. A token file the box's executor
 			// was made with (its config hash says so) needs no call.
-			have, kept, _ := w.Tokens.Get(b.Name)
-			if kept && reconcile.MadeWith(in, b, r, have) {
-				tokens[b.Name] = have
+			if f.made {
+				tokens[b.Name] = f.token
 				continue
 			}
 			if token, _, ok := w.containerToken(ctx, b.Host, r, compose.ExecutorService); ok {
-				if have != token {
+				if f.token != token {
 					if err := w.Tokens.Put(b.Name, token); err != nil {
 						return nil, err
 					}
@@ -125,7 +149,7 @@ func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]
 			}
 			continue
 		}
-		token, ok, err := w.Tokens.Get(b.Name)
+		token, ok, err := f.token, f.kept, f.err
 		if err != nil {
 			return nil, err
 		}
