@@ -1,5 +1,5 @@
 // Package apply carries out a plan made by package reconcile, box by box
-// through one narrow Engine interface: creates, recreates with their put
+// through one narrow engine interface (engine.Lifecycle): creates, recreates with their put
 // back, starts, stops and deletes, the image brought to the hosts that lack
 // it, and moves of a box with its data between hosts. It is the one
 // executor of every change: apply's plans and the one-box plans of load,
@@ -24,15 +24,6 @@ import (
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
 )
-
-// Engine is the part of the engine contract the applier uses.
-type Engine = engine.Lifecycle
-
-// ErrUnreachable is the contract's: an engine that could not be reached.
-var ErrUnreachable = engine.ErrUnreachable
-
-// Previous is a box's containers as they were before a recreate.
-type Previous = engine.Previous
 
 // Progress receives live per-box progress; it must be safe for concurrent use.
 type Progress interface {
@@ -75,7 +66,7 @@ var ErrUndeclared = hint.New("box not declared", "declare it under boxes: in box
 // Applier carries out plans.
 type Applier struct {
 	Config      *spec.Config
-	Engines     map[string]Engine // by host name
+	Engines     map[string]engine.Lifecycle // by host name
 	Tokens      statedir.Tokens
 	Parallelism int
 	Progress    Progress
@@ -346,7 +337,7 @@ func (a *Applier) applyBox(ctx context.Context, image string, bp reconcile.BoxPl
 
 // up creates, recreates or starts box bp on engine, seeds a new one from
 // its archive, and starts it when its state says so.
-func (a *Applier) up(ctx context.Context, eng Engine, image string, bp reconcile.BoxPlan) error {
+func (a *Applier) up(ctx context.Context, eng engine.Lifecycle, image string, bp reconcile.BoxPlan) error {
 	box, ok := a.Config.Box(bp.Name)
 	if !ok {
 		return fmt.Errorf("%s is not declared in boxes.yaml: %w", bp.Name, ErrUndeclared)
@@ -380,7 +371,7 @@ func (a *Applier) up(ctx context.Context, eng Engine, image string, bp reconcile
 	if p, ok := seeder.(Preparer); ok {
 		p.Prepare(ctx, bp.Host, bp.Name, source, image)
 	}
-	var prev Previous
+	var prev engine.Previous
 	switch bp.Action {
 	case reconcile.Create:
 		if err := a.create(ctx, eng, bp, project); err != nil {
@@ -447,7 +438,7 @@ func (a *Applier) seederOf(bp reconcile.BoxPlan) (Seeder, error) {
 // stop stops box bp, thawed first: a box stopped quiesced would wait for a
 // resume when it next starts. Should the thaw fail, the record stays and
 // the start after thaws it.
-func (a *Applier) stop(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) stop(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan) error {
 	if err := a.thaw(ctx, bp); err != nil {
 		a.Progress.Step(bp.Name, err.Error()+"; the next start resumes it")
 	}
@@ -458,7 +449,7 @@ func (a *Applier) stop(ctx context.Context, eng Engine, bp reconcile.BoxPlan) er
 // start starts the box, waits for its executor, finishes a seeded box's
 // restore, waits for the agent's hb init, and stops the box again when it
 // is declared stopped.
-func (a *Applier) start(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, token string, seeder Seeder, state spec.State) error {
+func (a *Applier) start(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, project *types.Project, token string, seeder Seeder, state spec.State) error {
 	seed := seeder != nil
 	a.Progress.Step(bp.Name, "starting")
 	if err := eng.Start(ctx, project); err != nil {

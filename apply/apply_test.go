@@ -111,7 +111,7 @@ func (f *fakeEngine) step(box, step string) error {
 	}
 	f.mu.Unlock()
 	if raced {
-		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name): %w", box, apply.ErrRaced)
+		return fmt.Errorf("Error response from daemon: network hbl-%s_default is ambiguous (2 matches found on name): %w", box, engine.ErrRaced)
 	}
 	if f.fail[box] == step {
 		return fmt.Errorf("%s failed", step)
@@ -177,7 +177,7 @@ func (f *fakeEngine) WaitInit(_ context.Context, box string) error {
 	}
 	return nil
 }
-func (f *fakeEngine) Previous(_ context.Context, box string) (apply.Previous, error) {
+func (f *fakeEngine) Previous(_ context.Context, box string) (engine.Previous, error) {
 	if err := f.step(box, "record"); err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func newApplier(t *testing.T, boxes ...spec.Box) (*apply.Applier, *journal, *fak
 	j := &journal{}
 	tokens := statedir.TokensBeside(cfg.Path)
 	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}, images: map[string]string{}}
-	return &apply.Applier{Config: cfg, Engines: map[string]apply.Engine{"": e}, Tokens: tokens,
+	return &apply.Applier{Config: cfg, Engines: map[string]engine.Lifecycle{"": e}, Tokens: tokens,
 		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e
 }
 

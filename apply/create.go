@@ -17,7 +17,7 @@ import (
 
 // create makes box bp's network, volumes and containers from project. A
 // refused create of a box that had nothing before it is undone.
-func (a *Applier) create(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project) error {
+func (a *Applier) create(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, project *types.Project) error {
 	undoable := a.nothingYet(ctx, eng, bp)
 	a.Progress.Step(bp.Name, "creating network, volumes and containers")
 	err := eng.Create(ctx, project, false)
@@ -33,7 +33,7 @@ func (a *Applier) create(ctx context.Context, eng Engine, bp reconcile.BoxPlan, 
 // recreate replaces box bp's containers with project's, volumes kept, once
 // what an interrupted apply left is cleared; it returns the containers as
 // they were, for putBack. A refused create puts them back at once.
-func (a *Applier) recreate(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, token string) (Previous, error) {
+func (a *Applier) recreate(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, project *types.Project, token string) (engine.Previous, error) {
 	if err := a.clearStrays(ctx, eng, bp); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (a *Applier) recreate(ctx context.Context, eng Engine, bp reconcile.BoxPlan
 // own name back: first, since compose names its own replacement of a
 // container from the container's, and the previous containers are put back
 // under the names recorded next.
-func (a *Applier) clearStrays(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) clearStrays(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan) error {
 	for _, c := range bp.Strays {
 		a.Progress.Step(bp.Name, "removing container "+c.Name+" (left by an interrupted apply)")
 		if err := eng.RemoveContainer(ctx, c.ID); err != nil {
@@ -93,16 +93,13 @@ func (a *Applier) clearStrays(ctx context.Context, eng Engine, bp reconcile.BoxP
 	return nil
 }
 
-// ErrRaced is the contract's: a late request of an interrupted apply.
-var ErrRaced = engine.ErrRaced
-
-func raced(err error) bool { return errors.Is(err, ErrRaced) }
+func raced(err error) bool { return errors.Is(err, engine.ErrRaced) }
 
 // remake undoes what such a late request made, once, and makes the box's
 // containers again: a second network of the box's name goes, with every
 // container of the box not running, as the plan does for a duplicate it
 // sees.
-func (a *Applier) remake(ctx context.Context, eng Engine, bp reconcile.BoxPlan, project *types.Project, cause error) error {
+func (a *Applier) remake(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, project *types.Project, cause error) error {
 	o, err := eng.Observe(ctx)
 	if err != nil {
 		return fmt.Errorf("%w; observing the box again: %v", cause, err)
@@ -138,7 +135,7 @@ func firstLine(err error) string {
 // lock: what the create makes is then all the box has, and the create can
 // be undone. A create over what is there (the volumes of a restore cut
 // short, or a box a load made since the plan) never is.
-func (a *Applier) nothingYet(ctx context.Context, eng Engine, bp reconcile.BoxPlan) bool {
+func (a *Applier) nothingYet(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan) bool {
 	if !reconcile.HasKind(bp.Reasons, "new") {
 		return false
 	}
@@ -158,8 +155,8 @@ func (a *Applier) nothingYet(ctx context.Context, eng Engine, bp reconcile.BoxPl
 // the next plan shows the box as never made rather than a half-made box to
 // explain. Cut short (interrupted, the engine gone), it is left: the next
 // plan shows it and the next apply finishes it.
-func (a *Applier) createFailed(ctx context.Context, eng Engine, bp reconcile.BoxPlan, cause error) error {
-	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
+func (a *Applier) createFailed(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, cause error) error {
+	if ctx.Err() != nil || errors.Is(cause, engine.ErrUnreachable) {
 		return cause
 	}
 	o, err := eng.Observe(ctx)
@@ -208,12 +205,12 @@ func (e *CreateError) Unwrap() error { return e.Err }
 // is removed (the resources labelled with the box and this fleet: the plan
 // saw none but a restore's own), with the restore record and the token,
 // and the error says why.
-func (a *Applier) restoreFailed(ctx context.Context, eng Engine, bp reconcile.BoxPlan, cause error) error {
+func (a *Applier) restoreFailed(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, cause error) error {
 	err := fmt.Errorf("restoring from %s: %w", a.shown(bp.Restore), cause)
 	if bp.From != "" {
 		err = fmt.Errorf("seeding from %s: %w", reconcile.FromText(bp.From), cause)
 	}
-	if ctx.Err() != nil || errors.Is(cause, ErrUnreachable) {
+	if ctx.Err() != nil || errors.Is(cause, engine.ErrUnreachable) {
 		return err
 	}
 	o, oerr := eng.Observe(ctx)
@@ -273,7 +270,7 @@ func (e *ForkError) Hint() string {
 
 // putBack puts a recreated box whose new containers failed back on its
 // previous ones, and checks that those are ready again.
-func (a *Applier) putBack(ctx context.Context, eng Engine, bp reconcile.BoxPlan, prev Previous, token string, cause error) error {
+func (a *Applier) putBack(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan, prev engine.Previous, token string, cause error) error {
 	if ctx.Err() != nil {
 		// Interrupted, not failed: the next plan shows what is left.
 		return cause

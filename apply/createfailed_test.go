@@ -156,10 +156,10 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 		}
 	})
 	t.Run("interrupted", func(t *testing.T) {
-		a, j, _ := newMakingApplier(t, apply.ErrUnreachable, testBox("alpha"))
+		a, j, _ := newMakingApplier(t, engine.ErrUnreachable, testBox("alpha"))
 		err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
 			{Name: "alpha", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}}}})
-		if !errors.Is(err, apply.ErrUnreachable) {
+		if !errors.Is(err, engine.ErrUnreachable) {
 			t.Errorf("err = %v", err)
 		}
 		if got := j.of("alpha"); len(got) != 2 {

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
 
 // delete removes exactly the resources the plan listed (see remove), then
 // the box's restore record and token.
-func (a *Applier) delete(ctx context.Context, eng Engine, bp reconcile.BoxPlan) error {
+func (a *Applier) delete(ctx context.Context, eng engine.Lifecycle, bp reconcile.BoxPlan) error {
 	d := bp.Delete
 	if d == nil {
 		return errors.New("delete without a list of resources")
@@ -27,7 +28,7 @@ func (a *Applier) delete(ctx context.Context, eng Engine, bp reconcile.BoxPlan) 
 
 // remove removes exactly the resources of box that d lists: containers
 // first, then the network, then the volumes.
-func (a *Applier) remove(ctx context.Context, eng Engine, box string, d *reconcile.Deletion) error {
+func (a *Applier) remove(ctx context.Context, eng engine.Lifecycle, box string, d *reconcile.Deletion) error {
 	for _, c := range d.Containers {
 		a.Progress.Step(box, "removing container "+c.Name)
 		if err := eng.RemoveContainer(ctx, c.ID); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/apply"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -63,7 +64,7 @@ func streamApplier(t *testing.T, c *fakeCarrier) (*apply.Applier, *reconcile.Pla
 		p.Boxes = append(p.Boxes, reconcile.BoxPlan{Name: b.Name, Host: b.Host, Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}})
 	}
 	a := &apply.Applier{Config: cfg, Tokens: tokens, Parallelism: 4, Progress: quietProgress{j}, Images: c,
-		Engines: map[string]apply.Engine{"": hostEngine{"", j}, "far": hostEngine{"far", j}, "near": hostEngine{"near", j}}}
+		Engines: map[string]engine.Lifecycle{"": hostEngine{"", j}, "far": hostEngine{"far", j}, "near": hostEngine{"near", j}}}
 	return a, p, j
 }
 

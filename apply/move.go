@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -124,7 +125,7 @@ func (a *Applier) move(ctx context.Context, image string, bp reconcile.BoxPlan) 
 // moveSave is a move's first stage: record the move (a save cut short
 // before leaves a key that encrypted nothing published: it goes), stop the
 // box on its old host and save its /data to the recorded archive.
-func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from Engine, moves statedir.Moves, rec statedir.MoveRecord, found bool, abs func(string) string) (statedir.MoveRecord, error) {
+func (a *Applier) moveSave(ctx context.Context, bp reconcile.BoxPlan, from engine.Lifecycle, moves statedir.Moves, rec statedir.MoveRecord, found bool, abs func(string) string) (statedir.MoveRecord, error) {
 	m := bp.Move
 	step := func(msg string) { a.Progress.Step(bp.Name, msg) }
 	if found && !rec.Saved && rec.Key != "" {
@@ -251,7 +252,7 @@ func (a *Applier) moveIn(ctx context.Context, image string, bp reconcile.BoxPlan
 
 // removeDeletion removes exactly the listed resources of one copy of a box:
 // containers, then networks, then volumes. The token stays: it is the box's.
-func removeDeletion(ctx context.Context, e Engine, d *reconcile.Deletion, step func(string)) error {
+func removeDeletion(ctx context.Context, e engine.Lifecycle, d *reconcile.Deletion, step func(string)) error {
 	if d == nil {
 		return nil
 	}

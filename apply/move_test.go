@@ -74,7 +74,7 @@ func (e hostEngine) WaitInit(_ context.Context, box string) error {
 	e.add(box, "init")
 	return nil
 }
-func (e hostEngine) Previous(context.Context, string) (apply.Previous, error) { return nil, nil }
+func (e hostEngine) Previous(context.Context, string) (engine.Previous, error) { return nil, nil }
 func (e hostEngine) WaitReady(_ context.Context, box, token string) (string, error) {
 	if token != testToken {
 		return "", fmt.Errorf("token %q, want the box's own", token)
@@ -147,7 +147,7 @@ func moveApplier(t *testing.T, m *fakeMover) (*apply.Applier, *journal) {
 	}
 	m.j = &journal{}
 	a := &apply.Applier{Config: cfg, Tokens: tokens, Parallelism: 1, Progress: quietProgress{m.j}, Mover: m, Images: m,
-		Engines: map[string]apply.Engine{"": hostEngine{"", m.j}, "far": hostEngine{"far", m.j}}}
+		Engines: map[string]engine.Lifecycle{"": hostEngine{"", m.j}, "far": hostEngine{"far", m.j}}}
 	return a, m.j
 }
 

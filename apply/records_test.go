@@ -28,7 +28,7 @@ type failingSeeder struct{ fakeSeeder }
 
 // failingSeeder's restore is cut short: the engine went away mid-copy.
 func (failingSeeder) Seed(context.Context, string, string, string) error {
-	return fmt.Errorf("engine gone: %w", apply.ErrUnreachable)
+	return fmt.Errorf("engine gone: %w", engine.ErrUnreachable)
 }
 
 // refusingSeeder's restore is refused by the engine.

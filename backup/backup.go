@@ -1,6 +1,6 @@
 // Package backup saves a box's /data to an archive and restores one into a
 // new box (load, and boxes created with restore:), over a narrow engine
-// interface. Archives themselves are package archive's.
+// interface (engine.Inside). Archives themselves are package archive's.
 package backup
 
 import (
@@ -10,9 +10,6 @@ import (
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 )
-
-// Engine is the part of the engine contract saves, restores and moves use.
-type Engine = engine.Inside
 
 // Reserve is the free space a restore leaves on the engine's disk: it is
 // refused before it starts when the archive's data would not fit above it.
@@ -36,5 +33,5 @@ var ErrNoArchive = hint.New("no such archive", "boxes save writes archives under
 // restores and moves.
 type Hosts interface {
 	// BoxEngine is host's engine.
-	BoxEngine(ctx context.Context, host string) (Engine, error)
+	BoxEngine(ctx context.Context, host string) (engine.Inside, error)
 }

@@ -282,9 +282,9 @@ func TestSaveResumesTheBoxWhenCancelled(t *testing.T) {
 }
 
 // oneHost is every host's engine e.
-type oneHost struct{ e Engine }
+type oneHost struct{ e engine.Inside }
 
-func (h oneHost) BoxEngine(context.Context, string) (Engine, error) { return h.e, nil }
+func (h oneHost) BoxEngine(context.Context, string) (engine.Inside, error) { return h.e, nil }
 
 // The wait for hb init is a progress step of the box, not a line of its
 // own that would break the live display.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/statedir"
 )
@@ -69,7 +70,7 @@ func (f *Frozen) Thaw() {
 // instead: hb quiesce stops its users' processes and syncs /data, and hb
 // resume is the thaw. Root's processes keep running then, which a freeze
 // would have held too.
-func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
+func (z Freeze) Hold(ctx context.Context, e engine.Inside) (*Frozen, error) {
 	if z.Step == nil {
 		z.Step = func(string) {}
 	}
@@ -143,7 +144,7 @@ func (z Freeze) Hold(ctx context.Context, e Engine) (*Frozen, error) {
 
 // release ends what Hold did to container id: the engine's pause, or hb's
 // quiesce on an engine that cannot freeze.
-func release(ctx context.Context, e Engine, id string) error {
+func release(ctx context.Context, e engine.Inside, id string) error {
 	if !e.Capabilities().Freeze {
 		return hb.Resume(ctx, e, id)
 	}

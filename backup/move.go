@@ -139,7 +139,7 @@ func (m *Mover) Save(ctx context.Context, host, box, file, key string) (int64, e
 	return saved.Summary.Bytes, err
 }
 
-func (m *Mover) agent(ctx context.Context, host, box string) (Engine, string, error) {
+func (m *Mover) agent(ctx context.Context, host, box string) (engine.Inside, string, error) {
 	e, err := m.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return nil, "", err

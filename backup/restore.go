@@ -13,6 +13,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -26,13 +27,13 @@ import (
 // box comes up quiesced (hb init waits) instead of running on part of the
 // archive. maxBytes, when not zero, bounds the data restored (the size a
 // check of the whole archive found).
-func Restore(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) error {
+func Restore(ctx context.Context, e engine.Inside, id, file string, identities []age.Identity, maxBytes int64) error {
 	_, err := restoreData(ctx, e, id, file, identities, maxBytes)
 	return err
 }
 
 // restoreData is Restore that returns what it streamed, for checkRestored.
-func restoreData(ctx context.Context, e Engine, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
+func restoreData(ctx context.Context, e engine.Inside, id, file string, identities []age.Identity, maxBytes int64) (*archive.Contents, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func restoreData(ctx context.Context, e Engine, id, file string, identities []ag
 // entry the engine dropped, fails it. It lists /data inside the box, one
 // exec, instead of reading the data back through the engine: the content
 // was checked against the archive's hashes as it streamed.
-func checkRestored(ctx context.Context, e Engine, id string, contents *archive.Contents) error {
+func checkRestored(ctx context.Context, e engine.Inside, id string, contents *archive.Contents) error {
 	pr, pw := io.Pipe()
 	checked := make(chan error, 1)
 	go func() {

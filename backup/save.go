@@ -63,7 +63,7 @@ type Saved struct {
 // apply, thaw it (see Thaw). The archive is written to a hidden .partial
 // file beside Out, locked while the save runs, so that the next save or ls
 // removes it if the save dies (RemoveLeftovers).
-func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
+func (s Save) Run(ctx context.Context, e engine.Inside) (Saved, error) {
 	if s.Step == nil {
 		s.Step = func(string) {}
 	}
@@ -122,7 +122,7 @@ func (s Save) Run(ctx context.Context, e Engine) (Saved, error) {
 // s.Identity. The box is thawed as soon as its data has been read, while
 // the archive is finished, synced and its read-back completed; capture
 // returns once both are done.
-func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.File) (archive.Summary, error) {
+func (s Save) capture(ctx context.Context, e engine.Inside, m archive.Manifest, f *os.File) (archive.Summary, error) {
 	id := s.Agent.ID
 	// The archive's encryption starts at once, beside the steps before the
 	// stream: a passphrase's key derivation takes most of a second, which
@@ -203,7 +203,7 @@ func (s Save) capture(ctx context.Context, e Engine, m archive.Manifest, f *os.F
 }
 
 // thaw unpauses and resumes the agent container id.
-func thaw(ctx context.Context, e Engine, id string) error {
+func thaw(ctx context.Context, e engine.Inside, id string) error {
 	var uerr error
 	if e.Capabilities().Freeze {
 		uerr = e.Unpause(ctx, id)
@@ -216,7 +216,7 @@ func thaw(ctx context.Context, e Engine, id string) error {
 // paused, quiesced (its processes stopped, hb's marker written). It does
 // nothing unless configPath's freeze record of box is there and no save
 // holds it; the record is removed once the box is thawed.
-func Thaw(ctx context.Context, configPath string, e Engine, box string) error {
+func Thaw(ctx context.Context, configPath string, e engine.Inside, box string) error {
 	held, rec, err := statedir.TakeStaleFreeze(configPath, box)
 	if err != nil || held == nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/reconcile"
 )
@@ -63,7 +64,7 @@ func (s *Seeder) Path(archive string) string {
 	return filepath.Join(s.Dir, archive)
 }
 
-func (s *Seeder) agent(ctx context.Context, host, box string) (Engine, string, error) {
+func (s *Seeder) agent(ctx context.Context, host, box string) (engine.Inside, string, error) {
 	e, err := s.Hosts.BoxEngine(ctx, host)
 	if err != nil {
 		return nil, "", err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 )
 
@@ -14,7 +15,7 @@ import (
 // each file counted once: at least the total of its regular files. It gives
 // up after DataSizeTimeout: a save without the measure still runs, its
 // archive records no size bound.
-func DataSize(ctx context.Context, e Engine, id string) (int64, error) {
+func DataSize(ctx context.Context, e engine.Inside, id string) (int64, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, DataSizeTimeout, fmt.Errorf("du took over %s", DataSizeTimeout))
 	defer cancel()
 	var out, errb strings.Builder

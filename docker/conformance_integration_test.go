@@ -16,9 +16,9 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/conformance"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // TestIntegrationConformance runs the engine contract's suite
@@ -47,7 +47,7 @@ func TestIntegrationConformance(t *testing.T) {
 	socket := engineSocket(t)
 
 	conformance.Run(t, conformance.Harness{
-		Engine: func(t *testing.T) workspace.Engine { return connect(t, spec.Host{}) },
+		Engine: func(t *testing.T) engine.Engine { return connect(t, spec.Host{}) },
 		Image:  image,
 		StopBehind: func(t *testing.T, box string) {
 			var names []string
@@ -59,7 +59,7 @@ func TestIntegrationConformance(t *testing.T) {
 		RemoveBehind: func(t *testing.T, box, service string) {
 			dockerCLI(t, "rm", "-f", compose.ContainerName(box, service))
 		},
-		Gone: func(t *testing.T) (workspace.Engine, func()) {
+		Gone: func(t *testing.T) (engine.Engine, func()) {
 			p := startProxy(t, socket)
 			return connect(t, spec.Host{Name: "proxied", Docker: "unix://" + p.path}), p.close
 		},

@@ -3,26 +3,26 @@ package docker
 import (
 	"testing"
 
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/engine"
 )
 
 func TestReach(t *testing.T) {
 	cases := []struct {
 		endpoint, bind, how, url, onHost string
 	}{
-		{"ssh://root@10.0.0.5/run/x.sock", "0.0.0.0", workspace.ReachDirect, "http://10.0.0.5:4800", "127.0.0.1:4800"},
-		{"ssh://root@nexus", "", workspace.ReachDirect, "http://nexus:4800", "127.0.0.1:4800"},
-		{"ssh://root@nexus", "10.0.0.5", workspace.ReachDirect, "http://nexus:4800", "10.0.0.5:4800"},
+		{"ssh://root@10.0.0.5/run/x.sock", "0.0.0.0", engine.ReachDirect, "http://10.0.0.5:4800", "127.0.0.1:4800"},
+		{"ssh://root@nexus", "", engine.ReachDirect, "http://nexus:4800", "127.0.0.1:4800"},
+		{"ssh://root@nexus", "10.0.0.5", engine.ReachDirect, "http://nexus:4800", "10.0.0.5:4800"},
 		// The remote's loopback is not this machine's: no URL, a forward.
-		{"ssh://root@nexus:2222", "127.0.0.1", workspace.ReachSSHForward, "", "127.0.0.1:4800"},
-		{"ssh://root@nexus", "::1", workspace.ReachSSHForward, "", "[::1]:4800"},
-		{"tcp://10.0.0.5:2376", "0.0.0.0", workspace.ReachDirect, "http://10.0.0.5:4800", "127.0.0.1:4800"},
-		{"tcp://[fd00::5]:2376", "::", workspace.ReachDirect, "http://[fd00::5]:4800", "[::1]:4800"},
+		{"ssh://root@nexus:2222", "127.0.0.1", engine.ReachSSHForward, "", "127.0.0.1:4800"},
+		{"ssh://root@nexus", "::1", engine.ReachSSHForward, "", "[::1]:4800"},
+		{"tcp://10.0.0.5:2376", "0.0.0.0", engine.ReachDirect, "http://10.0.0.5:4800", "127.0.0.1:4800"},
+		{"tcp://[fd00::5]:2376", "::", engine.ReachDirect, "http://[fd00::5]:4800", "[::1]:4800"},
 		// Over tcp:// there is no ssh to forward a port over.
-		{"tcp://[fd00::5]:2376", "::1", workspace.ReachHostOnly, "", "[::1]:4800"},
-		{"tcp://10.0.0.5:2376", "127.0.0.1", workspace.ReachHostOnly, "", "127.0.0.1:4800"},
-		{"unix:///var/run/docker.sock", "0.0.0.0", workspace.ReachDirect, "http://127.0.0.1:4800", "127.0.0.1:4800"},
-		{"unix:///var/run/docker.sock", "127.0.0.1", workspace.ReachDirect, "http://127.0.0.1:4800", "127.0.0.1:4800"},
+		{"tcp://[fd00::5]:2376", "::1", engine.ReachHostOnly, "", "[::1]:4800"},
+		{"tcp://10.0.0.5:2376", "127.0.0.1", engine.ReachHostOnly, "", "127.0.0.1:4800"},
+		{"unix:///var/run/docker.sock", "0.0.0.0", engine.ReachDirect, "http://127.0.0.1:4800", "127.0.0.1:4800"},
+		{"unix:///var/run/docker.sock", "127.0.0.1", engine.ReachDirect, "http://127.0.0.1:4800", "127.0.0.1:4800"},
 	}
 	for _, tc := range cases {
 		e := &Engine{Host: "h", Endpoint: Endpoint{Host: "h", URL: tc.endpoint}}

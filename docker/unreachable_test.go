@@ -14,7 +14,6 @@ import (
 
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 func TestUnreachable(t *testing.T) {
@@ -89,7 +88,7 @@ func TestCallsOnAnEngineGone(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"Observe": func() error { _, err := e.Observe(ctx); return err },
 		"Exec": func() error {
-			_, err := e.Exec(ctx, "0123456789abcdef", workspace.ExecOptions{Cmd: []string{"true"}})
+			_, err := e.Exec(ctx, "0123456789abcdef", engine.ExecOptions{Cmd: []string{"true"}})
 			return err
 		},
 		"CopyFrom":        func() error { _, err := e.CopyFrom(ctx, "0123456789abcdef", "/data"); return err },

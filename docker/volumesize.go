@@ -13,7 +13,6 @@ import (
 
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // sizeTimeout bounds how long a plan waits for the sizes of the volumes it
@@ -28,7 +27,7 @@ const sizeTimeout = 5 * time.Second
 // sizeTimeout (a huge volume), the size hb's healthcheck last reported
 // stands in (see healthSize). A volume no running container mounts (a
 // stopped box) is reported unread, with the reason.
-func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []string) map[string]engine.VolumeSize {
 	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 	defer cancel()
 	type where struct{ id, dir string }
@@ -43,8 +42,8 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 			}
 		}
 	}
-	out := make(map[string]reconcile.VolumeSize, len(volumes))
-	results := make([]reconcile.VolumeSize, len(volumes))
+	out := make(map[string]engine.VolumeSize, len(volumes))
+	results := make([]engine.VolumeSize, len(volumes))
 	g := errgroup.Group{}
 	g.SetLimit(8)
 	for i, v := range volumes {
@@ -52,7 +51,7 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 		switch {
 		case ok:
 			g.Go(func() error {
-				var reported reconcile.VolumeSize
+				var reported engine.VolumeSize
 				ok := false
 				if at.dir == hb.Data {
 					reported, ok = e.healthSize(ctx, at.id)
@@ -64,9 +63,9 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 				return nil
 			})
 		case stopped[v]:
-			results[i] = reconcile.VolumeSize{Unread: "the box is not running"}
+			results[i] = engine.VolumeSize{Unread: "the box is not running"}
 		default:
-			results[i] = reconcile.VolumeSize{Unread: "no container mounts it"}
+			results[i] = engine.VolumeSize{Unread: "no container mounts it"}
 		}
 	}
 	_ = g.Wait() // each result carries its own failure
@@ -77,28 +76,28 @@ func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []
 }
 
 // du is the disk usage of dir in container id, in bytes.
-func (e *Engine) du(ctx context.Context, id, dir string) reconcile.VolumeSize {
+func (e *Engine) du(ctx context.Context, id, dir string) engine.VolumeSize {
 	var stdout, stderr bytes.Buffer
 	// -x stays on the volume; -k is the one unit every du prints.
 	code, err := e.Exec(ctx, id, engine.ExecOptions{Cmd: []string{"du", "-sxk", dir}, User: "0", Stdout: &stdout, Stderr: &stderr})
 	if ctx.Err() != nil {
-		return reconcile.VolumeSize{Unread: fmt.Sprintf("du took longer than %s", sizeTimeout)}
+		return engine.VolumeSize{Unread: fmt.Sprintf("du took longer than %s", sizeTimeout)}
 	}
 	if err != nil {
-		return reconcile.VolumeSize{Unread: err.Error()}
+		return engine.VolumeSize{Unread: err.Error()}
 	}
 	// du exits 1 when it cannot read a file, and still prints the total.
 	fields := strings.Fields(stdout.String())
 	if len(fields) > 0 {
 		if kib, perr := strconv.ParseInt(fields[0], 10, 64); perr == nil {
-			return reconcile.VolumeSize{Bytes: kib * 1024}
+			return engine.VolumeSize{Bytes: kib * 1024}
 		}
 	}
 	msg := strings.TrimSpace(stderr.String())
 	if msg == "" {
 		msg = fmt.Sprintf("du exited %d", code)
 	}
-	return reconcile.VolumeSize{Unread: msg}
+	return engine.VolumeSize{Unread: msg}
 }
 
 // healthSizeAge is how old a size in the healthcheck's log may be: hb
@@ -107,15 +106,15 @@ const healthSizeAge = 15 * time.Minute
 
 // healthSize is the size of /data that hb health last printed in container
 // id ("hb-size: KIB EPOCH"), if it printed one lately.
-func (e *Engine) healthSize(ctx context.Context, id string) (reconcile.VolumeSize, bool) {
+func (e *Engine) healthSize(ctx context.Context, id string) (engine.VolumeSize, bool) {
 	info, err := e.api.ContainerInspect(ctx, id)
 	if err != nil || info.State == nil || info.State.Health == nil {
-		return reconcile.VolumeSize{}, false
+		return engine.VolumeSize{}, false
 	}
 	return parseHealthSize(info.State.Health.Log, time.Now())
 }
 
-func parseHealthSize(log []*container.HealthcheckResult, now time.Time) (reconcile.VolumeSize, bool) {
+func parseHealthSize(log []*container.HealthcheckResult, now time.Time) (engine.VolumeSize, bool) {
 	for i := len(log) - 1; i >= 0; i-- {
 		if log[i] == nil {
 			continue
@@ -128,12 +127,12 @@ func parseHealthSize(log []*container.HealthcheckResult, now time.Time) (reconci
 			kib, err1 := strconv.ParseInt(f[0], 10, 64)
 			at, err2 := strconv.ParseInt(f[1], 10, 64)
 			if err1 != nil || err2 != nil || kib < 0 || now.Sub(time.Unix(at, 0)) > healthSizeAge {
-				return reconcile.VolumeSize{}, false
+				return engine.VolumeSize{}, false
 			}
-			return reconcile.VolumeSize{Bytes: kib * 1024}, true
+			return engine.VolumeSize{Bytes: kib * 1024}, true
 		}
 	}
-	return reconcile.VolumeSize{}, false
+	return engine.VolumeSize{}, false
 }
 
 // healthSizePrefix starts the line of hb health that carries the size.

@@ -66,7 +66,7 @@ type Box struct {
 // Probes are doctor's ways into the box; nil fields take the real ones.
 type Probes struct {
 	// Runner runs hb doctor in the agent container.
-	Runner hb.Runner
+	Runner engine.Runner
 	// Initialize is the MCP handshake (mcp.Initialize by default).
 	Initialize func(ctx context.Context, url, token string) error
 	// Runtime reads the OCI runtime a container runs under; nil leaves

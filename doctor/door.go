@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
-	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Door is what doctor needs to check a box's network door from inside its
@@ -29,7 +29,7 @@ type Door struct {
 // closes, as its labels say, with the machine's now: one it leaves open
 // (the machine gained it after the gate was made) is an error until apply
 // remakes the gate; a gate that does not say is unknown, not closed.
-func checkMachine(rep *Report, gate reconcile.Container, d Door) {
+func checkMachine(rep *Report, gate engine.Container, d Door) {
 	const name = "gate closes the machine"
 	open, _, known := compose.MachineClosed(gate.Labels, d.Machine)
 	switch {
@@ -84,7 +84,7 @@ func doorProbes(d Door) string {
 }
 
 // checkDoor runs the probes in the agent container id and reads them.
-func checkDoor(ctx context.Context, r hb.Runner, id string, d Door) []hb.Check {
+func checkDoor(ctx context.Context, r engine.Runner, id string, d Door) []hb.Check {
 	var out, errb bytes.Buffer
 	code, err := r.Run(ctx, id, hb.AgentUser, []string{"sh", "-c", doorProbes(d)}, &out, &errb)
 	if err != nil || code != 0 {

@@ -36,18 +36,15 @@ const (
 	AgentService = compose.AgentService
 )
 
-// Runner runs a command in a running container (engine.Runner).
-type Runner = engine.Runner
-
 // run runs hb ARGS as user and returns what it printed.
-func run(ctx context.Context, r Runner, id, user string, args ...string) (stdout []byte, stderr string, code int, err error) {
+func run(ctx context.Context, r engine.Runner, id, user string, args ...string) (stdout []byte, stderr string, code int, err error) {
 	var out, errb bytes.Buffer
 	code, err = r.Run(ctx, id, user, append([]string{Path}, args...), &out, &errb)
 	return out.Bytes(), strings.TrimSpace(errb.String()), code, err
 }
 
 // root runs hb ARGS as root; a non-zero exit is an error.
-func root(ctx context.Context, r Runner, id string, args ...string) error {
+func root(ctx context.Context, r engine.Runner, id string, args ...string) error {
 	_, stderr, code, err := run(ctx, r, id, "root", args...)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("hb %s exited %d: %s", strings.Join(args, " "), code, stderr)
@@ -56,10 +53,12 @@ func root(ctx context.Context, r Runner, id string, args ...string) error {
 }
 
 // Quiesce freezes the box's agent processes and writes the marker.
-func Quiesce(ctx context.Context, r Runner, id string) error { return root(ctx, r, id, "quiesce") }
+func Quiesce(ctx context.Context, r engine.Runner, id string) error {
+	return root(ctx, r, id, "quiesce")
+}
 
 // Resume removes the marker and thaws the box's processes.
-func Resume(ctx context.Context, r Runner, id string) error { return root(ctx, r, id, "resume") }
+func Resume(ctx context.Context, r engine.Runner, id string) error { return root(ctx, r, id, "resume") }
 
 // ErrNotReady is returned when hb init has not finished in time.
 var ErrNotReady = errors.New("hb init has not finished")
@@ -93,7 +92,7 @@ type Wait struct {
 
 // WaitInit returns once hb init has laid out the box's /data (hb health
 // agent passes): right after a create, init may still be running.
-func WaitInit(ctx context.Context, r Runner, box, id string, w Wait) error {
+func WaitInit(ctx context.Context, r engine.Runner, box, id string, w Wait) error {
 	if w.Poll == 0 {
 		w.Poll = 200 * time.Millisecond
 	}
@@ -134,7 +133,7 @@ type Check struct {
 // Doctor runs hb doctor --json as the agent user and returns its checks. A
 // report that cannot be had, or whose exit code disagrees with it, is one
 // failed check.
-func Doctor(ctx context.Context, r Runner, id string) []Check {
+func Doctor(ctx context.Context, r engine.Runner, id string) []Check {
 	fail := func(format string, args ...any) []Check {
 		return []Check{{Where: "box", Name: "hb doctor", Severity: "error", Detail: fmt.Sprintf(format, args...)}}
 	}

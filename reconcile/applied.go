@@ -20,18 +20,18 @@ import (
 // The config hashes are those of cfg's boxes built at path, so that a plan of
 // another config at the same path and with the same token differs from them
 // exactly where compose would recreate. A nil cfg is an empty fleet.
-func Applied(cfg *spec.Config, image, token, path string) (map[string]*Observed, error) {
-	out := map[string]*Observed{"": {Host: "", Images: map[string]bool{}}}
+func Applied(cfg *spec.Config, image, token, path string) (map[string]*engine.Observed, error) {
+	out := map[string]*engine.Observed{"": {Host: "", Images: map[string]bool{}}}
 	if cfg == nil {
 		return out, nil
 	}
 	for name := range cfg.Hosts {
-		out[name] = &Observed{Host: name, Images: map[string]bool{}}
+		out[name] = &engine.Observed{Host: name, Images: map[string]bool{}}
 	}
 	for _, b := range cfg.Boxes {
 		o := out[b.Host]
 		if o == nil {
-			o = &Observed{Host: b.Host, Images: map[string]bool{}}
+			o = &engine.Observed{Host: b.Host, Images: map[string]bool{}}
 			out[b.Host] = o
 		}
 		if err := appliedBox(o, cfg.Fleet, b, image, token, path); err != nil {
@@ -52,7 +52,7 @@ func health(s engine.State) engine.Health {
 	return engine.NoHealth
 }
 
-func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string) error {
+func appliedBox(o *engine.Observed, fleet string, b spec.Box, image, token, path string) error {
 	project, err := compose.Project(compose.Input{
 		Box:        b,
 		Image:      image,
@@ -88,13 +88,13 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		}
 		labels["com.docker.compose.config-hash"] = hashes[s]
 		name := compose.ContainerName(b.Name, s)
-		var ports []Port
+		var ports []engine.Port
 		if s == compose.ExecutorService && state == engine.Running {
 			// A port: auto is whatever Docker chose: 0 stands for it, as the
 			// hashes above were made with it.
-			ports = []Port{{HostIP: b.Executor.Bind, HostPort: b.Executor.Port, ContainerPort: compose.ExecutorPort}}
+			ports = []engine.Port{{HostIP: b.Executor.Bind, HostPort: b.Executor.Port, ContainerPort: compose.ExecutorPort}}
 		}
-		o.Containers = append(o.Containers, Container{
+		o.Containers = append(o.Containers, engine.Container{
 			Fleet:      fleet,
 			Networks:   compose.ServiceNetworks(b.Name, s),
 			Ports:      ports,
@@ -110,7 +110,7 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		})
 	}
 	for key, v := range project.Volumes {
-		o.Volumes = append(o.Volumes, Volume{Fleet: fleet, Name: compose.VolumeName(b.Name, key), Box: b.Name, Labels: copyLabels(v.Labels), Size: -1})
+		o.Volumes = append(o.Volumes, engine.Volume{Fleet: fleet, Name: compose.VolumeName(b.Name, key), Box: b.Name, Labels: copyLabels(v.Labels), Size: -1})
 	}
 	for key, n := range project.Networks {
 		name := compose.NetworkName(b.Name)
@@ -121,7 +121,7 @@ func appliedBox(o *Observed, fleet string, b spec.Box, image, token, path string
 		default:
 			return fmt.Errorf("box %s: unexpected network %s in its project", b.Name, key)
 		}
-		o.Networks = append(o.Networks, Network{Fleet: fleet, Name: name, Box: b.Name, Labels: copyLabels(n.Labels)})
+		o.Networks = append(o.Networks, engine.Network{Fleet: fleet, Name: name, Box: b.Name, Labels: copyLabels(n.Labels)})
 	}
 	return nil
 }

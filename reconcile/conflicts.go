@@ -8,15 +8,18 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
 // DeletionOf is the delete of box name's resources r on host, as a plan
 // would make it: the applier removes with it what a failed create or
 // restore made.
-func DeletionOf(host, name string, r Resources) BoxPlan { return planDelete(Input{}, host, name, r) }
+func DeletionOf(host, name string, r engine.Resources) BoxPlan {
+	return planDelete(Input{}, host, name, r)
+}
 
-func planDelete(in Input, host, name string, r Resources) BoxPlan {
+func planDelete(in Input, host, name string, r engine.Resources) BoxPlan {
 	d := &Deletion{Backup: in.Backups[name], Containers: []NamedID{}, Networks: []NamedID{}, Volumes: []DeletedVolume{}}
 	for _, c := range r.Containers {
 		d.Containers = append(d.Containers, NamedID{Name: c.Name, ID: c.ID})
@@ -79,7 +82,7 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return ErrUnmanagedConflict }
 
-func observedAnywhere(obs map[string]*Observed, fleet, name string) bool {
+func observedAnywhere(obs map[string]*engine.Observed, fleet, name string) bool {
 	for _, o := range obs {
 		if r := o.Of(name); r.Owned(fleet) && r.HeldBy(fleet) == "" {
 			return true
@@ -124,7 +127,7 @@ func heldByOtherFleets(in Input) error {
 
 // observedElsewhere is the first host other than host, in name order, that
 // holds box name; the local engine's name is "", hence found.
-func observedElsewhere(obs map[string]*Observed, fleet, name, host string) (other string, found bool) {
+func observedElsewhere(obs map[string]*engine.Observed, fleet, name, host string) (other string, found bool) {
 	// Asked for every box, of every host: no host list sorted each time.
 	for h, o := range obs {
 		if h == host || (found && h > other) || !o.Holds(name) {
@@ -137,7 +140,7 @@ func observedElsewhere(obs map[string]*Observed, fleet, name, host string) (othe
 	return other, found
 }
 
-func executorHostPort(c Container) int {
+func executorHostPort(c engine.Container) int {
 	if p, ok := c.Published(compose.ExecutorPort); ok {
 		return p.HostPort
 	}
@@ -145,7 +148,7 @@ func executorHostPort(c Container) int {
 	return port
 }
 
-func hasVolume(r Resources, name string) bool {
+func hasVolume(r engine.Resources, name string) bool {
 	for _, v := range r.Volumes {
 		if v.Name == name {
 			return true

@@ -122,7 +122,7 @@ func imageReachable(in Input, hosts map[string]bool) error {
 
 type deletion struct {
 	host, name string
-	r          Resources
+	r          engine.Resources
 }
 
 // deletions are the boxes a plan deletes: undeclared, targeted, and carrying
@@ -161,7 +161,7 @@ func deletions(in Input) []deletion {
 
 func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	bp := BoxPlan{Name: b.Name, Host: b.Host, State: b.State}
-	var r Resources
+	var r engine.Resources
 	if o := in.Observed[b.Host]; o != nil {
 		r = o.Of(b.Name)
 	}
@@ -238,7 +238,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 // the same archive (or box). With no container yet (the cut came before
 // compose made them) that is a create over the volumes already there; with
 // containers, a recreate.
-func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring statedir.Restoring) (BoxPlan, error) {
+func planUnfinished(in Input, b spec.Box, r engine.Resources, bp BoxPlan, restoring statedir.Restoring) (BoxPlan, error) {
 	seedFrom(restoring, &bp)
 	if bp.From != "" {
 		if err := forkSource(in, b.Host, bp.From); err != nil {
@@ -263,7 +263,7 @@ func planUnfinished(in Input, b spec.Box, r Resources, bp BoxPlan, restoring sta
 // planState plans box b, whose containers are as declared, into its
 // declared state: started, stopped, or left alone. A frozen box (a save
 // died with it paused) is started or stopped with that said.
-func planState(b spec.Box, r Resources, bp BoxPlan, frozen bool) BoxPlan {
+func planState(b spec.Box, r engine.Resources, bp BoxPlan, frozen bool) BoxPlan {
 	switch {
 	case b.State == spec.Running:
 		reasons := startReasons(r)
@@ -289,7 +289,7 @@ func planState(b spec.Box, r Resources, bp BoxPlan, frozen bool) BoxPlan {
 
 // strays are the containers of a box to remove before recreating it: those
 // an interrupted recreate left beside the ones with their service's name.
-func strays(box string, r Resources, reasons []Reason) []NamedID {
+func strays(box string, r engine.Resources, reasons []Reason) []NamedID {
 	if !HasKind(reasons, "duplicate") {
 		return nil
 	}
@@ -317,7 +317,7 @@ func withoutKind(rs []Reason, kind string) []Reason {
 // was cut short before it started them, or paused. A box whose agent is
 // stopped is a box stopped; a container stopped beside an agent that runs
 // (a gate killed) is named, for it alone is started.
-func startReasons(r Resources) []Reason {
+func startReasons(r engine.Resources) []Reason {
 	var reasons []Reason
 	for _, service := range compose.Services {
 		c, _ := r.Container(service)
@@ -336,7 +336,7 @@ func startReasons(r Resources) []Reason {
 	return reasons
 }
 
-func anyRunning(r Resources) bool {
+func anyRunning(r engine.Resources) bool {
 	for _, c := range r.Containers {
 		if c.State.Alive() {
 			return true
@@ -347,7 +347,7 @@ func anyRunning(r Resources) bool {
 
 // Troubled reports whether a container is restarting or exited with a code
 // that a stop does not give, so that observing reads its restart count.
-func Troubled(c Container) bool {
+func Troubled(c engine.Container) bool {
 	return c.State == engine.Restarting || (c.State == engine.Exited && !stopExit(c.ExitCode))
 }
 
@@ -361,7 +361,7 @@ func stopExit(code int) bool {
 
 // crashReason is the reason a container of a box declared running must be
 // replaced because it crashed, if it did.
-func crashReason(c Container) (Reason, bool) {
+func crashReason(c engine.Container) (Reason, bool) {
 	r := Reason{Service: c.Service, ExitCode: c.ExitCode, Restarts: c.Restarts}
 	switch {
 	case c.OOMKilled:

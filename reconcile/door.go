@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -14,7 +15,7 @@ import (
 // doorReason says a box made before the network door gets it: its agent is
 // still on the network with a route out and it has no gate. The gate and the
 // inside network are made, and the agent and executor remade on them.
-func doorReason(b spec.Box, r Resources) (Reason, bool) {
+func doorReason(b spec.Box, r engine.Resources) (Reason, bool) {
 	agent, ok := r.Container(compose.AgentService)
 	if !ok {
 		return Reason{}, false
@@ -30,7 +31,7 @@ func doorReason(b spec.Box, r Resources) (Reason, bool) {
 
 // credentialReasons name the credentials whose values on this machine differ
 // from those gate c was made with (by digest: the values are never shown).
-func credentialReasons(in Input, b spec.Box, c Container) []Reason {
+func credentialReasons(in Input, b spec.Box, c engine.Container) []Reason {
 	have := map[string]string{}
 	_ = json.Unmarshal([]byte(c.Labels[compose.CredentialsLabel]), &have) // unreadable: every value reads as changed
 	var out []Reason
@@ -47,7 +48,7 @@ func credentialReasons(in Input, b spec.Box, c Container) []Reason {
 // leaves open (the machine gained them after the gate was made) and those
 // it closes that the machine no longer has, against the machine's now. A
 // gate that does not record them has none: what it closes is not known.
-func machineReasons(in Input, b spec.Box, c Container) []Reason {
+func machineReasons(in Input, b spec.Box, c engine.Container) []Reason {
 	open, gone, _ := compose.MachineClosed(c.Labels, in.Doors[b.Name].Closed)
 	var out []Reason
 	if len(open) > 0 {

@@ -28,7 +28,7 @@ func destinations(t *testing.T, ss ...string) []spec.Destination {
 }
 
 // planOne plans b against o and returns b's plan, which must be the only one.
-func planOne(t *testing.T, b spec.Box, o *reconcile.Observed, doors map[string]compose.Door) (*reconcile.Plan, reconcile.BoxPlan) {
+func planOne(t *testing.T, b spec.Box, o *engine.Observed, doors map[string]compose.Door) (*reconcile.Plan, reconcile.BoxPlan) {
 	t.Helper()
 	p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(b), Image: testImage, Observed: obsMap(o),
 		Tokens: map[string]string{b.Name: testToken}, Doors: doors})
@@ -53,11 +53,11 @@ func reasonTexts(bp reconcile.BoxPlan) []string {
 // agent and an executor, both on the box's one network, no gate and no
 // inside network. Their config hashes are of that older project, not of
 // today's.
-func observeOldLayout(o *reconcile.Observed, b spec.Box, state string) {
+func observeOldLayout(o *engine.Observed, b spec.Box, state string) {
 	for _, svc := range []string{compose.AgentService, compose.ExecutorService} {
 		labels := compose.Labels(b.Name)
 		labels[compose.SettingsLabel] = compose.SettingsJSON(b, svc)
-		c := reconcile.Container{
+		c := engine.Container{
 			ID:         "id-" + b.Name + "-" + svc,
 			Name:       compose.ContainerName(b.Name, svc),
 			Box:        b.Name,
@@ -68,17 +68,17 @@ func observeOldLayout(o *reconcile.Observed, b spec.Box, state string) {
 			ConfigHash: "hash-before-the-door-" + svc,
 			Labels:     labels,
 			Networks:   []string{compose.NetworkName(b.Name)},
-			Mounts:     []reconcile.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}},
+			Mounts:     []engine.Mount{{Volume: compose.VolumeName(b.Name, volumeOf(svc)), Destination: "/data"}},
 		}
 		if svc == compose.ExecutorService && state == "running" {
-			c.Ports = []reconcile.Port{{HostIP: "127.0.0.1", HostPort: autoPort, ContainerPort: compose.ExecutorPort}}
+			c.Ports = []engine.Port{{HostIP: "127.0.0.1", HostPort: autoPort, ContainerPort: compose.ExecutorPort}}
 		}
 		o.Containers = append(o.Containers, c)
 	}
 	for _, v := range []string{compose.AgentVolume, compose.ExecutorVolume} {
-		o.Volumes = append(o.Volumes, reconcile.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: testFleet, Labels: compose.Labels(b.Name), Size: -1})
+		o.Volumes = append(o.Volumes, engine.Volume{Name: compose.VolumeName(b.Name, v), Box: b.Name, Fleet: testFleet, Labels: compose.Labels(b.Name), Size: -1})
 	}
-	o.Networks = append(o.Networks, reconcile.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: testFleet, Labels: compose.Labels(b.Name)})
+	o.Networks = append(o.Networks, engine.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: testFleet, Labels: compose.Labels(b.Name)})
 }
 
 // A box made before the network door gets it on the next plan: one
@@ -145,8 +145,8 @@ func TestPlanDoorForABoxMadeBefore(t *testing.T) {
 	})
 }
 
-func without(cs []reconcile.Container, service string) []reconcile.Container {
-	var out []reconcile.Container
+func without(cs []engine.Container, service string) []engine.Container {
+	var out []engine.Container
 	for _, c := range cs {
 		if c.Service != service {
 			out = append(out, c)
@@ -186,7 +186,7 @@ func TestPlanEgressChangeIsGateOnly(t *testing.T) {
 
 // observeWithDoor is observeBox for a box whose gate was made with door d:
 // its config hash and its credentials label are d's.
-func observeWithDoor(t *testing.T, o *reconcile.Observed, b spec.Box, d compose.Door) {
+func observeWithDoor(t *testing.T, o *engine.Observed, b spec.Box, d compose.Door) {
 	t.Helper()
 	observeBox(t, o, b, testImage, "running", 0)
 	p, err := compose.Project(compose.Input{Box: b, Image: testImage, Token: testToken,

@@ -14,7 +14,7 @@ import (
 )
 
 // edit changes box name's container of service in o.
-func edit(o *reconcile.Observed, name, service string, f func(*reconcile.Container)) {
+func edit(o *engine.Observed, name, service string, f func(*engine.Container)) {
 	for i := range o.Containers {
 		if o.Containers[i].Box == name && o.Containers[i].Service == service {
 			f(&o.Containers[i])
@@ -37,30 +37,30 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		}
 	}
 	add("crashloop", "running", func() {
-		edit(o, "crashloop", compose.AgentService, func(c *reconcile.Container) {
+		edit(o, "crashloop", compose.AgentService, func(c *engine.Container) {
 			c.State, c.ExitCode, c.Restarts, c.Ports = "restarting", 127, 14, nil
 		})
 	})
 	// A loop observed in the instant the container runs between two restarts.
 	add("looprunning", "running", func() {
-		edit(o, "looprunning", compose.AgentService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Restarts = "restarting", 0, 3 })
+		edit(o, "looprunning", compose.AgentService, func(c *engine.Container) { c.State, c.ExitCode, c.Restarts = "restarting", 0, 3 })
 	})
 	add("crashed", "running", func() {
-		edit(o, "crashed", compose.AgentService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Restarts = "exited", 1, 0 })
+		edit(o, "crashed", compose.AgentService, func(c *engine.Container) { c.State, c.ExitCode, c.Restarts = "exited", 1, 0 })
 	})
 	add("oom", "running", func() {
-		edit(o, "oom", compose.AgentService, func(c *reconcile.Container) {
+		edit(o, "oom", compose.AgentService, func(c *engine.Container) {
 			c.State, c.ExitCode, c.OOMKilled, c.Restarts = "restarting", 137, true, 3
 		})
 	})
 	add("toolong", "running", func() {
-		edit(o, "toolong", compose.AgentService, func(c *reconcile.Container) {
+		edit(o, "toolong", compose.AgentService, func(c *engine.Container) {
 			c.State, c.ExitCode, c.Restarts = "restarting", 127, 1
 			c.Error = "exec /usr/bin/tini: argument list too long"
 		})
 	})
 	add("nonet", "running", func() {
-		var keep []reconcile.Network
+		var keep []engine.Network
 		for _, n := range o.Networks {
 			if n.Box != "nonet" {
 				keep = append(keep, n)
@@ -69,11 +69,11 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		o.Networks = keep
 	})
 	add("unplugged", "running", func() {
-		edit(o, "unplugged", compose.ExecutorService, func(c *reconcile.Container) { c.Networks = nil })
+		edit(o, "unplugged", compose.ExecutorService, func(c *engine.Container) { c.Networks = nil })
 	})
 	add("elsewhere", "running", func() {
-		edit(o, "elsewhere", compose.ExecutorService, func(c *reconcile.Container) {
-			c.Ports = []reconcile.Port{{HostIP: "0.0.0.0", HostPort: 4799, ContainerPort: compose.ExecutorPort}, {HostIP: "::", HostPort: 4799, ContainerPort: compose.ExecutorPort}}
+		edit(o, "elsewhere", compose.ExecutorService, func(c *engine.Container) {
+			c.Ports = []engine.Port{{HostIP: "0.0.0.0", HostPort: 4799, ContainerPort: compose.ExecutorPort}, {HostIP: "::", HostPort: 4799, ContainerPort: compose.ExecutorPort}}
 		})
 	})
 	fixed := testBox("fixedport")
@@ -81,7 +81,7 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 	boxes = append(boxes, fixed)
 	observeBox(t, o, fixed, testImage, "running", 4801)
 	add("noscratch", "running", func() {
-		var keep []reconcile.Volume
+		var keep []engine.Volume
 		for _, v := range o.Volumes {
 			if v.Name != compose.VolumeName("noscratch", compose.ExecutorVolume) {
 				keep = append(keep, v)
@@ -90,32 +90,32 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		o.Volumes = keep
 	})
 	add("paused", "running", func() {
-		edit(o, "paused", compose.AgentService, func(c *reconcile.Container) { c.State = "paused" })
+		edit(o, "paused", compose.AgentService, func(c *engine.Container) { c.State = "paused" })
 	})
 	add("userstop", "exited", func() {
-		edit(o, "userstop", compose.AgentService, func(c *reconcile.Container) { c.ExitCode = 143 })
-		edit(o, "userstop", compose.ExecutorService, func(c *reconcile.Container) { c.ExitCode = 0 })
+		edit(o, "userstop", compose.AgentService, func(c *engine.Container) { c.ExitCode = 143 })
+		edit(o, "userstop", compose.ExecutorService, func(c *engine.Container) { c.ExitCode = 0 })
 	})
 	// A container stopped beside an agent that runs: it alone is started,
 	// and the plan names it; a gate alone leaves the agent running (cut
 	// off). An agent stopped is the box stopped, whatever else runs.
 	add("gatekilled", "running", func() {
-		edit(o, "gatekilled", compose.GateService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
+		edit(o, "gatekilled", compose.GateService, func(c *engine.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
 	})
 	add("gatepaused", "running", func() {
-		edit(o, "gatepaused", compose.GateService, func(c *reconcile.Container) { c.State = "paused" })
+		edit(o, "gatepaused", compose.GateService, func(c *engine.Container) { c.State = "paused" })
 	})
 	add("execstopped", "running", func() {
-		edit(o, "execstopped", compose.ExecutorService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 143, nil })
+		edit(o, "execstopped", compose.ExecutorService, func(c *engine.Container) { c.State, c.ExitCode, c.Ports = "exited", 143, nil })
 	})
 	add("stoppedagent", "running", func() {
 		for _, service := range []string{compose.AgentService, compose.ExecutorService} {
-			edit(o, "stoppedagent", service, func(c *reconcile.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
+			edit(o, "stoppedagent", service, func(c *engine.Container) { c.State, c.ExitCode, c.Ports = "exited", 137, nil })
 		}
 	})
 	add("neverstarted", "created", nil)
 	add("nocontainers", "running", func() {
-		var keep []reconcile.Container
+		var keep []engine.Container
 		for _, c := range o.Containers {
 			if c.Box != "nocontainers" {
 				keep = append(keep, c)
@@ -124,7 +124,7 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 		o.Containers = keep
 	})
 	add("renamed", "created", func() {
-		edit(o, "renamed", compose.AgentService, func(c *reconcile.Container) { c.Name = "0123456789ab_" + c.Name })
+		edit(o, "renamed", compose.AgentService, func(c *engine.Container) { c.Name = "0123456789ab_" + c.Name })
 	})
 	add("healthy", "running", nil)
 	// Declared stopped and restarting: stopping it is the change, not a recreate.
@@ -132,7 +132,7 @@ func driftPlan(t *testing.T) *reconcile.Plan {
 	quiet.State = spec.Stopped
 	boxes = append(boxes, quiet)
 	observeBox(t, o, quiet, testImage, "running", 0)
-	edit(o, "quiet", compose.AgentService, func(c *reconcile.Container) { c.State, c.ExitCode, c.Restarts = "restarting", 2, 5 })
+	edit(o, "quiet", compose.AgentService, func(c *engine.Container) { c.State, c.ExitCode, c.Restarts = "restarting", 2, 5 })
 
 	tokens := map[string]string{}
 	for _, b := range boxes {
@@ -186,7 +186,7 @@ func TestMissingDataVolume(t *testing.T) {
 	mk := func(replace bool) reconcile.Input {
 		o := emptyObserved()
 		observeBox(t, o, testBox("web"), testImage, "running", 0)
-		var keep []reconcile.Volume
+		var keep []engine.Volume
 		for _, v := range o.Volumes {
 			if v.Name != compose.VolumeName("web", compose.AgentVolume) {
 				keep = append(keep, v)

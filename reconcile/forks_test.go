@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
@@ -24,7 +25,7 @@ func TestPlanOfForks(t *testing.T) {
 	observeBox(t, o, testBox("base"), testImage, "running", 0)
 	observeBox(t, o, fork("made", "base@clean"), testImage, "running", 0)
 	observeBox(t, o, fork("halfway", "base@clean"), testImage, "running", 0)
-	o.Snapshots = append(o.Snapshots, reconcile.Snapshot{Volume: "hbl-base_snap-clean", Box: "base", Label: "clean", Fleet: testFleet, Size: 1 << 20})
+	o.Snapshots = append(o.Snapshots, engine.Snapshot{Volume: "hbl-base_snap-clean", Box: "base", Label: "clean", Fleet: testFleet, Size: 1 << 20})
 	in := reconcile.Input{
 		Config: testCfg(testBox("base"), fork("trial", "base@clean"), fork("copy", "base"), fork("made", "base@clean"), fork("halfway", "base@clean"), fork("lost", "base")),
 		Image:  testImage, Observed: obsMap(o),
@@ -71,13 +72,13 @@ func TestPlanOfForksRefused(t *testing.T) {
 	trial.From = "base@clean"
 	for _, tc := range []struct {
 		name      string
-		snap      *reconcile.Snapshot
+		snap      *engine.Snapshot
 		msg, hint string
 	}{
 		{"none", nil, "from: base@clean: the local engine has no snapshot clean of box base", "boxes snapshot base clean makes this one"},
-		{"another label", &reconcile.Snapshot{Box: "base", Label: "dirty", Fleet: testFleet}, "has no snapshot clean of box base", ""},
-		{"incomplete", &reconcile.Snapshot{Box: "base", Label: "clean", Fleet: testFleet, Writing: true}, "snapshot clean of box base on the local engine is incomplete", "boxes snapshots base lists"},
-		{"another fleet's", &reconcile.Snapshot{Box: "base", Label: "clean", Fleet: "other"}, "is fleet other's, not this fleet's", "a snapshot this fleet made"},
+		{"another label", &engine.Snapshot{Box: "base", Label: "dirty", Fleet: testFleet}, "has no snapshot clean of box base", ""},
+		{"incomplete", &engine.Snapshot{Box: "base", Label: "clean", Fleet: testFleet, Writing: true}, "snapshot clean of box base on the local engine is incomplete", "boxes snapshots base lists"},
+		{"another fleet's", &engine.Snapshot{Box: "base", Label: "clean", Fleet: "other"}, "is fleet other's, not this fleet's", "a snapshot this fleet made"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := emptyObserved()

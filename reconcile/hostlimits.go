@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
@@ -29,8 +30,8 @@ func (e *OverHostError) Unwrap() error { return ErrOverHost }
 // machine's limits nothing. A box left as it is, running, is not checked:
 // the plan does not touch it. NewPlan checks its plans; a one-box plan
 // made without it (load's) is checked the same.
-func OverHost(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) error {
-	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *Observed) (found []string) {
+func OverHost(cfg *spec.Config, observed map[string]*engine.Observed, boxes []BoxPlan) error {
+	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *engine.Observed) (found []string) {
 		if o.CPUs > 0 && b.CPUs > float64(o.CPUs) {
 			found = append(found, fmt.Sprintf("box %s asks for cpus: %s%s, but %s has %s",
 				b.Name, strconv.FormatFloat(b.CPUs, 'f', -1, 64), at(b.CPUsAt), HostLabel(b.Host), text.Plural(o.CPUs, "CPU", "CPUs")))
@@ -50,7 +51,7 @@ func OverHost(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) 
 // eachChanged runs check on each box of boxes that the plan creates,
 // recreates, starts or moves, with the snapshot of its host where there is
 // one, and gathers what the checks found.
-func eachChanged(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan, check func(spec.Box, *Observed) []string) []string {
+func eachChanged(cfg *spec.Config, observed map[string]*engine.Observed, boxes []BoxPlan, check func(spec.Box, *engine.Observed) []string) []string {
 	var found []string
 	for _, bp := range boxes {
 		switch bp.Action {

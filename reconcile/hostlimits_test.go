@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -12,7 +13,7 @@ import (
 
 // sized is an engine's snapshot that knows its machine: cpus CPUs and
 // memory bytes, as docker info reports them.
-func sized(o *reconcile.Observed, cpus int, memory int64) *reconcile.Observed {
+func sized(o *engine.Observed, cpus int, memory int64) *engine.Observed {
 	o.CPUs, o.Memory = cpus, memory
 	return o
 }
@@ -51,7 +52,7 @@ func TestNewPlanHostLimits(t *testing.T) {
 				b.Host = "nexus"
 				cfg := testCfg(b)
 				cfg.Hosts = map[string]spec.Host{"nexus": {Name: "nexus", Docker: "ssh://me@nexus"}}
-				return reconcile.Input{Config: cfg, Image: testImage, Observed: map[string]*reconcile.Observed{
+				return reconcile.Input{Config: cfg, Image: testImage, Observed: map[string]*engine.Observed{
 					"": sized(emptyObserved(), 64, 256*gib), "nexus": sized(emptyObserved(), 4, 15*gib+gib/2)}}
 			},
 			want: []string{"box beta asks for memory: 64GiB (boxes.yaml:8:13), but host nexus has 15.5 GiB"},
@@ -132,8 +133,8 @@ func TestNewPlanHostLimits(t *testing.T) {
 // plan stays fresh through it.
 func TestFingerprintLeavesOutHostSize(t *testing.T) {
 	files := map[string]string{"boxes.yaml": "x"}
-	a := map[string]*reconcile.Observed{"": sized(emptyObserved(), 2, 8*gib)}
-	b := map[string]*reconcile.Observed{"": sized(emptyObserved(), 4, 7*gib)}
+	a := map[string]*engine.Observed{"": sized(emptyObserved(), 2, 8*gib)}
+	b := map[string]*engine.Observed{"": sized(emptyObserved(), 4, 7*gib)}
 	if reconcile.Fingerprint(files, testFleet, a, nil) != reconcile.Fingerprint(files, testFleet, b, nil) {
 		t.Error("the host's CPUs and memory changed the fingerprint")
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -27,8 +28,8 @@ func (e *NoRuntimeError) Unwrap() error { return ErrNoRuntime }
 // the containers, after the box's network and volumes exist. A box left
 // as it is is not checked: the plan does not touch it. NewPlan checks its
 // plans; a one-box plan made without it (load's) is checked the same.
-func MissingRuntime(cfg *spec.Config, observed map[string]*Observed, boxes []BoxPlan) error {
-	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *Observed) []string {
+func MissingRuntime(cfg *spec.Config, observed map[string]*engine.Observed, boxes []BoxPlan) error {
+	found := eachChanged(cfg, observed, boxes, func(b spec.Box, o *engine.Observed) []string {
 		if o.Runtimes == nil || b.Runtime == "" || slices.Contains(o.Runtimes, b.Runtime) {
 			return nil
 		}

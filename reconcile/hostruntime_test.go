@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -12,7 +13,7 @@ import (
 var runcOnly = []string{"io.containerd.runc.v2", "io.containerd.runtime.v1.linux", "runc"}
 
 // withRuntimes is an engine's snapshot that knows its runtimes.
-func withRuntimes(o *reconcile.Observed, names ...string) *reconcile.Observed {
+func withRuntimes(o *engine.Observed, names ...string) *engine.Observed {
 	o.Runtimes = names
 	return o
 }
@@ -49,7 +50,7 @@ func TestNewPlanMissingRuntime(t *testing.T) {
 				b.Host = "nexus"
 				cfg := testCfg(b)
 				cfg.Hosts = map[string]spec.Host{"nexus": {Name: "nexus", Docker: "ssh://me@nexus"}}
-				return reconcile.Input{Config: cfg, Image: testImage, Observed: map[string]*reconcile.Observed{
+				return reconcile.Input{Config: cfg, Image: testImage, Observed: map[string]*engine.Observed{
 					"": withRuntimes(emptyObserved(), "runc", "runsc"), "nexus": withRuntimes(emptyObserved(), "runc")}}
 			},
 			want: []string{"box beta asks for runtime: runsc (boxes.yaml:9:14), but host nexus has only runc"},
@@ -146,8 +147,8 @@ func TestNewPlanMissingRuntime(t *testing.T) {
 // stale plan.
 func TestFingerprintLeavesOutRuntimes(t *testing.T) {
 	files := map[string]string{"boxes.yaml": "x"}
-	a := map[string]*reconcile.Observed{"": withRuntimes(emptyObserved(), "runc")}
-	b := map[string]*reconcile.Observed{"": withRuntimes(emptyObserved(), "runc", "runsc")}
+	a := map[string]*engine.Observed{"": withRuntimes(emptyObserved(), "runc")}
+	b := map[string]*engine.Observed{"": withRuntimes(emptyObserved(), "runc", "runsc")}
 	if reconcile.Fingerprint(files, testFleet, a, nil) != reconcile.Fingerprint(files, testFleet, b, nil) {
 		t.Error("the host's runtimes changed the fingerprint")
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+
+	"github.com/hermes-box/boxes/engine"
 )
 
 // ImageTransfer brings the locked image to a host that lacks it, before
@@ -99,7 +101,7 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 // ImageTransfers are the transfers a one-box plan's boxes need (a load's):
 // the locked image, with boxes.lock's digest-pinned ref if any, brought to
 // the hosts of observed that lack it, as NewPlan plans them.
-func ImageTransfers(observed map[string]*Observed, image, ref string, boxes []BoxPlan) ([]ImageTransfer, error) {
+func ImageTransfers(observed map[string]*engine.Observed, image, ref string, boxes []BoxPlan) ([]ImageTransfer, error) {
 	return imageTransfers(Input{Observed: observed, Image: image, ImageRef: ref}, boxes)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -15,11 +16,11 @@ import (
 func farInput(farHas bool) reconcile.Input {
 	local := emptyObserved()
 	local.ImageSizes = map[string]int64{testImage: 363 << 20}
-	far := &reconcile.Observed{Host: "far", Images: map[string]bool{testImage: farHas}}
+	far := &engine.Observed{Host: "far", Images: map[string]bool{testImage: farHas}}
 	alpha, beta := testBox("alpha"), testBox("beta")
 	beta.Host = "far"
 	return reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,
-		Observed: map[string]*reconcile.Observed{"": local, "far": far}}
+		Observed: map[string]*engine.Observed{"": local, "far": far}}
 }
 
 func TestPlanStreamsImageToHostThatLacksIt(t *testing.T) {

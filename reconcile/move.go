@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -84,7 +85,7 @@ func planMove(in Input, b spec.Box, old string) (BoxPlan, error) {
 		}
 	}
 	oldR := in.Observed[old].Of(b.Name)
-	var newR Resources
+	var newR engine.Resources
 	if o := in.Observed[b.Host]; o != nil {
 		newR = o.Of(b.Name)
 	}
@@ -215,7 +216,7 @@ func (p *Plan) Moves() []string {
 
 // MeasureMoves starts measuring the agent volume of every box in p that a
 // move still has to save, and returns a function that waits for the sizes.
-func MeasureMoves(ctx context.Context, in Input, p *Plan, sizer func(host string) VolumeSizer) func() Sizes {
+func MeasureMoves(ctx context.Context, in Input, p *Plan, sizer func(host string) engine.VolumeSizer) func() Sizes {
 	byHost := map[string][]string{}
 	for _, b := range p.Boxes {
 		if b.Action == Move && b.Move != nil && b.Move.Stage == MoveSave {

@@ -21,12 +21,12 @@ func moveInput(t *testing.T, farHasImage bool, oldState string) (reconcile.Input
 	b := testBox("alpha")
 	local := emptyObserved()
 	observeBox(t, local, b, testImage, engine.State(oldState), 0)
-	remote := &reconcile.Observed{Images: map[string]bool{testImage: farHasImage}}
+	remote := &engine.Observed{Images: map[string]bool{testImage: farHasImage}}
 	moved := b
 	moved.Host = "far"
 	cfg := testCfg(moved)
 	return reconcile.Input{Config: cfg, Image: testImage, Tokens: map[string]string{"alpha": testToken},
-		Observed: map[string]*reconcile.Observed{"": local, "far": remote}}, moved
+		Observed: map[string]*engine.Observed{"": local, "far": remote}}, moved
 }
 
 func TestPlanMoveStages(t *testing.T) {
@@ -184,7 +184,7 @@ func TestPlanMovePutBack(t *testing.T) {
 			r := rec
 			r.Verified = c.verified
 			in := reconcile.Input{Config: testCfg(b), Image: testImage, Tokens: map[string]string{"alpha": testToken},
-				Observed: map[string]*reconcile.Observed{"": local, "far": remote}, Moves: map[string]statedir.MoveRecord{"alpha": r}}
+				Observed: map[string]*engine.Observed{"": local, "far": remote}, Moves: map[string]statedir.MoveRecord{"alpha": r}}
 			p, err := reconcile.NewPlan(in)
 			if err != nil {
 				t.Fatal(err)
@@ -215,7 +215,7 @@ func TestPlanMovePutBack(t *testing.T) {
 // every format.
 func TestMovePlanGolden(t *testing.T) {
 	local := emptyObserved()
-	edge := &reconcile.Observed{Host: "edge", Images: map[string]bool{}}
+	edge := &engine.Observed{Host: "edge", Images: map[string]bool{}}
 	alpha, beta := testBox("alpha"), testBox("beta")
 	observeBox(t, local, alpha, testImage, "running", 0)
 	observeBox(t, local, beta, testImage, "exited", 0)
@@ -224,7 +224,7 @@ func TestMovePlanGolden(t *testing.T) {
 	alpha.Host, beta.Host = "edge", "edge"
 	observeBox(t, edge, beta, testImage, "running", 0)
 	in := reconcile.Input{Config: testCfg(alpha, beta), Image: testImage,
-		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
+		Observed: map[string]*engine.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"alpha": testToken, "beta": testToken},
 		Moves: map[string]statedir.MoveRecord{"beta": {Box: "beta", From: "", To: "edge", Archive: "backups/beta-20261202-101500.tar.zst.age",
 			Key: ".boxes/secrets/beta-20261202-101500.move-key", Saved: true, Verified: true, Bytes: 3 << 20}}}
@@ -232,8 +232,8 @@ func TestMovePlanGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.SetMoveSizes(reconcile.MeasureMoves(context.Background(), in, p, func(string) reconcile.VolumeSizer {
-		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{compose.VolumeName("alpha", compose.AgentVolume): {Bytes: 200 << 20}}}
+	p.SetMoveSizes(reconcile.MeasureMoves(context.Background(), in, p, func(string) engine.VolumeSizer {
+		return &fakeSizer{sizes: map[string]engine.VolumeSize{compose.VolumeName("alpha", compose.AgentVolume): {Bytes: 200 << 20}}}
 	})())
 	var text, js, md, view bytes.Buffer
 	p.RenderText(&text, false)

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 // twoNetworks observes box alpha with a second labelled network of its
 // network's name, ID second, and its containers on the networks given by
 // service (none: not on any).
-func twoNetworks(t *testing.T, second string, on map[string]string) *reconcile.Observed {
+func twoNetworks(t *testing.T, second string, on map[string]string) *engine.Observed {
 	t.Helper()
 	o := emptyObserved()
 	observeBox(t, o, testBox("alpha"), testImage, "running", 0)
@@ -30,7 +31,7 @@ func twoNetworks(t *testing.T, second string, on map[string]string) *reconcile.O
 	return o
 }
 
-func planAlpha(t *testing.T, o *reconcile.Observed) reconcile.BoxPlan {
+func planAlpha(t *testing.T, o *engine.Observed) reconcile.BoxPlan {
 	t.Helper()
 	p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(testBox("alpha")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"alpha": testToken}})
 	if err != nil {
@@ -66,7 +67,7 @@ func TestPlanSeesTwoNetworksOfOneName(t *testing.T) {
 	})
 	t.Run("no container on either: the smaller ID stays", func(t *testing.T) {
 		o := twoNetworks(t, "net-0-other", nil)
-		var keep []reconcile.Container
+		var keep []engine.Container
 		for _, c := range o.Containers {
 			if c.Box != "alpha" {
 				keep = append(keep, c)

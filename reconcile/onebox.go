@@ -1,6 +1,9 @@
 package reconcile
 
-import "github.com/hermes-box/boxes/spec"
+import (
+	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/spec"
+)
 
 // The imperative commands are one-box plans run by the same Applier as
 // apply: one crash-safety story, one progress display, one error style.
@@ -20,7 +23,7 @@ func StopPlan(host, name string) *Plan {
 
 // DeletePlan deletes exactly r, box name's resources on host, as a plan's
 // delete would; backup is the newest archive of the box, for the record.
-func DeletePlan(host, name string, r Resources, backup string) *Plan {
+func DeletePlan(host, name string, r engine.Resources, backup string) *Plan {
 	bp := planDelete(Input{Backups: map[string]string{name: backup}}, host, name, r)
 	return &Plan{Boxes: []BoxPlan{bp}}
 }

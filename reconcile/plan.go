@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/spec"
@@ -309,7 +310,7 @@ type Input struct {
 	// it rather than have it streamed. "" when the lock has none.
 	ImageRef string
 	// Observed holds one snapshot per host name ("" is the local engine).
-	Observed map[string]*Observed
+	Observed map[string]*engine.Observed
 	// Tokens are the stored (or recovered) tokens of existing boxes.
 	Tokens map[string]string
 	// Replace names boxes to recreate whatever else they differ in.

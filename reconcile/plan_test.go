@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/plantest"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -31,8 +32,8 @@ var (
 	volumeOf      = plantest.VolumeOf
 )
 
-func obsMap(o *reconcile.Observed) map[string]*reconcile.Observed {
-	return map[string]*reconcile.Observed{"": o}
+func obsMap(o *engine.Observed) map[string]*engine.Observed {
+	return map[string]*engine.Observed{"": o}
 }
 
 func TestNewPlan(t *testing.T) {
@@ -111,7 +112,7 @@ func TestNewPlan(t *testing.T) {
 			in: func(t *testing.T) reconcile.Input {
 				o := emptyObserved()
 				observeBox(t, o, testBox("web"), testImage, "running", 0)
-				var keep []reconcile.Container
+				var keep []engine.Container
 				for _, c := range o.Containers {
 					if c.Service != compose.ExecutorService {
 						keep = append(keep, c)
@@ -287,7 +288,7 @@ func inFleet(b spec.Box, fleet string) spec.Box {
 
 // unlabelled strips the fleet label from box name's resources, as boxes
 // made before fleets existed have none.
-func unlabelled(o *reconcile.Observed, name string) {
+func unlabelled(o *engine.Observed, name string) {
 	for i := range o.Containers {
 		if o.Containers[i].Box == name {
 			o.Containers[i].Fleet = ""
@@ -335,7 +336,7 @@ func TestNewPlanFleets(t *testing.T) {
 		observeBox(t, o, inFleet(testBox("web"), "team-b"), testImage, "running", 0)
 		far := testBox("web")
 		far.Host = "far"
-		obs := map[string]*reconcile.Observed{"": o, "far": emptyObserved()}
+		obs := map[string]*engine.Observed{"": o, "far": emptyObserved()}
 		p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(far), Image: testImage, Observed: obs})
 		if err != nil {
 			t.Fatal(err)

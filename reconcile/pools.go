@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -37,7 +38,7 @@ type HeldBox struct {
 // PoolOf is the pool the resources' boxes.pool label names: the pool that
 // made the box, whether boxes.yaml still has it or not; "" for a box of no
 // pool.
-func PoolOf(r Resources) string {
+func PoolOf(r engine.Resources) string {
 	for _, c := range r.Containers {
 		if p := c.Labels[compose.PoolLabel]; p != "" {
 			return p
@@ -86,7 +87,7 @@ func (pp PoolPlan) String() string {
 // nor any lease marker) for the rest. Its free boxes beyond its size are
 // left out, so a plan deletes them as it deletes any box no longer
 // declared. A pool whose host was not observed adds none.
-func WithPools(cfg *spec.Config, declared []spec.Box, observed map[string]*Observed) []spec.Box {
+func WithPools(cfg *spec.Config, declared []spec.Box, observed map[string]*engine.Observed) []spec.Box {
 	out := append([]spec.Box(nil), declared...)
 	if len(cfg.Pools) == 0 {
 		return out

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/statedir"
 )
@@ -56,9 +57,9 @@ func TestPlanOfFrozenAndHalfRestoredBoxes(t *testing.T) {
 	for _, n := range []string{"frozen", "paused", "halfway", "fine", "volumesonly"} {
 		observeBox(t, o, testBox(n), testImage, "running", 0)
 	}
-	edit(o, "paused", "agent", func(c *reconcile.Container) { c.State = "paused" })
+	edit(o, "paused", "agent", func(c *engine.Container) { c.State = "paused" })
 	// Cut short after the volumes and before the containers.
-	var keep []reconcile.Container
+	var keep []engine.Container
 	for _, c := range o.Containers {
 		if c.Box != "volumesonly" {
 			keep = append(keep, c)

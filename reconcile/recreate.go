@@ -14,7 +14,7 @@ import (
 )
 
 // recreateReasons lists why a box's containers must be replaced; none means they can stay.
-func recreateReasons(in Input, b spec.Box, r Resources, hostPort int) ([]Reason, error) {
+func recreateReasons(in Input, b spec.Box, r engine.Resources, hostPort int) ([]Reason, error) {
 	var reasons []Reason
 	if in.Replace[b.Name] {
 		reasons = append(reasons, Reason{Kind: "replace"})
@@ -121,8 +121,8 @@ func wantedHashes(in Input, b spec.Box, hostPort int) *hashes {
 // serviceReasons adds why service's container of box b (resources r) must
 // be replaced; named are the settings fields already named, which cpus and
 // memory, shaping both containers, would otherwise name twice.
-func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service string, h *hashes, haveNetwork bool, named map[string]bool) []Reason {
-	var cs []Container
+func serviceReasons(reasons []Reason, in Input, b spec.Box, r engine.Resources, service string, h *hashes, haveNetwork bool, named map[string]bool) []Reason {
+	var cs []engine.Container
 	for _, c := range r.Containers {
 		if c.Service == service {
 			cs = append(cs, c)
@@ -180,7 +180,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r Resources, service
 // configReasons adds the settings that changed in service's container c,
 // or its config hash (now, against want) when the settings it records name
 // none.
-func configReasons(reasons []Reason, in Input, b spec.Box, service string, c Container, want string, named map[string]bool) []Reason {
+func configReasons(reasons []Reason, in Input, b spec.Box, service string, c engine.Container, want string, named map[string]bool) []Reason {
 	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
 	if service == compose.GateService {
 		machine := machineReasons(in, b, c)
@@ -214,7 +214,7 @@ func configReasons(reasons []Reason, in Input, b spec.Box, service string, c Con
 
 // volumeReasons adds the volumes box b's containers (resources r) lack; a
 // lost data volume is an error, never a silent recreate.
-func volumeReasons(reasons []Reason, in Input, b spec.Box, r Resources) ([]Reason, error) {
+func volumeReasons(reasons []Reason, in Input, b spec.Box, r engine.Resources) ([]Reason, error) {
 	for _, vol := range []string{compose.AgentVolume, compose.ExecutorVolume} {
 		name := compose.VolumeName(b.Name, vol)
 		if hasVolume(r, name) || len(r.Containers) == 0 {
@@ -249,7 +249,7 @@ func (e *MissingVolumeError) Unwrap() error { return ErrVolumeMissing }
 
 // publishedDrift compares where a running executor is published with what
 // boxes.yaml declares: the bind address, and the port when it is fixed.
-func publishedDrift(b spec.Box, c Container) (got, want string, drift bool) {
+func publishedDrift(b spec.Box, c engine.Container) (got, want string, drift bool) {
 	want = hostPort(b.Executor.Bind, "auto")
 	if b.Executor.Port != 0 {
 		want = hostPort(b.Executor.Bind, strconv.Itoa(b.Executor.Port))
@@ -298,7 +298,7 @@ func hostPort(ip, port string) string {
 // create that follows a killed one can make a second network of the name,
 // and then nothing can use the name. onStray are the containers on a stray
 // network: they are removed with the strays, and made again on the kept one.
-func StrayNetworks(box string, r Resources) (strays []NamedID, onStray map[string]bool) {
+func StrayNetworks(box string, r engine.Resources) (strays []NamedID, onStray map[string]bool) {
 	for _, name := range []string{compose.NetworkName(box), compose.InsideNetworkName(box)} {
 		s, on := strayNetworksNamed(name, r)
 		strays = append(strays, s...)
@@ -313,8 +313,8 @@ func StrayNetworks(box string, r Resources) (strays []NamedID, onStray map[strin
 }
 
 // strayNetworksNamed are the networks of r named name beyond the one kept.
-func strayNetworksNamed(name string, r Resources) (strays []NamedID, onStray map[string]bool) {
-	var same []Network
+func strayNetworksNamed(name string, r engine.Resources) (strays []NamedID, onStray map[string]bool) {
+	var same []engine.Network
 	for _, n := range r.Networks {
 		if n.Name == name {
 			same = append(same, n)
@@ -357,7 +357,7 @@ func countNamed(ids []NamedID, name string) int {
 	return n
 }
 
-func hasNetwork(r Resources, name string) bool {
+func hasNetwork(r engine.Resources, name string) bool {
 	for _, n := range r.Networks {
 		if n.Name == name {
 			return true

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -40,7 +41,7 @@ func golden(t *testing.T, name string, got []byte) {
 func changesPlan(t *testing.T) *reconcile.Plan {
 	t.Helper()
 	local := emptyObserved()
-	edge := &reconcile.Observed{Host: "edge", Images: map[string]bool{testImage: true}}
+	edge := &engine.Observed{Host: "edge", Images: map[string]bool{testImage: true}}
 
 	fresh := testBox("alpha")
 	fresh.Host = "edge"
@@ -60,12 +61,12 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 	in := reconcile.Input{
 		Config:   testCfg(fresh, idle, same, web),
 		Image:    testImage,
-		Observed: map[string]*reconcile.Observed{"": local, "edge": edge},
+		Observed: map[string]*engine.Observed{"": local, "edge": edge},
 		Tokens:   map[string]string{"web": testToken, "idle": testToken, "same": testToken},
 		Backups:  map[string]string{"old": "backups/old-2026-12-01.tar.age"},
 	}
-	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer {
-		return &fakeSizer{sizes: map[string]reconcile.VolumeSize{
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) engine.VolumeSizer {
+		return &fakeSizer{sizes: map[string]engine.VolumeSize{
 			compose.VolumeName("old", compose.AgentVolume):    {Bytes: 1536 * 1024 * 1024},
 			compose.VolumeName("old", compose.ExecutorVolume): {Bytes: 512},
 		}}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/hermes-box/boxes/engine"
 )
 
 // SavedVersion is the format of a saved plan file (plan -out), apart from
@@ -93,7 +95,7 @@ func ReadSaved(path, shown string) (*Saved, error) {
 // options: both must have the fingerprint the file carries, so that neither
 // a change to the files or the boxes nor an edit of the file's actions goes
 // unnoticed. files and observed are what now was made from.
-func (s *Saved) Fresh(file string, files map[string]string, fleet string, observed map[string]*Observed, now *Plan) error {
+func (s *Saved) Fresh(file string, files map[string]string, fleet string, observed map[string]*engine.Observed, now *Plan) error {
 	if Fingerprint(files, fleet, observed, s.Plan) != s.Fingerprint {
 		if Fingerprint(files, fleet, observed, now) == s.Fingerprint {
 			return &StaleError{File: file, Edited: true}
@@ -111,19 +113,19 @@ func (s *Saved) Fresh(file string, files map[string]string, fleet string, observ
 // change on their own (volume sizes, health, the newest backup) are left
 // out, so a plan stays fresh while a box it deletes writes a byte; so are
 // the hosts' CPUs, memory and runtimes.
-func Fingerprint(files map[string]string, fleet string, observed map[string]*Observed, p *Plan) string {
+func Fingerprint(files map[string]string, fleet string, observed map[string]*engine.Observed, p *Plan) string {
 	type seen struct {
-		Files    map[string]string    `json:"files"`
-		Observed map[string]*Observed `json:"observed"`
-		Plan     *Plan                `json:"plan"`
+		Files    map[string]string           `json:"files"`
+		Observed map[string]*engine.Observed `json:"observed"`
+		Plan     *Plan                       `json:"plan"`
 	}
 	// Only this fleet's resources count: another fleet's apply must not make
 	// this fleet's saved plan stale.
-	strip := map[string]*Observed{}
+	strip := map[string]*engine.Observed{}
 	for h, o := range observed {
 		c := o.ForFleet(fleet)
-		c.Unmanaged = Unmanaged{}
-		vols := make([]Volume, len(c.Volumes))
+		c.Unmanaged = engine.Unmanaged{}
+		vols := make([]engine.Volume, len(c.Volumes))
 		for i, v := range c.Volumes {
 			v.Size = 0
 			vols[i] = v

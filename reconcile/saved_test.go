@@ -11,11 +11,11 @@ import (
 	"github.com/hermes-box/boxes/reconcile"
 )
 
-func savedFixture() (map[string]string, map[string]*reconcile.Observed, *reconcile.Plan) {
+func savedFixture() (map[string]string, map[string]*engine.Observed, *reconcile.Plan) {
 	files := map[string]string{"boxes.yaml": "aa", "boxes.lock": "bb"}
-	obs := map[string]*reconcile.Observed{"": {
-		Containers: []reconcile.Container{{ID: "c1", Name: "hbl-old-agent-1", Box: "old", Service: "agent", State: "running", Health: engine.Healthy}},
-		Volumes:    []reconcile.Volume{{Name: "hbl-old_agent-data", Box: "old", Size: 100}},
+	obs := map[string]*engine.Observed{"": {
+		Containers: []engine.Container{{ID: "c1", Name: "hbl-old-agent-1", Box: "old", Service: "agent", State: "running", Health: engine.Healthy}},
+		Volumes:    []engine.Volume{{Name: "hbl-old_agent-data", Box: "old", Size: 100}},
 	}}
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{
 		{Name: "alpha", Action: reconcile.NoOp},

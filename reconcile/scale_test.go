@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -51,8 +52,8 @@ func TestOfAfterSort(t *testing.T) {
 		observeBox(t, o, testBox(fmt.Sprintf("box%02d", 29-i)), testImage, "running", 0)
 	}
 	o.Sort()
-	lookedThrough := func(name string) reconcile.Resources {
-		var r reconcile.Resources
+	lookedThrough := func(name string) engine.Resources {
+		var r engine.Resources
 		for _, c := range o.Containers {
 			if c.Box == name {
 				r.Containers = append(r.Containers, c)
@@ -81,7 +82,7 @@ func TestOfAfterSort(t *testing.T) {
 	check("sorted", "box00", "box17", "box29", "nobox")
 
 	// A container added, and one changed in place, after Sort.
-	o.Containers = append(o.Containers, reconcile.Container{ID: "late", Name: "hbl-box03-extra", Box: "box03", Service: "extra"})
+	o.Containers = append(o.Containers, engine.Container{ID: "late", Name: "hbl-box03-extra", Box: "box03", Service: "extra"})
 	o.Containers[0].State = "exited"
 	check("after an append", "box00", "box03", "box29")
 	o.Sort()

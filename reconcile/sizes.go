@@ -8,20 +8,14 @@ import (
 	"github.com/hermes-box/boxes/engine"
 )
 
-// VolumeSize is a measured volume (engine.VolumeSize).
-type VolumeSize = engine.VolumeSize
-
-// VolumeSizer measures volumes on one engine (engine.VolumeSizer).
-type VolumeSizer = engine.VolumeSizer
-
 // Sizes maps host → volume name → its size.
-type Sizes map[string]map[string]VolumeSize
+type Sizes map[string]map[string]engine.VolumeSize
 
 // MeasureDeletes starts measuring the volumes of every box the plan of in
 // deletes (only those: never another fleet's box), every engine in
 // parallel, and returns a function that waits for the sizes. Started before
 // NewPlan, the measuring overlaps the planning.
-func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) VolumeSizer) func() Sizes {
+func MeasureDeletes(ctx context.Context, in Input, sizer func(host string) engine.VolumeSizer) func() Sizes {
 	byHost := map[string][]string{}
 	for _, d := range deletions(in) {
 		for _, v := range d.r.Volumes {

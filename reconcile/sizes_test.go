@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 type fakeSizer struct {
-	sizes map[string]reconcile.VolumeSize
+	sizes map[string]engine.VolumeSize
 	asked []string
 }
 
-func (f *fakeSizer) VolumeSizes(_ context.Context, _ *reconcile.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (f *fakeSizer) VolumeSizes(_ context.Context, _ *engine.Observed, volumes []string) map[string]engine.VolumeSize {
 	f.asked = append(f.asked, volumes...)
-	out := map[string]reconcile.VolumeSize{}
+	out := map[string]engine.VolumeSize{}
 	for _, v := range volumes {
 		out[v] = f.sizes[v]
 	}
@@ -31,11 +32,11 @@ func TestMeasureDeletes(t *testing.T) {
 	observeBox(t, o, inFleet(testBox("theirs"), "team-b"), testImage, "running", 0)
 	in := reconcile.Input{Config: testCfg(testBox("web")), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{"web": testToken}}
 	agent, scratch := compose.VolumeName("old", compose.AgentVolume), compose.VolumeName("old", compose.ExecutorVolume)
-	f := &fakeSizer{sizes: map[string]reconcile.VolumeSize{
+	f := &fakeSizer{sizes: map[string]engine.VolumeSize{
 		agent:   {Bytes: 3 << 30},
 		scratch: {Unread: "du took longer than 5s"},
 	}}
-	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) reconcile.VolumeSizer { return f })
+	sizes := reconcile.MeasureDeletes(context.Background(), in, func(string) engine.VolumeSizer { return f })
 	p, err := reconcile.NewPlan(in)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -12,7 +13,7 @@ import (
 // settings changed since it was made: only its engine can then say the
 // token it has. A plan so reads no pool box's token from the engine that
 // its token file already names.
-func MadeWith(in Input, b spec.Box, r Resources, token string) bool {
+func MadeWith(in Input, b spec.Box, r engine.Resources, token string) bool {
 	c, ok := r.Container(compose.ExecutorService)
 	if !ok || token == "" {
 		return false

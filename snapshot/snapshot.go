@@ -1,6 +1,7 @@
 // Package snapshot makes engine-side copies of a box's /data volume (boxes
 // snapshot) and puts one back (boxes revert), each with a short-lived
-// helper container on the box's own engine running the box's own image.
+// helper container on the box's own engine running the box's own image
+// (the helpers part of the engine contract, engine.Helpers).
 // A snapshot never leaves its engine and is not encrypted: archives
 // (package backup) are for leaving it.
 //
@@ -27,18 +28,6 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// Engine is the part of the engine contract snapshots and forks use.
-type Engine = engine.Helpers
-
-// Helper is a short-lived container on a box's volumes (engine.Helper).
-type Helper = engine.Helper
-
-// Mount is a volume mounted into a helper (engine.HelperMount).
-type Mount = engine.HelperMount
-
-// ExitError is a helper that exited non-zero (engine.ExitError).
-type ExitError = engine.ExitError
-
 // CheckLabel refuses a label a snapshot cannot have.
 func CheckLabel(label string) error {
 	if spec.ValidSnapshotLabel(label) {
@@ -51,12 +40,6 @@ func CheckLabel(label string) error {
 // DefaultLabel is the label of a snapshot made at t when none is given:
 // the UTC time, YYYYMMDD-HHMMSS.
 func DefaultLabel(t time.Time) string { return t.UTC().Format("20060102-150405") }
-
-// ErrNoVolume and ErrVolumeExists are the contract's refusals of a helper's volumes.
-var (
-	ErrNoVolume     = engine.ErrNoVolume
-	ErrVolumeExists = engine.ErrVolumeExists
-)
 
 // ErrIncomplete is a snapshot whose making was cut short: it holds no
 // whole copy of /data.
@@ -94,7 +77,7 @@ type Take struct {
 // the helper's creation makes with its labels, and resumes the box whatever
 // happens, a cancelled ctx included. A copy that fails or is cut short
 // removes the new volume.
-func (t Take) Run(ctx context.Context, e Engine) (engine.Snapshot, error) {
+func (t Take) Run(ctx context.Context, e engine.Helpers) (engine.Snapshot, error) {
 	if t.Step == nil {
 		t.Step = func(string) {}
 	}
@@ -121,7 +104,7 @@ func (t Take) Run(ctx context.Context, e Engine) (engine.Snapshot, error) {
 		}
 	} else {
 		t.Step("measuring /data")
-		out, err := e.RunHelper(ctx, Helper{Box: t.Box, Image: t.Image, Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}},
+		out, err := e.RunHelper(ctx, engine.Helper{Box: t.Box, Image: t.Image, Mounts: []engine.HelperMount{{Volume: source, Target: "/from", ReadOnly: true}},
 			Cmd: []string{"du", "-sbx", "/from"}})
 		if err == nil {
 			s.Size, err = parseDu(out)
@@ -135,10 +118,10 @@ func (t Take) Run(ctx context.Context, e Engine) (engine.Snapshot, error) {
 	}
 	s.Created = t.Now().UTC().Truncate(time.Second)
 	t.Step("copying /data")
-	_, err := e.RunHelper(ctx, Helper{Box: t.Box, Image: t.Image, Snapshot: t.Label,
-		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to", Labels: Labels(s)}},
+	_, err := e.RunHelper(ctx, engine.Helper{Box: t.Box, Image: t.Image, Snapshot: t.Label,
+		Mounts: []engine.HelperMount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: s.Volume, Target: "/to", Labels: Labels(s)}},
 		Cmd:    []string{"sh", "-c", copyScript, "sh", strconv.FormatBool(quiesced)}})
-	if errors.Is(err, ErrVolumeExists) {
+	if errors.Is(err, engine.ErrVolumeExists) {
 		return engine.Snapshot{}, fmt.Errorf("creating volume %s: %w", s.Volume, err)
 	}
 	if err != nil {
@@ -212,7 +195,7 @@ type Revert struct {
 // written first and removed last, so that a box started on a revert cut
 // short waits in hb init instead of running on part of its data. The
 // snapshot is only read.
-func (r Revert) Run(ctx context.Context, e Engine) error {
+func (r Revert) Run(ctx context.Context, e engine.Helpers) error {
 	return replace(ctx, e, r.Box, r.Image, r.Snapshot.Volume, true, false, "boxes revert")
 }
 
@@ -236,22 +219,22 @@ type Fork struct {
 // quiesce marker first, removed last, so that a fork cut short never runs
 // as if it were whole. A snapshot whose making was cut short is
 // ErrIncomplete, and nothing is written.
-func (f Fork) Run(ctx context.Context, e Engine) error {
+func (f Fork) Run(ctx context.Context, e engine.Helpers) error {
 	return replace(ctx, e, f.Box, f.Image, f.Source, f.Snapshot, f.Quiesced, "boxes fork")
 }
 
 // replace replaces box's /data with volume source's content (its data/
 // when it is a snapshot), by one helper container; see replaceScript. why
 // is what the quiesce marker says meanwhile.
-func replace(ctx context.Context, e Engine, box, image, source string, isSnapshot, quiesced bool, why string) error {
+func replace(ctx context.Context, e engine.Helpers, box, image, source string, isSnapshot, quiesced bool, why string) error {
 	from := "/from"
 	if isSnapshot {
 		from += "/" + dataDir
 	}
-	_, err := e.RunHelper(ctx, Helper{Box: box, Image: image,
-		Mounts: []Mount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: compose.VolumeName(box, compose.AgentVolume), Target: "/to"}},
+	_, err := e.RunHelper(ctx, engine.Helper{Box: box, Image: image,
+		Mounts: []engine.HelperMount{{Volume: source, Target: "/from", ReadOnly: true}, {Volume: compose.VolumeName(box, compose.AgentVolume), Target: "/to"}},
 		Cmd:    []string{"sh", "-c", replaceScript, "sh", from, strconv.FormatBool(quiesced), why}})
-	var exit *ExitError
+	var exit *engine.ExitError
 	if errors.As(err, &exit) && exit.Code == incompleteExit {
 		return ErrIncomplete
 	}

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/sideorder"
@@ -27,11 +26,11 @@ import (
 // fakeEngine notes what a snapshot or a revert asks of the engine, in
 // order; helper, when set, answers the helpers.
 type fakeEngine struct {
-	backup.Engine
+	engine.Inside
 	mu     sync.Mutex
 	calls  []string
 	labels map[string]string
-	helper func(ctx context.Context, h Helper) ([]byte, error)
+	helper func(ctx context.Context, h engine.Helper) ([]byte, error)
 }
 
 func (f *fakeEngine) note(format string, args ...any) {
@@ -56,7 +55,7 @@ func (f *fakeEngine) RemoveVolume(_ context.Context, name string) error {
 	f.note("remove %s", name)
 	return nil
 }
-func (f *fakeEngine) RunHelper(ctx context.Context, h Helper) ([]byte, error) {
+func (f *fakeEngine) RunHelper(ctx context.Context, h engine.Helper) ([]byte, error) {
 	var mounts []string
 	for _, m := range h.Mounts {
 		if m.Labels != nil {
@@ -149,12 +148,12 @@ func TestTakeCopiesAStoppedBoxAsItIs(t *testing.T) {
 func TestTakeFailedOrCancelledLeavesNoSnapshot(t *testing.T) {
 	for _, cancelled := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		e := &fakeEngine{helper: func(ctx context.Context, h Helper) ([]byte, error) {
+		e := &fakeEngine{helper: func(ctx context.Context, h engine.Helper) ([]byte, error) {
 			if cancelled {
 				cancel()
 				return nil, ctx.Err()
 			}
-			return nil, &ExitError{Code: 1, Stderr: "cp: No space left on device"}
+			return nil, &engine.ExitError{Code: 1, Stderr: "cp: No space left on device"}
 		}}
 		_, err := take("running").Run(ctx, e)
 		cancel()
@@ -198,7 +197,9 @@ func TestRevertRunsOneHelper(t *testing.T) {
 	if got := e.ordered(); got != `helper alpha sha256:img [hbl-alpha_snap-before:/from:ro hbl-alpha_agent-data:/to:rw] sh /from/data false boxes revert snapshot=""` {
 		t.Errorf("calls %s", got)
 	}
-	e.helper = func(context.Context, Helper) ([]byte, error) { return nil, &ExitError{Code: incompleteExit} }
+	e.helper = func(context.Context, engine.Helper) ([]byte, error) {
+		return nil, &engine.ExitError{Code: incompleteExit}
+	}
 	if err := r.Run(context.Background(), e); !errors.Is(err, ErrIncomplete) {
 		t.Errorf("incomplete snapshot: %v", err)
 	}

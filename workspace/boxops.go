@@ -147,7 +147,7 @@ func (w *Workspace) Doctor(ctx context.Context, name string) (*doctor.Report, er
 // doctorOn checks box name, whose resources on host's engine e are r,
 // running the checks inside it: what boxes doctor and a move's check of its
 // new copy share, so that both judge a box alike.
-func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Resources, e Engine) *doctor.Report {
+func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Resources, e engine.Engine) *doctor.Report {
 	b := doctor.Box{Name: name, Host: host, Resources: r, Image: w.Image()}
 	if decl, ok := w.Config.Box(name); ok {
 		b.Bind, b.Stopped, b.Runtime = decl.Executor.Bind, decl.State == spec.Stopped, decl.Runtime

@@ -81,7 +81,7 @@ var errClaimsLost = errors.New("every box tried was claimed by another first")
 
 // claimFirst claims the first of ready, boxes of p on engine e, that it
 // can, for lease id; a box another claimed first is added to lost.
-func (w *Workspace) claimFirst(ctx context.Context, e Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (LeaseRow, error) {
+func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (LeaseRow, error) {
 	obs := w.Observed[p.Host]
 	var lastErr error
 	for _, name := range ready {
@@ -132,7 +132,7 @@ func newLeaseID() (string, error) {
 // lease the reset holds.
 func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip string) (*reconcile.Plan, func(), error) {
 	type mark struct {
-		e  Engine
+		e  engine.Engine
 		id string
 	}
 	var marks []mark

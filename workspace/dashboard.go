@@ -15,9 +15,6 @@ import (
 	"github.com/hermes-box/boxes/internal/hint"
 )
 
-// Forward is a local port forwarded to an engine's machine (engine.Forward).
-type Forward = engine.Forward
-
 // Dashboard is a box's Executor dashboard as this machine reaches it.
 type Dashboard struct {
 	Box string
@@ -30,7 +27,7 @@ type Dashboard struct {
 	Browser []string
 	// Forward is the ssh forward URL goes through, nil when the executor
 	// is reached directly. Close ends it.
-	Forward Forward
+	Forward engine.Forward
 }
 
 // Close ends the forward, if any.
@@ -104,14 +101,14 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 	d := &Dashboard{Box: name, Token: token, Browser: browser}
 	reach := e.ExecutorReach(port.HostIP, port.HostPort)
 	switch reach.How {
-	case ReachSSHForward:
+	case engine.ReachSSHForward:
 		fwd, err := e.Forward(ctx, port.HostIP, port.HostPort)
 		if err != nil {
 			return nil, fmt.Errorf("box %s: forwarding a local port to its executor (%s): %w", name, reach.OnHost, err)
 		}
 		d.Forward = fwd
 		d.URL, d.Via = fwd.URL(), fmt.Sprintf(", forwarded over ssh to %s on %s", reach.OnHost, engine.MachineName(host))
-	case ReachHostOnly:
+	case engine.ReachHostOnly:
 		return nil, hint.Wrap(fmt.Errorf("box %s: its executor is on %s's loopback (%s), which only that machine reaches", name, engine.MachineName(host), reach.OnHost),
 			"bind it where this machine reaches it (executor: {bind: 0.0.0.0}), or reach %s over ssh://, which open forwards a port over", engine.MachineName(host))
 	default:

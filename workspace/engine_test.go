@@ -95,7 +95,7 @@ func TestApplyBringsTheImage(t *testing.T) {
 	} {
 		f := newFleet(t)
 		var asked []string
-		ws := f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine { return imageEngine{fakeEngine: e, asked: &asked} })
+		ws := f.openWith(t, func(_ string, e *fakeEngine) engine.Engine { return imageEngine{fakeEngine: e, asked: &asked} })
 		if err := ws.Tokens.Put("gamma", "t0ken"); err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func (f *forker) Seed(ctx context.Context, host, box, from string) error {
 		switch {
 		case errors.Is(err, snapshot.ErrIncomplete):
 			return &reconcile.NoSourceError{From: from, Host: host, Incomplete: true}
-		case errors.Is(err, snapshot.ErrNoVolume):
+		case errors.Is(err, engine.ErrNoVolume):
 			return &reconcile.NoSourceError{From: from, Host: host}
 		}
 		return err

@@ -15,15 +15,9 @@ import (
 // The commands that work inside a box through its engine: exec, enter,
 // logs.
 
-// ExecOptions is one command run in a running container (engine.ExecOptions).
-type ExecOptions = engine.ExecOptions
-
-// LogOptions select a container's logs (engine.LogOptions).
-type LogOptions = engine.LogOptions
-
 // boxContainer is box name's container of service and its engine (see
 // BoxContainer).
-func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (Engine, engine.Container, error) {
+func (w *Workspace) boxContainer(ctx context.Context, name, service string, running bool) (engine.Engine, engine.Container, error) {
 	host, c, err := w.BoxContainer(ctx, name, service, running, "")
 	if err != nil {
 		return nil, c, err
@@ -34,7 +28,7 @@ func (w *Workspace) boxContainer(ctx context.Context, name, service string, runn
 
 // Logs writes the logs (o) of box name's container of service to stdout
 // and stderr.
-func (w *Workspace) Logs(ctx context.Context, name, service string, o LogOptions, stdout, stderr io.Writer) error {
+func (w *Workspace) Logs(ctx context.Context, name, service string, o engine.LogOptions, stdout, stderr io.Writer) error {
 	e, c, err := w.boxContainer(ctx, name, service, false)
 	if err != nil {
 		return err
@@ -46,7 +40,7 @@ func (w *Workspace) Logs(ctx context.Context, name, service string, o LogOptions
 // init has finished (wait), and returns the command's exit code. ready,
 // when not nil, runs only then, just before the command, and what it
 // returns once the command ends: a terminal made raw, then restored.
-func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts ExecOptions, ready func() (restore func())) (int, error) {
+func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts engine.ExecOptions, ready func() (restore func())) (int, error) {
 	e, c, err := w.readyAgent(ctx, name, wait)
 	if err != nil {
 		return 0, err
@@ -72,7 +66,7 @@ func (w *Workspace) Exec(ctx context.Context, name string, wait hb.Wait, opts Ex
 // times 100 ms apart: a command killed by a signal may have been killed by
 // its container's stop, which the engine reports as done a moment after
 // the processes die.
-func stopping(ctx context.Context, e Engine, id string, tries int) bool {
+func stopping(ctx context.Context, e engine.Engine, id string, tries int) bool {
 	for i := range tries {
 		if i > 0 {
 			time.Sleep(100 * time.Millisecond)
@@ -113,7 +107,7 @@ func (e *ReplacedError) Hint() string {
 // box's hb init has finished: right after apply creates a box it may still
 // be running, and a container whose healthcheck (that same probe) passed
 // needs no wait.
-func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (Engine, engine.Container, error) {
+func (w *Workspace) readyAgent(ctx context.Context, name string, wait hb.Wait) (engine.Engine, engine.Container, error) {
 	e, c, err := w.boxContainer(ctx, name, compose.AgentService, true)
 	if err != nil || c.Health == engine.Healthy {
 		return e, c, err

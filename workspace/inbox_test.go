@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -17,7 +18,7 @@ import (
 // unreachable is a connector whose every host is away.
 type unreachable struct{}
 
-func (unreachable) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+func (unreachable) Connect(_ context.Context, h spec.Host) (engine.Engine, error) {
 	return nil, errors.New("host " + h.Name + " cannot be reached")
 }
 
@@ -42,7 +43,7 @@ func openUnreachable(t *testing.T) *workspace.Workspace {
 // logs reaches the box's host, and fails as it does.
 func TestLogs(t *testing.T) {
 	ws := openUnreachable(t)
-	err := ws.Logs(t.Context(), "alpha", "agent", workspace.LogOptions{}, io.Discard, io.Discard)
+	err := ws.Logs(t.Context(), "alpha", "agent", engine.LogOptions{}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "far") {
 		t.Errorf("logs of a box on an unreachable host: %v", err)
 	}
@@ -53,7 +54,7 @@ func TestLogs(t *testing.T) {
 func TestExecReadyOnlyOnceTheBoxIs(t *testing.T) {
 	ws := openUnreachable(t)
 	ready := false
-	_, err := ws.Exec(t.Context(), "alpha", hb.Wait{}, workspace.ExecOptions{Cmd: []string{"true"}}, func() func() { ready = true; return func() {} })
+	_, err := ws.Exec(t.Context(), "alpha", hb.Wait{}, engine.ExecOptions{Cmd: []string{"true"}}, func() func() { ready = true; return func() {} })
 	if err == nil || !strings.Contains(err.Error(), "far") || ready {
 		t.Errorf("exec in a box on an unreachable host: %v (terminal made raw: %v)", err, ready)
 	}
@@ -91,12 +92,12 @@ func TestDashboardText(t *testing.T) {
 // DOCKER_HOST=ssh:// it is another machine too.
 func TestReachWhere(t *testing.T) {
 	for _, tc := range []struct {
-		r          workspace.Reach
+		r          engine.Reach
 		host, want string
 	}{
-		{workspace.Reach{How: workspace.ReachDirect, URL: "http://nexus:4800"}, "nexus", "http://nexus:4800"},
-		{workspace.Reach{How: workspace.ReachSSHForward, OnHost: "127.0.0.1:4800"}, "nexus", "127.0.0.1:4800 on host nexus's loopback (boxes open web forwards it here over ssh)"},
-		{workspace.Reach{How: workspace.ReachHostOnly, OnHost: "127.0.0.1:4800"}, "", "127.0.0.1:4800 on the engine's machine's loopback (reachable on that machine only)"},
+		{engine.Reach{How: engine.ReachDirect, URL: "http://nexus:4800"}, "nexus", "http://nexus:4800"},
+		{engine.Reach{How: engine.ReachSSHForward, OnHost: "127.0.0.1:4800"}, "nexus", "127.0.0.1:4800 on host nexus's loopback (boxes open web forwards it here over ssh)"},
+		{engine.Reach{How: engine.ReachHostOnly, OnHost: "127.0.0.1:4800"}, "", "127.0.0.1:4800 on the engine's machine's loopback (reachable on that machine only)"},
 	} {
 		if got := tc.r.Where(tc.host, "web"); got != tc.want {
 			t.Errorf("%+v on %q: %q, want %q", tc.r, tc.host, got, tc.want)

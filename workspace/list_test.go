@@ -20,8 +20,8 @@ type reachEngine struct {
 	how, url string
 }
 
-func (r reachEngine) ExecutorReach(string, int) workspace.Reach {
-	return workspace.Reach{How: r.how, URL: r.url}
+func (r reachEngine) ExecutorReach(string, int) engine.Reach {
+	return engine.Reach{How: r.how, URL: r.url}
 }
 
 func executorOf(name, bind string, port int) engine.Container {
@@ -34,7 +34,7 @@ func TestListSaysHowAnExecutorIsReached(t *testing.T) {
 	f.snapshots[""] = &engine.Observed{Containers: []engine.Container{executorOf("alpha", "127.0.0.1", 4801)}}
 	f.snapshots["nexus"] = &engine.Observed{Containers: []engine.Container{executorOf("gamma", "127.0.0.1", 4802)}}
 	f.snapshots["zulu"] = &engine.Observed{}
-	ws := f.openWith(t, func(host string, e *fakeEngine) workspace.Engine {
+	ws := f.openWith(t, func(host string, e *fakeEngine) engine.Engine {
 		if host == "nexus" {
 			return reachEngine{fakeEngine: e, how: "ssh-forward"}
 		}

@@ -99,7 +99,7 @@ func TestLoadCreatesDoctorsThenStops(t *testing.T) {
 	writeArchive(t, f.dir, "a"+archive.Ext, lock.Image.ID)
 	f.snapshots[""] = &engine.Observed{Images: map[string]bool{lock.Image.ID: true}}
 	var steps []string
-	ws := f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine {
+	ws := f.openWith(t, func(_ string, e *fakeEngine) engine.Engine {
 		return &loadEngine{fakeEngine: e, image: lock.Image.ID, steps: &steps}
 	})
 	o := workspace.ApplyOptions{Identities: func(string) ([]age.Identity, error) {

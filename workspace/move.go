@@ -24,7 +24,7 @@ type hosts struct{ w *Workspace }
 var _ backup.MoveHosts = hosts{}
 
 // BoxEngine is host's engine.
-func (h hosts) BoxEngine(ctx context.Context, host string) (backup.Engine, error) {
+func (h hosts) BoxEngine(ctx context.Context, host string) (engine.Inside, error) {
 	e, err := h.w.Engine(ctx, host)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for name := range unread {
 		in.Unread[name] = true
 	}
-	engines := map[string]reconcile.VolumeSizer{}
+	engines := map[string]engine.VolumeSizer{}
 	for _, host := range w.Hosts() {
 		if w.Observed[host] == nil {
 			continue
@@ -72,7 +72,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		engines[host] = e
 	}
 	// Sizing (an exec per container) starts first, to overlap all the rest.
-	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) reconcile.VolumeSizer { return engines[host] })
+	sizes := reconcile.MeasureDeletes(ctx, in, func(host string) engine.VolumeSizer { return engines[host] })
 	if in.Tokens, err = w.tokens(ctx, in); err != nil {
 		sizes()
 		return nil, err
@@ -86,7 +86,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		return nil, err
 	}
 	p.SetVolumeSizes(sizes())
-	p.SetMoveSizes(reconcile.MeasureMoves(ctx, in, p, func(host string) reconcile.VolumeSizer { return engines[host] })())
+	p.SetMoveSizes(reconcile.MeasureMoves(ctx, in, p, func(host string) engine.VolumeSizer { return engines[host] })())
 	return p, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/sideorder"
-	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -28,7 +27,7 @@ import (
 type volumeEngine struct {
 	*fakeEngine
 	log    *changes
-	helper func(h snapshot.Helper) error
+	helper func(h engine.Helper) error
 }
 
 type changes struct {
@@ -66,7 +65,7 @@ func (e volumeEngine) RemoveVolume(_ context.Context, name string) error {
 	e.log.note("remove %s", name)
 	return nil
 }
-func (e volumeEngine) RunHelper(_ context.Context, h snapshot.Helper) ([]byte, error) {
+func (e volumeEngine) RunHelper(_ context.Context, h engine.Helper) ([]byte, error) {
 	var mounts []string
 	for _, m := range h.Mounts {
 		if m.Labels != nil {
@@ -100,12 +99,12 @@ func (e volumeEngine) WaitInit(context.Context, string) error { return nil }
 
 // snapFleet is fleet team-b declaring alpha, with the local engine holding
 // o, whose engine notes its changes in log.
-func snapFleet(t *testing.T, o *engine.Observed, helper func(snapshot.Helper) error) (*fleet, *changes, func() *workspace.Workspace) {
+func snapFleet(t *testing.T, o *engine.Observed, helper func(engine.Helper) error) (*fleet, *changes, func() *workspace.Workspace) {
 	t.Helper()
 	f := fleetB(t, "\n  alpha: {}", o)
 	log := &changes{}
 	open := func() *workspace.Workspace {
-		return f.openWith(t, func(_ string, e *fakeEngine) workspace.Engine {
+		return f.openWith(t, func(_ string, e *fakeEngine) engine.Engine {
 			return volumeEngine{fakeEngine: e, log: log, helper: helper}
 		})
 	}
@@ -175,8 +174,8 @@ func TestSnapshotDefaultLabelMovesOn(t *testing.T) {
 
 // A copy that fails leaves no snapshot volume and the box unpaused.
 func TestSnapshotCopyFails(t *testing.T) {
-	_, log, open := snapFleet(t, alphaWith("running"), func(h snapshot.Helper) error {
-		return &snapshot.ExitError{Code: 1, Stderr: "cp: No space left on device"}
+	_, log, open := snapFleet(t, alphaWith("running"), func(h engine.Helper) error {
+		return &engine.ExitError{Code: 1, Stderr: "cp: No space left on device"}
 	})
 	_, err := open().Snapshot(context.Background(), "alpha", "x", snapshotOptions())
 	if err == nil || err.Error() != "copying alpha's /data: the helper container exited 1: cp: No space left on device" {
@@ -333,12 +332,12 @@ func TestRevertFailures(t *testing.T) {
 		is   any
 		tail string
 	}{
-		{&snapshot.ExitError{Code: 1, Stderr: "cp: No space left on device"},
+		{&engine.ExitError{Code: 1, Stderr: "cp: No space left on device"},
 			"reverting box alpha to snapshot before failed: the helper container exited 1: cp: No space left on device; the box is stopped",
 			new(*workspace.RevertError), "hbl-alpha_agent-data:/to"},
-		{&snapshot.ExitError{Code: 3}, "snapshot before of box alpha is incomplete", new(*workspace.IncompleteSnapshotError), "hbl-alpha_agent-data:/to\nstart hbl-alpha"},
+		{&engine.ExitError{Code: 3}, "snapshot before of box alpha is incomplete", new(*workspace.IncompleteSnapshotError), "hbl-alpha_agent-data:/to\nstart hbl-alpha"},
 	} {
-		_, log, open := snapFleet(t, alphaWith("running", snapOf("alpha", "before", "team-b")), func(snapshot.Helper) error { return c.err })
+		_, log, open := snapFleet(t, alphaWith("running", snapOf("alpha", "before", "team-b")), func(engine.Helper) error { return c.err })
 		ws := open()
 		if err := ws.Tokens.Put("alpha", "t0ken"); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
@@ -25,17 +24,11 @@ import (
 	"github.com/hermes-box/boxes/statedir"
 )
 
-// Engine is one host's engine as a workspace uses it: the whole contract.
-type Engine = engine.Engine
-
-// Connector reaches the engine of one host (engine.Connector).
-type Connector = engine.Connector
-
 // Kinds reaches each host through the connector of its kind.
-type Kinds map[spec.HostKind]Connector
+type Kinds map[spec.HostKind]engine.Connector
 
 // Connect reaches host h's engine through the connector of h's kind.
-func (k Kinds) Connect(ctx context.Context, h spec.Host) (Engine, error) {
+func (k Kinds) Connect(ctx context.Context, h spec.Host) (engine.Engine, error) {
 	c, ok := k[h.Kind()]
 	if !ok {
 		return nil, fmt.Errorf("host %s: this boxes reaches no engine of kind %s", reconcile.HostName(h.Name), h.Kind())
@@ -50,7 +43,7 @@ var ErrNoConfig = hint.New("boxes.yaml not found", "run boxes init to write one,
 type Options struct {
 	// Connect reaches a host's engine; it is asked at most once per host,
 	// and only for hosts a command needs.
-	Connect Connector
+	Connect engine.Connector
 	// Shown is how messages name a file (e.g. relative to the working
 	// directory); nil names it as given.
 	Shown func(path string) string
@@ -80,7 +73,7 @@ type Workspace struct {
 
 	opts    Options
 	mu      sync.Mutex
-	engines map[string]Engine
+	engines map[string]engine.Engine
 	locks   []*statedir.FileLock
 	// applyLocked is set once LockApply has taken the apply lock.
 	applyLocked bool
@@ -100,7 +93,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{Path: abs, Tokens: statedir.TokensBeside(abs), Files: map[string]string{},
-		Observed: map[string]*engine.Observed{}, opts: opts, engines: map[string]Engine{}}
+		Observed: map[string]*engine.Observed{}, opts: opts, engines: map[string]engine.Engine{}}
 	data, err := os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &noConfigError{file: opts.Shown(abs)}
@@ -169,7 +162,7 @@ func (w *Workspace) Hosts() []string {
 }
 
 // Engine is host's engine, connected on first use.
-func (w *Workspace) Engine(ctx context.Context, host string) (Engine, error) {
+func (w *Workspace) Engine(ctx context.Context, host string) (engine.Engine, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.engines[host]; ok {
@@ -194,10 +187,10 @@ func (w *Workspace) Engine(ctx context.Context, host string) (Engine, error) {
 }
 
 // Engines are the engines connected so far, by host name.
-func (w *Workspace) Engines() map[string]apply.Engine {
+func (w *Workspace) Engines() map[string]engine.Lifecycle {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := map[string]apply.Engine{}
+	out := map[string]engine.Lifecycle{}
 	for h, e := range w.engines {
 		out[h] = e
 	}
@@ -236,7 +229,7 @@ func (w *Workspace) Close() {
 	for _, e := range w.engines {
 		_ = e.Close()
 	}
-	w.engines = map[string]Engine{}
+	w.engines = map[string]engine.Engine{}
 }
 
 // Observe snapshots hosts in parallel (every host when none is named). The
@@ -288,7 +281,7 @@ func (w *Workspace) distinct(ctx context.Context, hosts []string) error {
 	if len(hosts) < 2 {
 		return nil
 	}
-	engines := make([]Engine, 0, len(hosts))
+	engines := make([]engine.Engine, 0, len(hosts))
 	for _, host := range hosts {
 		e, err := w.Engine(ctx, host)
 		if err != nil {

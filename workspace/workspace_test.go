@@ -31,9 +31,9 @@ hosts:
 `
 
 // fakeEngine serves a fixed snapshot and notes whether it was observed.
-// What a test does not give it panics (the nil workspace.Engine).
+// What a test does not give it panics (the nil engine.Engine).
 type fakeEngine struct {
-	workspace.Engine
+	engine.Engine
 	obs      *engine.Observed
 	observed *[]string
 	mu       *sync.Mutex
@@ -56,7 +56,7 @@ func (f *fakeEngine) Observe(context.Context, ...string) (*engine.Observed, erro
 func (f *fakeEngine) Capabilities() engine.Capabilities {
 	return engine.Capabilities{Freeze: true, Rename: true}
 }
-func (f *fakeEngine) VolumeSizes(context.Context, *engine.Observed, []string) map[string]reconcile.VolumeSize {
+func (f *fakeEngine) VolumeSizes(context.Context, *engine.Observed, []string) map[string]engine.VolumeSize {
 	return nil
 }
 func (f *fakeEngine) ContainerEnv(context.Context, string) ([]string, error) {
@@ -69,8 +69,8 @@ func (f *fakeEngine) ContainerRuntime(context.Context, string) (string, error) {
 // MachineAddresses: the fake engine runs on a machine with no public address.
 func (f *fakeEngine) MachineAddresses() []netip.Addr { return nil }
 
-func (f *fakeEngine) ExecutorReach(bind string, port int) workspace.Reach {
-	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
+func (f *fakeEngine) ExecutorReach(bind string, port int) engine.Reach {
+	return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }
 func (f *fakeEngine) ID() string { return f.id }
 func (f *fakeEngine) SameEngineAs(first string) error {
@@ -92,7 +92,7 @@ type fleet struct {
 	// down makes every host unreachable.
 	down bool
 	// wrap, when set, is each host's engine made from its fake.
-	wrap func(host string, e *fakeEngine) workspace.Engine
+	wrap func(host string, e *fakeEngine) engine.Engine
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -105,7 +105,7 @@ func newFleet(t *testing.T) *fleet {
 }
 
 // Connect connects host to its fake engine, noting that it did.
-func (f *fleet) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+func (f *fleet) Connect(_ context.Context, h spec.Host) (engine.Engine, error) {
 	f.mu.Lock()
 	f.connected = append(f.connected, h.Name)
 	f.mu.Unlock()
@@ -126,7 +126,7 @@ func (f *fleet) open(t *testing.T) *workspace.Workspace {
 
 // openWith opens the fleet with each host's fake engine passed through
 // wrap, when not nil.
-func (f *fleet) openWith(t *testing.T, wrap func(host string, e *fakeEngine) workspace.Engine) *workspace.Workspace {
+func (f *fleet) openWith(t *testing.T, wrap func(host string, e *fakeEngine) engine.Engine) *workspace.Workspace {
 	t.Helper()
 	f.wrap = wrap
 	ws, err := workspace.Open(filepath.Join(f.dir, "boxes.yaml"), workspace.Options{Connect: f})
@@ -350,7 +350,7 @@ func TestLockPath(t *testing.T) {
 // is refused, naming the host, before anything is reached.
 func TestKindsConnectByKind(t *testing.T) {
 	reached := map[string]bool{}
-	k := workspace.Kinds{spec.HostDocker: connectFunc(func(_ context.Context, h spec.Host) (workspace.Engine, error) {
+	k := workspace.Kinds{spec.HostDocker: connectFunc(func(_ context.Context, h spec.Host) (engine.Engine, error) {
 		reached[h.Name] = true
 		return nil, nil
 	})}
@@ -363,8 +363,8 @@ func TestKindsConnectByKind(t *testing.T) {
 	}
 }
 
-type connectFunc func(context.Context, spec.Host) (workspace.Engine, error)
+type connectFunc func(context.Context, spec.Host) (engine.Engine, error)
 
-func (f connectFunc) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+func (f connectFunc) Connect(ctx context.Context, h spec.Host) (engine.Engine, error) {
 	return f(ctx, h)
 }

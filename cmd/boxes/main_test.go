@@ -26,9 +26,9 @@ import (
 
 	"github.com/hermes-box/boxes/archive"
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // fakeEngineVar names the file of the fake engines' state. It is read here,
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 			if path == "" {
 				os.Exit(cli.Main(cli.StdStreams(), os.Args[1:]))
 			}
-			fake := cli.Connectors{spec.HostDocker: func() workspace.Connector { return &fakeengine.Connector{Path: path} }}
+			fake := cli.Connectors{spec.HostDocker: func() engine.Connector { return &fakeengine.Connector{Path: path} }}
 			os.Exit(cli.MainOn(cli.StdStreams(), os.Args[1:], fake))
 		},
 	})

@@ -1,5 +1,5 @@
 // Package conformance is one suite for the engine contract
-// (workspace.Engine): what boxes' workflows ask of an engine, and what they
+// (engine.Engine): what boxes' workflows ask of an engine, and what they
 // read back from it, checked through the contract's calls alone, so that
 // every engine (Docker, the fake the command line's scripts run on, the
 // next one) is held to the same behaviour. Only tests import it: each
@@ -23,7 +23,6 @@ import (
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // Fleet is the fleet of the suite's boxes.
@@ -47,7 +46,7 @@ const token = "conformance-token"
 // Harness is how the suite reaches one kind of engine.
 type Harness struct {
 	// Engine connects a new engine; the suite closes it.
-	Engine func(t *testing.T) workspace.Engine
+	Engine func(t *testing.T) engine.Engine
 	// Image is the ID ("sha256:…") of an image the engine has: the suite's
 	// boxes and lease markers are made of it.
 	Image string
@@ -61,7 +60,7 @@ type Harness struct {
 	// with it the function that makes that engine unreachable (stopped,
 	// or its connection lost), which may be called while a call is under
 	// way on it. Only the second engine is gone: the first still works.
-	Gone func(t *testing.T) (workspace.Engine, func())
+	Gone func(t *testing.T) (engine.Engine, func())
 	// Cleanup removes whatever is left of boxes (containers, networks,
 	// volumes, lease markers) by other means than the contract, whatever
 	// state a failed or killed run left them in. It runs before the suite
@@ -81,7 +80,7 @@ func (h Harness) callTimeout() time.Duration {
 // suite is one run of the suite on one engine.
 type suite struct {
 	h Harness
-	e workspace.Engine
+	e engine.Engine
 	// dir holds the boxes.yaml the projects name (compose's labels).
 	dir string
 	// p is Box's project, made from Image with token.
@@ -334,7 +333,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	}
 	s.wantPlan(t, spec.Stopped, reconcile.NoOp, "once stopped")
 	s.wantPlan(t, spec.Running, reconcile.Start, "once stopped")
-	code, err := s.e.Exec(s.ctx(t), started[compose.AgentService].ID, workspace.ExecOptions{Cmd: []string{"true"}})
+	code, err := s.e.Exec(s.ctx(t), started[compose.AgentService].ID, engine.ExecOptions{Cmd: []string{"true"}})
 	if err == nil {
 		t.Errorf("Exec in a stopped container: exit code %d and no error; want an error", code)
 	}
@@ -453,7 +452,7 @@ func (s *suite) replace(t *testing.T) {
 func (s *suite) run(t *testing.T, id string, cmd ...string) (int, string, string, error) {
 	t.Helper()
 	var stdout, stderr strings.Builder
-	code, err := s.e.Exec(s.ctx(t), id, workspace.ExecOptions{Cmd: cmd, User: "root", Stdout: &stdout, Stderr: &stderr})
+	code, err := s.e.Exec(s.ctx(t), id, engine.ExecOptions{Cmd: cmd, User: "root", Stdout: &stdout, Stderr: &stderr})
 	return code, stdout.String(), stderr.String(), err
 }
 

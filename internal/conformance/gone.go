@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-box/boxes/apply"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // goneBound is how long a call to an engine that went away may take to
@@ -21,7 +19,7 @@ import (
 const goneBound = 15 * time.Second
 
 // gone: a call under way when the engine goes away, and every call made
-// after, fails with an error matching apply.ErrUnreachable, in bounded time
+// after, fails with an error matching engine.ErrUnreachable, in bounded time
 // and without a panic; the engine left behind is untouched.
 func (s *suite) gone(t *testing.T) {
 	cs := s.up(t)
@@ -53,7 +51,7 @@ func (s *suite) gone(t *testing.T) {
 				done <- result{-1, fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		code, err := g.Exec(ctx, agent.ID, workspace.ExecOptions{Cmd: []string{"cat"}, Stdin: stdin, Stdout: echoed, Stderr: io.Discard})
+		code, err := g.Exec(ctx, agent.ID, engine.ExecOptions{Cmd: []string{"cat"}, Stdin: stdin, Stdout: echoed, Stderr: io.Discard})
 		done <- result{code, err}
 	}()
 	go func() { _, _ = io.WriteString(feed, "ping\n") }()
@@ -67,8 +65,8 @@ func (s *suite) gone(t *testing.T) {
 	makeGone()
 	select {
 	case r := <-done:
-		if !errors.Is(r.err, apply.ErrUnreachable) {
-			t.Errorf("the exec under way as the engine went away: exit code %d, error %v; want an error matching apply.ErrUnreachable", r.code, r.err)
+		if !errors.Is(r.err, engine.ErrUnreachable) {
+			t.Errorf("the exec under way as the engine went away: exit code %d, error %v; want an error matching engine.ErrUnreachable", r.code, r.err)
 		}
 	case <-time.After(goneBound + 5*time.Second):
 		t.Errorf("the exec under way as the engine went away has not returned after %s", goneBound+5*time.Second)
@@ -90,7 +88,7 @@ func (s *suite) gone(t *testing.T) {
 		{"Start", func(ctx context.Context) error { return g.Start(ctx, s.p) }},
 		{"Stop", func(ctx context.Context) error { return g.Stop(ctx, s.p.Name) }},
 		{"Exec", func(ctx context.Context) error {
-			_, err := g.Exec(ctx, agent.ID, workspace.ExecOptions{Cmd: []string{"true"}})
+			_, err := g.Exec(ctx, agent.ID, engine.ExecOptions{Cmd: []string{"true"}})
 			return err
 		}},
 		{"CopyTo", func(ctx context.Context) error {
@@ -123,8 +121,8 @@ func (s *suite) gone(t *testing.T) {
 			switch {
 			case !returned:
 				t.Errorf("%s on the engine gone has not returned after %s", c.name, goneBound+5*time.Second)
-			case !errors.Is(err, apply.ErrUnreachable):
-				t.Errorf("%s on the engine gone: %v; want an error matching apply.ErrUnreachable", c.name, err)
+			case !errors.Is(err, engine.ErrUnreachable):
+				t.Errorf("%s on the engine gone: %v; want an error matching engine.ErrUnreachable", c.name, err)
 			}
 		}()
 	}

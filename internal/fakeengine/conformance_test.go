@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/conformance"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // TestConformance holds the fake engine to the engine contract's suite,
@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &fakeengine.Connector{Path: state}
-	connect := func(t *testing.T, c *fakeengine.Connector) workspace.Engine {
+	connect := func(t *testing.T, c *fakeengine.Connector) engine.Engine {
 		t.Helper()
 		e, err := c.Connect(t.Context(), spec.Host{})
 		if err != nil {
@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	conformance.Run(t, conformance.Harness{
-		Engine: func(t *testing.T) workspace.Engine { return connect(t, c) },
+		Engine: func(t *testing.T) engine.Engine { return connect(t, c) },
 		Image:  image,
 		StopBehind: func(t *testing.T, box string) {
 			behind(t, func(s *fakeengine.State) error { return s.StopBehind(box) })
@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 		},
 		// A second connector to the same state, gone alone: as a
 		// connection to an engine lost while others still reach it.
-		Gone: func(t *testing.T) (workspace.Engine, func()) {
+		Gone: func(t *testing.T) (engine.Engine, func()) {
 			other := &fakeengine.Connector{Path: state}
 			return connect(t, other), func() { other.Gone("") }
 		},

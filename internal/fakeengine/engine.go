@@ -309,7 +309,7 @@ func status(c *Container) string {
 
 // VolumeSizes sizes each volume a running container of o mounts at
 // VolumeBytes; the others are unread, with docker.Engine's reasons.
-func (e *Engine) VolumeSizes(_ context.Context, o *engine.Observed, volumes []string) map[string]reconcile.VolumeSize {
+func (e *Engine) VolumeSizes(_ context.Context, o *engine.Observed, volumes []string) map[string]engine.VolumeSize {
 	running, stopped := map[string]bool{}, map[string]bool{}
 	for _, c := range o.Containers {
 		for _, m := range c.Mounts {
@@ -320,15 +320,15 @@ func (e *Engine) VolumeSizes(_ context.Context, o *engine.Observed, volumes []st
 			}
 		}
 	}
-	out := make(map[string]reconcile.VolumeSize, len(volumes))
+	out := make(map[string]engine.VolumeSize, len(volumes))
 	for _, v := range volumes {
 		switch {
 		case running[v]:
-			out[v] = reconcile.VolumeSize{Bytes: VolumeBytes}
+			out[v] = engine.VolumeSize{Bytes: VolumeBytes}
 		case stopped[v]:
-			out[v] = reconcile.VolumeSize{Unread: "the box is not running"}
+			out[v] = engine.VolumeSize{Unread: "the box is not running"}
 		default:
-			out[v] = reconcile.VolumeSize{Unread: "no container mounts it"}
+			out[v] = engine.VolumeSize{Unread: "no container mounts it"}
 		}
 	}
 	return out

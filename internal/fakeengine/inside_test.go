@@ -12,14 +12,12 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
-	"github.com/hermes-box/boxes/snapshot"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // runningBox makes box alpha, started, on the fake local engine of a new
 // state file, and returns the engine, its state file and alpha's agent.
-func runningBox(t *testing.T) (*fakeengine.Connector, workspace.Engine, string, string) {
+func runningBox(t *testing.T) (*fakeengine.Connector, engine.Engine, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "boxes.yaml")
@@ -94,11 +92,11 @@ func TestInsideRefusals(t *testing.T) {
 			return e.CopyTo(ctx, agent, "/etc", tarStream(t, "f", "x"))
 		}, "copying into /etc of " + agent + ", outside its volumes", fakeengine.ErrNotSupported},
 		{"a command the fake does not know", func() error {
-			_, err := e.Exec(ctx, agent, workspace.ExecOptions{Cmd: []string{"ls", "/data"}})
+			_, err := e.Exec(ctx, agent, engine.ExecOptions{Cmd: []string{"ls", "/data"}})
 			return err
 		}, "running ls /data in " + agent, fakeengine.ErrNotSupported},
 		{"cat of a file outside the volumes", func() error {
-			_, err := e.Exec(ctx, agent, workspace.ExecOptions{Cmd: []string{"cat", "/etc/hostname"}})
+			_, err := e.Exec(ctx, agent, engine.ExecOptions{Cmd: []string{"cat", "/etc/hostname"}})
 			return err
 		}, "running cat /etc/hostname in " + agent, fakeengine.ErrNotSupported},
 		{"a container that is not there", func() error {
@@ -129,7 +127,7 @@ func TestHelperCarriesFiles(t *testing.T) {
 	}
 	snap := compose.SnapshotVolumeName("alpha", "one")
 	if _, err := e.RunHelper(t.Context(), engine.Helper{Box: "alpha", Image: image, Snapshot: "one", Cmd: []string{"cp", "-a", "/from/.", "/to"},
-		Mounts: []snapshot.Mount{
+		Mounts: []engine.HelperMount{
 			{Volume: compose.VolumeName("alpha", compose.AgentVolume), Target: "/from", ReadOnly: true},
 			{Volume: snap, Target: "/to", Labels: map[string]string{compose.SnapshotLabel: "one"}},
 		}}); err != nil {

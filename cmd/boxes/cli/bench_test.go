@@ -31,6 +31,7 @@ import (
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/image"
 	"github.com/hermes-box/boxes/image/build"
 	"github.com/hermes-box/boxes/internal/benchtable"
@@ -183,7 +184,7 @@ func (f *benchFleet) planTwice() (first, again time.Duration, calls map[string]i
 // and keeps them by host.
 type countingConnector struct{ engines map[string]*docker.Engine }
 
-func (c *countingConnector) Connect(ctx context.Context, h spec.Host) (workspace.Engine, error) {
+func (c *countingConnector) Connect(ctx context.Context, h spec.Host) (engine.Engine, error) {
 	e, err := docker.Connect(ctx, h, docker.Options{CountCalls: true})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	egress "github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/internal/text"
 	"github.com/hermes-box/boxes/reconcile"
@@ -143,7 +144,7 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 		}
 	}
 	var out bytes.Buffer
-	if err := e.Logs(cmd.Context(), c.ID, workspace.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
+	if err := e.Logs(cmd.Context(), c.ID, engine.LogOptions{Tail: "2000"}, &out, io.Discard); err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
 	refusals, err := egress.ParseRefusals(&out)

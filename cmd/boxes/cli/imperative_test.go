@@ -16,7 +16,7 @@ import (
 
 // snapshotEngine is an engine that only serves a snapshot.
 type snapshotEngine struct {
-	workspace.Engine
+	engine.Engine
 	obs *engine.Observed
 }
 
@@ -29,8 +29,8 @@ func (e snapshotEngine) Capabilities() engine.Capabilities {
 func (e snapshotEngine) ID() string                     { return "" }
 func (e snapshotEngine) MachineAddresses() []netip.Addr { return nil }
 
-func (e snapshotEngine) ExecutorReach(bind string, port int) workspace.Reach {
-	return workspace.Reach{How: workspace.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
+func (e snapshotEngine) ExecutorReach(bind string, port int) engine.Reach {
+	return engine.Reach{How: engine.ReachDirect, URL: reconcile.ExecutorURL(bind, port)}
 }
 func (e snapshotEngine) Close() error { return nil }
 
@@ -38,7 +38,7 @@ func (e snapshotEngine) Close() error { return nil }
 // one when it has none.
 type snapshots map[string]*engine.Observed
 
-func (s snapshots) Connect(_ context.Context, h spec.Host) (workspace.Engine, error) {
+func (s snapshots) Connect(_ context.Context, h spec.Host) (engine.Engine, error) {
 	o := s[h.Name]
 	if o == nil {
 		o = &engine.Observed{}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/hb"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/internal/terminal"
@@ -43,7 +44,7 @@ that is or was a pool's (boxes mcp runs its commands so).
 			if tty && !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("exec -t needs a terminal"), "leave out -t to run the command without one")
 			}
-			opts := workspace.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
+			opts := engine.ExecOptions{Cmd: hb.InHome(args[1:]...), User: user, TTY: tty, Stdout: env.Out, Stderr: env.Err}
 			if interactive {
 				opts.Stdin = env.In
 			}
@@ -73,7 +74,7 @@ one.`,
 			if !env.IsTTY {
 				return hint.Wrap(fmt.Errorf("enter needs a terminal"), "boxes exec %s -- CMD runs a command without one", args[0])
 			}
-			return runInBox(cmd.Context(), env, workspace.Confine{}, args[0], workspace.ExecOptions{
+			return runInBox(cmd.Context(), env, workspace.Confine{}, args[0], engine.ExecOptions{
 				Cmd: hb.Attach(), User: hb.AgentUser, Env: []string{"TERM=" + terminal.Name()},
 				TTY: true, Stdin: env.In, Stdout: env.Out, Stderr: env.Err,
 			})
@@ -83,7 +84,7 @@ one.`,
 
 // runInBox runs opts in the running agent container of box name, if c
 // lets it, and turns a non-zero exit into boxes's exit code.
-func runInBox(ctx context.Context, env *Env, c workspace.Confine, name string, opts workspace.ExecOptions) error {
+func runInBox(ctx context.Context, env *Env, c workspace.Confine, name string, opts engine.ExecOptions) error {
 	var raw func() func()
 	if opts.TTY {
 		raw = func() func() { return terminal.Raw(env.In) }
@@ -106,7 +107,7 @@ func runInBox(ctx context.Context, env *Env, c workspace.Confine, name string, o
 var InitTimeout = 60 * time.Second
 
 func newLogsCommand(env *Env) *cobra.Command {
-	var o workspace.LogOptions
+	var o engine.LogOptions
 	var confine workspace.Confine
 	cmd := &cobra.Command{
 		Use:   "logs NAME [agent|executor|gate]",

@@ -10,10 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/mcpserver"
 	"github.com/hermes-box/boxes/spec"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // onFakeEngines are connectors to fake engines whose state is a file of dir
@@ -26,7 +26,7 @@ func onFakeEngines(t *testing.T, dir, image string) Connectors {
 	}
 	// A command that reaches for Docker itself fails fast.
 	t.Setenv("DOCKER_HOST", "unix://"+dir+"/no-docker.sock")
-	return Connectors{spec.HostDocker: func() workspace.Connector { return &fakeengine.Connector{Path: path} }}
+	return Connectors{spec.HostDocker: func() engine.Connector { return &fakeengine.Connector{Path: path} }}
 }
 
 // mcpSession is a session of boxes mcp on boxes.yaml in dir, run in-process

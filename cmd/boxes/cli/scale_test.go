@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -234,7 +235,7 @@ func (f *simFleet) run(args ...string) (time.Duration, string) {
 	f.tb.Helper()
 	var out, errb bytes.Buffer
 	start := time.Now()
-	fake := cli.Connectors{spec.HostDocker: func() workspace.Connector { return f.conn }}
+	fake := cli.Connectors{spec.HostDocker: func() engine.Connector { return f.conn }}
 	code := cli.MainOn(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"-f", f.file()}, args...), fake)
 	took := time.Since(start)
 	if code != 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -13,14 +14,14 @@ import (
 
 // Connectors make what reaches each kind of host, once per workspace opened
 // (a connector may keep what it connected).
-type Connectors map[spec.HostKind]func() workspace.Connector
+type Connectors map[spec.HostKind]func() engine.Connector
 
 // DefaultConnectors are the shipped boxes': Docker engines. The test binary
 // runs the same command line with others (MainWith), so that cmd/boxes's
 // scripts run on fake engines (internal/fakeengine); nothing the shipped
 // boxes reads (flag, file or environment) can change them.
 func DefaultConnectors() Connectors {
-	return Connectors{spec.HostDocker: func() workspace.Connector { return docker.Connector{} }}
+	return Connectors{spec.HostDocker: func() engine.Connector { return docker.Connector{} }}
 }
 
 // kinds are c's connectors made for one workspace.
