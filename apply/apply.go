@@ -347,7 +347,7 @@ func (a *Applier) up(ctx context.Context, eng engine.Lifecycle, image string, bp
 		return err
 	}
 	seed := seeder != nil
-	restores := statedir.RestoresBeside(a.Config.Path)
+	restores := statedir.Beside(a.Config.Path).Restores()
 	if seed {
 		// Recorded before anything is created: a seed cut short at any
 		// point is seen by the next plan, and done again.
@@ -478,7 +478,7 @@ func (a *Applier) start(ctx context.Context, eng engine.Lifecycle, bp reconcile.
 		if err := seeder.Finish(ctx, bp.Host, bp.Name); err != nil {
 			return err
 		}
-		if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		if err := statedir.Beside(a.Config.Path).Restores().Done(bp.Name); err != nil {
 			return err
 		}
 	} else if err := a.thaw(ctx, bp); err != nil {
@@ -504,10 +504,22 @@ func (a *Applier) thaw(ctx context.Context, bp reconcile.BoxPlan) error {
 	if a.Thawer == nil {
 		return nil
 	}
-	if _, stale := statedir.StaleFreezes(a.Config.Path)[bp.Name]; !stale && !reconcile.HasKind(bp.Reasons, "frozen") {
+	rec, found, err := statedir.Beside(a.Config.Path).Freezes().Get(bp.Name)
+	// A bad record is no reason to leave the box frozen: the thaw takes it
+	// (Freezes.TakeStale), and resuming a box that is not frozen does
+	// nothing. A plan refuses it; a start (no plan) resumes the box.
+	var bad *statedir.BadRecordError
+	if err != nil && !errors.As(err, &bad) {
+		return err
+	}
+	switch {
+	case bad != nil:
+		a.Progress.Step(bp.Name, fmt.Sprintf("resuming the box: a save cut short may have left it frozen, and %s cannot be used", bad.Path))
+	case found && !rec.Held, reconcile.HasKind(bp.Reasons, "frozen"):
+		a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
+	default:
 		return nil
 	}
-	a.Progress.Step(bp.Name, "resuming the box a save cut short left frozen")
 	if err := a.Thawer.Thaw(ctx, bp.Host, bp.Name); err != nil {
 		return fmt.Errorf("resuming: %w", err)
 	}

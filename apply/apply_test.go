@@ -228,7 +228,7 @@ func newApplier(t *testing.T, boxes ...spec.Box) (*apply.Applier, *journal, *fak
 	cfg := testCfg(boxes...)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
 	j := &journal{}
-	tokens := statedir.TokensBeside(cfg.Path)
+	tokens := statedir.Beside(cfg.Path).Tokens()
 	e := &fakeEngine{j: j, tokens: tokens, fail: map[string]string{}, images: map[string]string{}}
 	return &apply.Applier{Config: cfg, Engines: map[string]engine.Lifecycle{"": e}, Tokens: tokens,
 		Parallelism: 2, Progress: quietProgress{j}, Seeder: fakeSeeder{j}}, j, e

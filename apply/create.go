@@ -173,7 +173,7 @@ func (a *Applier) createFailed(ctx context.Context, eng engine.Lifecycle, bp rec
 	// A seed cut short before this create keeps its record: the box is
 	// still to be seeded from that archive or box.
 	if (bp.Restore != "" || bp.From != "") && !reconcile.HasKind(bp.Reasons, "incomplete") {
-		if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+		if err := statedir.Beside(a.Config.Path).Restores().Done(bp.Name); err != nil {
 			return err
 		}
 	}

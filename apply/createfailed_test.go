@@ -114,8 +114,8 @@ func TestApplierUndoesARefusedCreate(t *testing.T) {
 		if _, ok, _ := a.Tokens.Get("alpha"); ok {
 			t.Error("the token of a box that is not there is still stored")
 		}
-		if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); ok {
-			t.Error("the restore record of a box that is not there is still kept")
+		if _, ok, err := statedir.Beside(a.Config.Path).Restores().Get("alpha"); ok || err != nil {
+			t.Errorf("the restore record of a box that is not there is still kept (%v)", err)
 		}
 	}
 }
@@ -151,8 +151,8 @@ func TestApplierKeepsWhatWasThereBeforeARefusedCreate(t *testing.T) {
 		if got := j.of("alpha"); !reflect.DeepEqual(got, []string{"create", "done: " + refused.Error()}) {
 			t.Errorf("steps %q: something was removed", got)
 		}
-		if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); !ok {
-			t.Error("the record of the restore cut short is gone: the next plan would not seed the box again")
+		if _, ok, err := statedir.Beside(a.Config.Path).Restores().Get("alpha"); !ok || err != nil {
+			t.Errorf("the record of the restore cut short is gone (%v): the next plan would not seed the box again", err)
 		}
 	})
 	t.Run("interrupted", func(t *testing.T) {

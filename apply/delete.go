@@ -20,7 +20,7 @@ func (a *Applier) delete(ctx context.Context, eng engine.Lifecycle, bp reconcile
 	if err := a.remove(ctx, eng, bp.Name, d); err != nil {
 		return err
 	}
-	if err := statedir.RestoresBeside(a.Config.Path).Done(bp.Name); err != nil {
+	if err := statedir.Beside(a.Config.Path).Restores().Done(bp.Name); err != nil {
 		return err
 	}
 	return a.Tokens.Remove(bp.Name)

@@ -49,7 +49,7 @@ func streamApplier(t *testing.T, c *fakeCarrier) (*apply.Applier, *reconcile.Pla
 	beta.Host, gamma.Host, delta.Host = "far", "far", "near"
 	cfg := testCfg(alpha, beta, gamma, delta)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
-	tokens := statedir.TokensBeside(cfg.Path)
+	tokens := statedir.Beside(cfg.Path).Tokens()
 	for _, b := range cfg.Boxes {
 		if err := tokens.Put(b.Name, testToken); err != nil {
 			t.Fatal(err)

@@ -72,7 +72,7 @@ func (a *Applier) move(ctx context.Context, image string, bp reconcile.BoxPlan) 
 	}
 	dir := filepath.Dir(a.Config.Path)
 	abs := func(p string) string { return filepath.Join(dir, p) }
-	moves := statedir.MovesBeside(a.Config.Path)
+	moves := statedir.Beside(a.Config.Path).Moves()
 	rec, found, err := moves.Get(bp.Name)
 	if err != nil {
 		return err

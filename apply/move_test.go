@@ -141,7 +141,7 @@ func moveApplier(t *testing.T, m *fakeMover) (*apply.Applier, *journal) {
 	b.Host = "far"
 	cfg := testCfg(b)
 	cfg.Path = filepath.Join(t.TempDir(), "boxes.yaml")
-	tokens := statedir.TokensBeside(cfg.Path)
+	tokens := statedir.Beside(cfg.Path).Tokens()
 	if err := tokens.Put("alpha", testToken); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestApplierMoveSteps(t *testing.T) {
 	if got := j.of("alpha"); !reflect.DeepEqual(got, want) {
 		t.Errorf("confirmed move:\n got %q\nwant %q", got, want)
 	}
-	moves := statedir.MovesBeside(a.Config.Path)
+	moves := statedir.Beside(a.Config.Path).Moves()
 	if _, found, _ := moves.Get("alpha"); found {
 		t.Error("the record of a finished move is kept")
 	}
@@ -199,14 +199,14 @@ func TestApplierMoveSteps(t *testing.T) {
 	if got, want := j.of("alpha"), steps([]string{"local: stop", "local: save"}, moveIn); !reflect.DeepEqual(got, want) {
 		t.Errorf("unconfirmed move:\n got %q\nwant %q", got, want)
 	}
-	rec, found, err := statedir.MovesBeside(a.Config.Path).Get("alpha")
+	rec, found, err := statedir.Beside(a.Config.Path).Moves().Get("alpha")
 	if err != nil || !found || !rec.Saved || !rec.Verified || rec.Bytes != 42 || rec.From != "" || rec.To != "far" {
 		t.Errorf("record after an unconfirmed move: %+v %v %v", rec, found, err)
 	}
 
 	// Resumed from a saved archive with an unverified copy on the new host.
 	a, j = moveApplier(t, &fakeMover{})
-	if err := statedir.MovesBeside(a.Config.Path).Put(statedir.MoveRecord{Box: "alpha", To: "far", Archive: "backups/alpha-1.tar.zst.age", Key: "k", Saved: true}); err != nil {
+	if err := statedir.Beside(a.Config.Path).Moves().Put(statedir.MoveRecord{Box: "alpha", To: "far", Archive: "backups/alpha-1.tar.zst.age", Key: "k", Saved: true}); err != nil {
 		t.Fatal(err)
 	}
 	a.ConfirmedDeletes = map[string]bool{"alpha": true}
@@ -235,7 +235,7 @@ func TestApplierMoveNeverDeletesUnverified(t *testing.T) {
 				break
 			}
 		}
-		rec, _, _ := statedir.MovesBeside(a.Config.Path).Get("alpha")
+		rec, _, _ := statedir.Beside(a.Config.Path).Moves().Get("alpha")
 		if rec.Verified {
 			t.Errorf("%s failing: recorded as verified", step)
 		}
@@ -253,7 +253,7 @@ func TestApplierMoveNeverDeletesUnverified(t *testing.T) {
 
 	// An old copy started again after its save is not deleted.
 	a, j = moveApplier(t, &fakeMover{})
-	if err := statedir.MovesBeside(a.Config.Path).Put(statedir.MoveRecord{Box: "alpha", To: "far", Saved: true, Verified: true}); err != nil {
+	if err := statedir.Beside(a.Config.Path).Moves().Put(statedir.MoveRecord{Box: "alpha", To: "far", Saved: true, Verified: true}); err != nil {
 		t.Fatal(err)
 	}
 	a.ConfirmedDeletes = map[string]bool{"alpha": true}
@@ -270,7 +270,7 @@ func TestApplierMoveNeverDeletesUnverified(t *testing.T) {
 func TestApplierMoveCancel(t *testing.T) {
 	a, j := moveApplier(t, &fakeMover{})
 	// The box is declared on far again; a move from far to the local engine was cut short.
-	if err := statedir.MovesBeside(a.Config.Path).Put(statedir.MoveRecord{Box: "alpha", From: "far", To: "", Saved: true}); err != nil {
+	if err := statedir.Beside(a.Config.Path).Moves().Put(statedir.MoveRecord{Box: "alpha", From: "far", To: "", Saved: true}); err != nil {
 		t.Fatal(err)
 	}
 	p := &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{{Name: "alpha", Host: "far", Action: reconcile.Move, State: spec.Running,
@@ -281,7 +281,7 @@ func TestApplierMoveCancel(t *testing.T) {
 	if got, want := j.of("alpha"), steps(delOld, []string{"far: start", "far: ready", "far: init"}); !reflect.DeepEqual(got, want) {
 		t.Errorf("cancel:\n got %q\nwant %q", got, want)
 	}
-	if _, found, _ := statedir.MovesBeside(a.Config.Path).Get("alpha"); found {
+	if _, found, _ := statedir.Beside(a.Config.Path).Moves().Get("alpha"); found {
 		t.Error("the record of a cancelled move is kept")
 	}
 }

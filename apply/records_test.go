@@ -81,8 +81,8 @@ func TestApplierRemovesWhatARefusedRestoreMade(t *testing.T) {
 			t.Errorf("removed %s, which the restore did not make", s)
 		}
 	}
-	if _, ok := statedir.RestoresBeside(a.Config.Path).Get("alpha"); ok {
-		t.Error("the restore record is left")
+	if _, ok, err := statedir.Beside(a.Config.Path).Restores().Get("alpha"); ok || err != nil {
+		t.Errorf("the restore record is left (%v)", err)
 	}
 	if _, ok, _ := a.Tokens.Get("alpha"); ok {
 		t.Error("the token is left")
@@ -99,13 +99,13 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restores := statedir.RestoresBeside(a.Config.Path)
+	restores := statedir.Beside(a.Config.Path).Restores()
 	a.Seeder = failingSeeder{fakeSeeder{j}}
 	if err := a.Apply(context.Background(), reconcile.LoadPlan(testBox("alpha"), testImage, "/a.tar.zst.age")); err == nil {
 		t.Fatal("a failing seed succeeded")
 	}
-	if r, ok := restores.Get("alpha"); !ok || r.Archive != "/a.tar.zst.age" {
-		t.Fatalf("a failed restore is not recorded: %+v", r)
+	if r, ok, err := restores.Get("alpha"); !ok || err != nil || r.Archive != "/a.tar.zst.age" {
+		t.Fatalf("a failed restore is not recorded: %+v %v", r, err)
 	}
 	a.Seeder = fakeSeeder{j}
 	frozen := []reconcile.Reason{{Kind: "frozen"}}
@@ -117,8 +117,8 @@ func TestApplierRecordsRestoresAndThaws(t *testing.T) {
 	if err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := restores.Get("alpha"); ok {
-		t.Error("a finished restore is still recorded")
+	if _, ok, err := restores.Get("alpha"); ok || err != nil {
+		t.Errorf("a finished restore is still recorded (%v)", err)
 	}
 	want := map[string][]string{
 		"alpha": {"create", "done: restoring from /a.tar.zst.age: engine gone: the engine could not be reached", "record", "create --force", "seed /a.tar.zst.age", "start " + testImage, "ready", "finish", "init", "done"},

@@ -452,7 +452,7 @@ func TestRestoreChecksTheRestoredData(t *testing.T) {
 func TestThaw(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
 	e := &fakeBox{}
-	held, err := statedir.HoldFreeze(cfg, statedir.Freeze{Box: "alpha", Container: "old"})
+	held, err := statedir.Beside(cfg).Freezes().Hold(statedir.Freeze{Box: "alpha", Container: "old"})
 	if err != nil {
 		t.Fatal(err)
 	}

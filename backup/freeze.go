@@ -17,7 +17,7 @@ type Freeze struct {
 	// Agent is the box's running agent container.
 	Agent string
 	// Config is boxes.yaml's path, beside which the freeze is recorded
-	// (statedir.HoldFreeze) so that the next command thaws a box that a
+	// (statedir.Freezes.Hold) so that the next command thaws a box that a
 	// killed boxes left frozen, and Host the box's host. With no Config
 	// nothing is recorded.
 	Config, Host string
@@ -95,7 +95,7 @@ func (z Freeze) Hold(ctx context.Context, e engine.Inside) (*Frozen, error) {
 	var held *statedir.HeldFreeze
 	if z.Config != "" {
 		var err error
-		if held, err = statedir.HoldFreeze(z.Config, statedir.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
+		if held, err = statedir.Beside(z.Config).Freezes().Hold(statedir.Freeze{Box: z.Box, Host: z.Host, Container: id}); err != nil {
 			<-alongside
 			return nil, fmt.Errorf("recording the freeze of %s: %w", z.Box, err)
 		}

@@ -40,7 +40,7 @@ type Save struct {
 	// Init bounds the wait for a new box's hb init before quiescing.
 	Init hb.Wait
 	// Config is boxes.yaml's path, beside which the save keeps the record
-	// of the box it froze (statedir.HoldFreeze), and Host the box's host.
+	// of the box it froze (statedir.Freezes.Hold), and Host the box's host.
 	// With no Config nothing is recorded.
 	Config, Host string
 	// Step reports progress; Warn a problem that does not fail the save.
@@ -215,9 +215,10 @@ func thaw(ctx context.Context, e engine.Inside, id string) error {
 // Thaw undoes what a save that died left on box: its agent container
 // paused, quiesced (its processes stopped, hb's marker written). It does
 // nothing unless configPath's freeze record of box is there and no save
-// holds it; the record is removed once the box is thawed.
+// holds it; the record is removed once the box is thawed. A record that is
+// no valid freeze record is thawed all the same (see Freezes.TakeStale).
 func Thaw(ctx context.Context, configPath string, e engine.Inside, box string) error {
-	held, rec, err := statedir.TakeStaleFreeze(configPath, box)
+	held, rec, err := statedir.Beside(configPath).Freezes().TakeStale(box)
 	if err != nil || held == nil {
 		return err
 	}

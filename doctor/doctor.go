@@ -51,8 +51,10 @@ type Box struct {
 	TokenErr error
 	// Exposed are secret files or directories readable by others.
 	Exposed []statedir.Exposure
-	// Restoring is the box's restore that was cut short, if one was.
-	Restoring *statedir.Restoring
+	// Restoring is the box's restore that was cut short, if one was;
+	// RestoringErr why its record could not be read.
+	Restoring    *statedir.Restoring
+	RestoringErr error
 	// Stopped is a box boxes.yaml declares stopped: its containers stopped
 	// are as they should be.
 	Stopped bool
@@ -80,7 +82,9 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		p.Initialize = mcp.Initialize
 	}
 	rep := &Report{Box: b.Name}
-	if r := b.Restoring; r != nil && r.From != "" {
+	if b.RestoringErr != nil {
+		rep.add("host", "restore", "error", "%v", b.RestoringErr)
+	} else if r := b.Restoring; r != nil && r.From != "" {
 		rep.add("host", "restore", "error", "fork incomplete: the box holds part of %s, since %s (boxes apply seeds it again)", reconcile.FromText(r.From), r.Since.Format(time.RFC3339))
 	} else if r != nil {
 		rep.add("host", "restore", "error", "restore incomplete: the box holds part of %s, since %s (boxes apply, or boxes load with the same archive, seeds it again)", r.Archive, r.Since.Format(time.RFC3339))

@@ -13,41 +13,49 @@ import (
 // A freeze record is stale only once its save is gone; whoever takes a stale
 // one removes it after thawing, or leaves it for the next try.
 func TestFreezeRecords(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "boxes.yaml")
-	held, err := statedir.HoldFreeze(cfg, statedir.Freeze{Box: "alpha", Host: "nexus", Container: "c1"})
+	freezes := statedir.Beside(filepath.Join(t.TempDir(), "boxes.yaml")).Freezes()
+	stale := func() map[string]statedir.Freeze {
+		t.Helper()
+		got, err := freezes.Stale()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	held, err := freezes.Hold(statedir.Freeze{Box: "alpha", Host: "nexus", Container: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := statedir.StaleFreezes(cfg); len(got) != 0 {
+	if got := stale(); len(got) != 0 {
 		t.Errorf("a running save's record is stale: %v", got)
 	}
-	if h, _, err := statedir.TakeStaleFreeze(cfg, "alpha"); h != nil || err != nil {
+	if h, _, err := freezes.TakeStale("alpha"); h != nil || err != nil {
 		t.Errorf("took a running save's record: %v", err)
 	}
 	held.Keep() // the save died without thawing
-	got := statedir.StaleFreezes(cfg)
+	got := stale()
 	if f, ok := got["alpha"]; !ok || f.Host != "nexus" || f.Container != "c1" {
 		t.Fatalf("stale records: %+v", got)
 	}
-	h, f, err := statedir.TakeStaleFreeze(cfg, "alpha")
+	h, f, err := freezes.TakeStale("alpha")
 	if err != nil || h == nil || f.Container != "c1" {
 		t.Fatalf("take: %v %+v", err, f)
 	}
-	if _, ok := statedir.StaleFreezes(cfg)["alpha"]; ok {
+	if _, ok := stale()["alpha"]; ok {
 		t.Error("a record being thawed is stale to others")
 	}
 	h.Keep() // the thaw failed
-	if h, _, _ = statedir.TakeStaleFreeze(cfg, "alpha"); h == nil {
+	if h, _, _ = freezes.TakeStale("alpha"); h == nil {
 		t.Fatal("a record kept after a failed thaw is gone")
 	}
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if got := statedir.StaleFreezes(cfg); len(got) != 0 {
+	if got := stale(); len(got) != 0 {
 		t.Errorf("released: %v", got)
 	}
-	held, _ = statedir.HoldFreeze(cfg, statedir.Freeze{Box: "beta"})
-	if err := held.Release(); err != nil || len(statedir.StaleFreezes(cfg)) != 0 {
+	held, _ = freezes.Hold(statedir.Freeze{Box: "beta"})
+	if err := held.Release(); err != nil || len(stale()) != 0 {
 		t.Errorf("a save that thawed its box leaves a record: %v", err)
 	}
 }

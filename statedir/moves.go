@@ -1,13 +1,10 @@
 package statedir
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -30,77 +27,59 @@ type MoveRecord struct {
 	Started  time.Time `json:"started"`
 }
 
-// Moves is the store of move records beside boxes.yaml.
+func (r MoveRecord) box() string { return r.Box }
+
+// check: a move goes from one host to another.
+func (r MoveRecord) check() error {
+	if r.From == r.To {
+		return errors.New("it moves the box from a host to the same host")
+	}
+	return nil
+}
+
+// Moves is the store of move records: .boxes/moves/BOX.json.
 type Moves struct{ Dir string }
 
-// MovesBeside is the move store of the boxes.yaml at configPath.
-func MovesBeside(configPath string) Moves {
-	return Moves{Dir: Beside(configPath).Moves()}
+var moveKind = kind{
+	name: "move record",
+	ext:  ".json",
+	stake: func(box string) string {
+		return fmt.Sprintf("how far %s's move got", box)
+	},
+	fix: func(box string) string {
+		return fmt.Sprintf("remove the file: boxes plan then moves %s again from the copies it finds, and asks which to keep if there are two", box)
+	},
 }
 
-func (m Moves) path(box string) string { return filepath.Join(m.Dir, box+".json") }
-
-// Get returns box's record; ok is false when there is none.
-func (m Moves) Get(box string) (MoveRecord, bool, error) {
-	data, err := os.ReadFile(m.path(box))
-	if errors.Is(err, fs.ErrNotExist) {
-		return MoveRecord{}, false, nil
-	}
-	if err != nil {
-		return MoveRecord{}, false, err
-	}
-	var r MoveRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return MoveRecord{}, false, fmt.Errorf("%s: %w", m.path(box), err)
-	}
-	return r, true, nil
+func (m Moves) records() jsonStore[MoveRecord] {
+	return jsonStore[MoveRecord]{store{dir: m.Dir, kind: moveKind}}
 }
 
-// Put writes a record atomically.
-func (m Moves) Put(r MoveRecord) error {
-	if err := os.MkdirAll(m.Dir, 0o700); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeRecord(m.Dir, m.path(r.Box), data)
-}
+// Get is box's record; ok is false when there is none.
+func (m Moves) Get(box string) (MoveRecord, bool, error) { return m.records().get(box) }
+
+// Put writes r as its box's record, atomically and durably.
+func (m Moves) Put(r MoveRecord) error { return m.records().put(r) }
 
 // Remove forgets box's record; a missing one is no error.
-func (m Moves) Remove(box string) error { return removeRecord(m.path(box)) }
+func (m Moves) Remove(box string) error { return m.records().remove(box) }
 
-// All reads every record. A record whose archive is missing is read as not
-// saved, so that the move saves again rather than restore nothing.
+// All are the records, by box name. A record whose archive is missing is
+// read as not saved, so that the move saves again rather than restore
+// nothing.
 func (m Moves) All() (map[string]MoveRecord, error) {
-	entries, err := os.ReadDir(m.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]MoveRecord{}, nil
-	}
+	out, err := m.records().all()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]MoveRecord{}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || strings.HasPrefix(name, ".") {
-			continue
-		}
-		r, found, err := m.Get(name)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			continue
-		}
+	base := filepath.Dir(filepath.Dir(m.Dir)) // boxes.yaml's directory
+	for box, r := range out {
 		if r.Saved {
-			base := filepath.Dir(m.Dir) // .boxes
-			if _, err := os.Stat(filepath.Join(filepath.Dir(base), r.Archive)); err != nil {
+			if _, err := os.Stat(filepath.Join(base, r.Archive)); err != nil {
 				r.Saved, r.Verified = false, false
+				out[box] = r
 			}
 		}
-		out[name] = r
 	}
 	return out, nil
 }

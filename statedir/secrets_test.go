@@ -8,7 +8,7 @@ import (
 
 func TestSecretsExposedAndRestricted(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "boxes.yaml")
-	tokens := TokensBeside(dir)
+	tokens := Beside(dir).Tokens()
 	if got, err := tokens.Exposed(); err != nil || len(got) != 0 {
 		t.Fatalf("no secrets yet: %v %v", got, err)
 	}

@@ -16,7 +16,7 @@ const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 
 func TestTokens(t *testing.T) {
 	dir := t.TempDir()
-	store := TokensBeside(filepath.Join(dir, "boxes.yaml"))
+	store := Beside(filepath.Join(dir, "boxes.yaml")).Tokens()
 	if _, ok, err := store.Get("web"); ok || err != nil {
 		t.Fatalf("Get before Put: ok=%v err=%v", ok, err)
 	}
@@ -151,16 +151,16 @@ func TestLockBox(t *testing.T) {
 }
 
 func TestRestoreRecords(t *testing.T) {
-	s := RestoresBeside(filepath.Join(t.TempDir(), "boxes.yaml"))
-	if got := s.All(); len(got) != 0 {
-		t.Errorf("empty store: %v", got)
+	s := Beside(filepath.Join(t.TempDir(), "boxes.yaml")).Restores()
+	if got, err := s.All(); len(got) != 0 || err != nil {
+		t.Errorf("empty store: %v %v", got, err)
 	}
 	if err := s.Begin(Restoring{Box: "alpha", Archive: "backups/a.tar.zst.age"}); err != nil {
 		t.Fatal(err)
 	}
-	r, ok := s.Get("alpha")
-	if !ok || r.Archive != "backups/a.tar.zst.age" || r.Since.IsZero() {
-		t.Errorf("get: %+v %v", r, ok)
+	r, ok, err := s.Get("alpha")
+	if !ok || err != nil || r.Archive != "backups/a.tar.zst.age" || r.Since.IsZero() {
+		t.Errorf("get: %+v %v %v", r, ok, err)
 	}
 	if err := s.Done("alpha"); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestRestoreRecords(t *testing.T) {
 	if err := s.Done("alpha"); err != nil {
 		t.Errorf("done twice: %v", err)
 	}
-	if _, ok := s.Get("alpha"); ok {
-		t.Error("a done restore is still recorded")
+	if _, ok, err := s.Get("alpha"); ok || err != nil {
+		t.Errorf("a done restore is still recorded: %v", err)
 	}
 }

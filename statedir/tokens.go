@@ -3,11 +3,8 @@ package statedir
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/hermes-box/boxes/compose"
@@ -17,21 +14,27 @@ import (
 // (directory 0700, files 0600), beside boxes.yaml and never inside it.
 type Tokens struct{ Dir string }
 
-// TokensBeside is the token store of the boxes.yaml at configPath.
-func TokensBeside(configPath string) Tokens {
-	return Tokens{Dir: Beside(configPath).Secrets()}
+var tokenKind = kind{
+	name: "token file",
+	ext:  ".env",
+	stake: func(box string) string {
+		return fmt.Sprintf("%s's token", box)
+	},
+	fix: func(box string) string {
+		return fmt.Sprintf("remove the file: boxes plan recovers %[1]s's token from its containers, or boxes apply gives %[1]s a new one", box)
+	},
 }
 
+func (t Tokens) records() store { return store{dir: t.Dir, kind: tokenKind} }
+
 // Path is the file holding box name's token.
-func (t Tokens) Path(name string) string { return filepath.Join(t.Dir, name+".env") }
+func (t Tokens) Path(name string) string { return t.records().path(name) }
 
 // Get returns the stored token of box name; ok is false when there is none.
 func (t Tokens) Get(name string) (token string, ok bool, err error) {
-	data, err := os.ReadFile(t.Path(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
+	recs := t.records()
+	data, ok, err := recs.read(name)
+	if !ok || err != nil {
 		return "", false, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -39,10 +42,11 @@ func (t Tokens) Get(name string) (token string, ok bool, err error) {
 			return v, true, nil
 		}
 	}
-	return "", false, fmt.Errorf("%s has no %s line", t.Path(name), compose.TokenVar)
+	return "", false, recs.bad(name, false, fmt.Errorf("it has no %s= line", compose.TokenVar))
 }
 
-// Put stores token for box name, replacing any earlier one atomically.
+// Put stores token for box name, replacing any earlier one atomically and
+// durably; the directory gets its mode 0700 back.
 func (t Tokens) Put(name, token string) error {
 	if err := os.MkdirAll(t.Dir, 0o700); err != nil {
 		return err
@@ -50,37 +54,11 @@ func (t Tokens) Put(name, token string) error {
 	if err := os.Chmod(t.Dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(t.Dir, "."+name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := fmt.Fprintf(tmp, "%s=%s\n", compose.TokenVar, token); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), t.Path(name))
+	return t.records().write(name, []byte(compose.TokenVar+"="+token))
 }
 
-// Remove forgets the token of a deleted box.
-func (t Tokens) Remove(name string) error {
-	err := os.Remove(t.Path(name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
+// Remove forgets the token of a deleted box; a missing one is no error.
+func (t Tokens) Remove(name string) error { return t.records().remove(name) }
 
 // NewToken mints a random bearer token: 32 bytes from crypto/rand, hex.
 func NewToken() (string, error) {

@@ -133,7 +133,10 @@ func (w *Workspace) LoadPlan(ctx context.Context, file, name string) (spec.Box, 
 		return box, nil, err
 	}
 	// A load cut short is finished by loading the same archive again.
-	unfinished, resume := statedir.RestoresBeside(w.Path).Get(name)
+	unfinished, resume, err := statedir.Beside(w.Path).Restores().Get(name)
+	if err != nil {
+		return box, nil, err
+	}
 	for _, host := range w.Hosts() {
 		if o := w.Observed[host]; o != nil && !o.Of(name).Empty() {
 			if err := w.Claim(name, host, o.Of(name), false); err != nil {

@@ -156,8 +156,12 @@ func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Re
 	}
 	b.Token, _, b.TokenErr = w.Tokens.Get(name)
 	b.Exposed, _ = w.Tokens.Exposed()
-	if rec, ok := statedir.RestoresBeside(w.Path).Get(name); ok && rec.Host == host {
+	// A restore record that cannot be read is one of doctor's findings,
+	// as a token that cannot be read is.
+	rec, ok, err := statedir.Beside(w.Path).Restores().Get(name)
+	if ok && rec.Host == host {
 		b.Restoring = &rec
 	}
+	b.RestoringErr = err
 	return doctor.Check(ctx, b, doctor.Probes{Runner: e, Runtime: e.ContainerRuntime})
 }

@@ -115,7 +115,7 @@ func (w *Workspace) ObserveList(ctx context.Context, all bool) (Rows, error) {
 	if err := w.Observe(ctx); err != nil {
 		return nil, err
 	}
-	return w.List(all), nil
+	return w.List(all)
 }
 
 // List is every box as last observed, for boxes ls: the declared boxes by
@@ -123,12 +123,17 @@ func (w *Workspace) ObserveList(ctx context.Context, all bool) (Rows, error) {
 // With all, every box on the engines, whichever fleet (or none) holds it.
 //
 // It removes the leftovers of saves that died from backups/ first (see
-// backup.RemoveLeftovers).
-func (w *Workspace) List(all bool) Rows {
+// backup.RemoveLeftovers). A restore record that cannot be read fails it:
+// the box's row could say "running" on part of an archive.
+func (w *Workspace) List(all bool) (Rows, error) {
 	if _, err := backup.RemoveLeftovers(filepath.Join(w.Dir(), "backups")); err != nil {
 		w.opts.Warn("removing what saves that died left in backups/: %v", err)
 	}
-	l := lister{w: w, backups: backupsIn(filepath.Join(w.Dir(), "backups")), restoring: statedir.RestoresBeside(w.Path).All()}
+	restoring, err := statedir.Beside(w.Path).Restores().All()
+	if err != nil {
+		return nil, err
+	}
+	l := lister{w: w, backups: backupsIn(filepath.Join(w.Dir(), "backups")), restoring: restoring}
 	var rows Rows
 	seen := map[string]bool{}
 	for _, b := range w.Config.Boxes {
@@ -157,7 +162,7 @@ func (w *Workspace) List(all bool) Rows {
 		}
 		return rows[i].Fleet < rows[j].Fleet
 	})
-	return rows
+	return rows, nil
 }
 
 // lister makes the rows of boxes ls from what w last observed.

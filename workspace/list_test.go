@@ -14,6 +14,16 @@ import (
 	"github.com/hermes-box/boxes/workspace"
 )
 
+// listed is ws.List(false), which must not fail.
+func listed(t *testing.T, ws *workspace.Workspace) workspace.Rows {
+	t.Helper()
+	rows, err := ws.List(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 // reachEngine is a fake engine that says how its published ports are reached.
 type reachEngine struct {
 	*fakeEngine
@@ -44,7 +54,7 @@ func TestListSaysHowAnExecutorIsReached(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := map[string]workspace.Row{}
-	for _, r := range ws.List(false) {
+	for _, r := range listed(t, ws) {
 		rows[r.Name] = r
 	}
 	if r := rows["alpha"]; r.Reach != "direct" || r.URL != "http://127.0.0.1:4801" || r.Executor() != r.URL {
@@ -132,7 +142,7 @@ func TestListSaysWhenTheExecutorOrGateDiffers(t *testing.T) {
 			if err := ws.Observe(t.Context(), ""); err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range ws.List(false) {
+			for _, r := range listed(t, ws) {
 				if r.Name == "alpha" && r.State != tc.want {
 					t.Errorf("state %q, want %q", r.State, tc.want)
 				}
@@ -171,7 +181,7 @@ func TestBackupsAreOnlyOfTheSameBox(t *testing.T) {
 	}
 	last := func() map[string]string {
 		out := map[string]string{}
-		for _, r := range ws.List(false) {
+		for _, r := range listed(t, ws) {
 			out[r.Name] = r.LastBackup
 		}
 		return out
@@ -207,13 +217,13 @@ func TestListShowsAnIncompleteRestore(t *testing.T) {
 	if err := ws.Observe(t.Context(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := ws.List(false)[0].State; got != "running" {
+	if got := listed(t, ws)[0].State; got != "running" {
 		t.Fatalf("alpha before: %q", got)
 	}
-	if err := statedir.RestoresBeside(ws.Path).Begin(statedir.Restoring{Box: "alpha", Archive: "backups/a.tar.s2.age"}); err != nil {
+	if err := statedir.Beside(ws.Path).Restores().Begin(statedir.Restoring{Box: "alpha", Archive: "backups/a.tar.s2.age"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ws.List(false)[0].State; got != "restore incomplete" {
+	if got := listed(t, ws)[0].State; got != "restore incomplete" {
 		t.Errorf("alpha with its restore cut short: %q, want restore incomplete", got)
 	}
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hermes-box/boxes/doctor"
@@ -94,8 +95,14 @@ func (w *Workspace) loadInterrupted(file, name string, created bool, err error) 
 	e := &InterruptedLoadError{Box: name, Archive: w.opts.Shown(file), Stage: "checking", Err: err}
 	if created {
 		e.Stage = "finishing"
-		if _, ok := statedir.RestoresBeside(w.Path).Get(name); ok {
+		_, ok, rerr := statedir.Beside(w.Path).Restores().Get(name)
+		if ok || rerr != nil {
 			e.Stage = "restoring"
+		}
+		if rerr != nil {
+			// The record is there, but the next load or apply will
+			// refuse it until it is dealt with: say so too.
+			return errors.Join(e, rerr)
 		}
 	}
 	return e

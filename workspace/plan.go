@@ -38,17 +38,25 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 		Target:   map[string]bool{},
 		Backups:  w.Backups(),
 		Frozen:   map[string]bool{},
-		// Restores cut short are seen by every plan, and done again by apply.
-		Restoring: statedir.RestoresBeside(w.Path).All(),
 	}
-	for name := range statedir.StaleFreezes(w.Path) {
-		in.Frozen[name] = true
+	// What a kill cut short is seen by every plan, and done again by
+	// apply: restores, saves that left a box frozen, moves. A record that
+	// cannot be read fails the plan rather than be forgotten.
+	state := statedir.Beside(w.Path)
+	var err error
+	if in.Restoring, err = state.Restores().All(); err != nil {
+		return nil, err
 	}
-	moves, err := statedir.MovesBeside(w.Path).All()
+	frozen, err := state.Freezes().Stale()
 	if err != nil {
 		return nil, err
 	}
-	in.Moves = moves
+	for name := range frozen {
+		in.Frozen[name] = true
+	}
+	if in.Moves, err = state.Moves().All(); err != nil {
+		return nil, err
+	}
 	for _, n := range opts.Replace {
 		in.Replace[n] = true
 	}
@@ -135,6 +143,8 @@ func (w *Workspace) tokens(ctx context.Context, in reconcile.Input) (map[string]
 			// holder's. Without one the plan says "token", and the
 			// apply mints a new one. A token file the box's executor
 			// was made with (its config hash says so) needs no call.
+			// A bad token file is no token: the engine's replaces it
+			// here, or apply's new one.
 			if f.made {
 				tokens[b.Name] = f.token
 				continue

@@ -149,8 +149,8 @@ func TestSnapshotOfARunningBox(t *testing.T) {
 	if row.Label != "20260102-150405" || row.SizeBytes != 4096 || row.Volume != "hbl-alpha_snap-20260102-150405" || !row.Created.Equal(madeAt) {
 		t.Errorf("row %+v", row)
 	}
-	if frozen := statedir.StaleFreezes(f.dir + "/boxes.yaml"); len(frozen) != 0 {
-		t.Errorf("freeze records left: %v", frozen)
+	if frozen, err := statedir.Beside(f.dir + "/boxes.yaml").Freezes().All(); len(frozen) != 0 || err != nil {
+		t.Errorf("freeze records left: %v %v", frozen, err)
 	}
 	var b strings.Builder
 	row.WriteText(&b)

@@ -92,7 +92,7 @@ func Open(path string, opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Workspace{Path: abs, Tokens: statedir.TokensBeside(abs), Files: map[string]string{},
+	w := &Workspace{Path: abs, Tokens: statedir.Beside(abs).Tokens(), Files: map[string]string{},
 		Observed: map[string]*engine.Observed{}, opts: opts, engines: map[string]engine.Engine{}}
 	data, err := os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -361,12 +361,26 @@ func (w *Workspace) observeOwn(ctx context.Context, name string, noFleetOK bool)
 	// A box a save that died left frozen is thawed by the next command
 	// that touches it.
 	a, ok := r.Container(compose.AgentService)
-	if _, frozen := statedir.StaleFreezes(w.Path)[name]; !frozen || !ok || (a.State != engine.Running && a.State != engine.Paused) {
+	if !ok || (a.State != engine.Running && a.State != engine.Paused) {
+		return host, r, nil
+	}
+	rec, found, err := statedir.Beside(w.Path).Freezes().Get(name)
+	// A bad record is thawed all the same (backup.Thaw takes it, see
+	// Freezes.TakeStale): resuming a box that is not frozen does nothing,
+	// and it is what boxes plan, which refuses the record, tells to do.
+	var bad *statedir.BadRecordError
+	if err != nil && !errors.As(err, &bad) {
+		return "", engine.Resources{}, err
+	}
+	if bad == nil && (!found || rec.Held) {
 		return host, r, nil
 	}
 	e, err := w.Engine(ctx, host)
 	if err != nil {
 		return "", engine.Resources{}, err
+	}
+	if bad != nil {
+		w.opts.Warn("%s cannot be used (%v): resuming %s, which a save cut short may have left frozen, and removing the file", bad.Path, bad.Err, name)
 	}
 	if err := backup.Thaw(ctx, w.Path, e, name); err != nil {
 		w.opts.Warn("%s was left frozen by a save that died, and resuming it failed: %v", name, err)

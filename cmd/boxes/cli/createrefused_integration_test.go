@@ -86,7 +86,7 @@ func TestIntegrationCreateRefused(t *testing.T) {
 	if c, v, n := labelled(t, box); c+v+n != 0 {
 		t.Errorf("%s keeps %d containers, %d volumes, %d networks", box, c, v, n)
 	}
-	if _, ok, _ := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+	if _, ok, _ := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Tokens().Get(box); ok {
 		t.Error("the token is left")
 	}
 	if other == "" || dockerOut(t, "inspect", "-f", "{{.Id}}", other) != other {

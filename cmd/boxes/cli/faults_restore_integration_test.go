@@ -232,7 +232,10 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 	// box with no container yet is one to create.
 	left := func(box string) func(t *testing.T, dir string, plan run) {
 		return func(t *testing.T, dir string, plan run) {
-			_, recorded := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
+			_, recorded, err := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Restores().Get(box)
+			if err != nil {
+				t.Error(err)
+			}
 			if recorded && (plan.code != 2 || !strings.Contains(plan.stdout, "restore incomplete")) {
 				t.Errorf("a restore cut short is not in the plan: %+v", plan)
 			}
@@ -259,9 +262,9 @@ func TestIntegrationRandomKillsRestore(t *testing.T) {
 				orphans++
 				t.Errorf("throwaway containers of %s are left: %v", box, ids)
 			}
-			if _, ok := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+			if _, ok, err := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Restores().Get(box); ok || err != nil {
 				orphans++
-				t.Errorf("%s's restore record is left", box)
+				t.Errorf("%s's restore record is left (%v)", box, err)
 			}
 			return lost, orphans
 		}
@@ -424,7 +427,7 @@ func TestIntegrationRandomKillsMove(t *testing.T) {
 				orphans++
 				t.Errorf("throwaway containers hold %s's volumes on the local engine: %v", box, ids)
 			}
-			if _, ok, _ := statedir.MovesBeside(filepath.Join(dir, "boxes.yaml")).Get(box); ok {
+			if _, ok, _ := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Moves().Get(box); ok {
 				orphans++
 				t.Errorf("the move record is left")
 			}

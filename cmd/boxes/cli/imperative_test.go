@@ -88,8 +88,12 @@ func TestLsRowsOrder(t *testing.T) {
 		if err := ws.Observe(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		rows, err := ws.List(false)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var names []string
-		for _, r := range ws.List(false) {
+		for _, r := range rows {
 			names = append(names, r.Name+"@"+r.Host)
 		}
 		want := []string{"alpha@nexus", "beta@", "stray-local@", "stray-nexus@nexus", "stray-zulu@zulu"}

@@ -212,7 +212,7 @@ boxes:
 		if !strings.HasPrefix(ports, "127.0.0.1:") || strings.Contains(ports, "\n") {
 			t.Fatalf("executor published on %q, want 127.0.0.1 only", ports)
 		}
-		token, ok, err := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get("it-alpha")
+		token, ok, err := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Tokens().Get("it-alpha")
 		if err != nil || !ok {
 			t.Fatalf("token: %v %v", ok, err)
 		}
@@ -434,7 +434,7 @@ boxes:
 
 func mustToken(t *testing.T, dir, box string) string {
 	t.Helper()
-	token, ok, err := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(box)
+	token, ok, err := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Tokens().Get(box)
 	if err != nil || !ok {
 		t.Fatalf("token of %s: %v %v", box, ok, err)
 	}

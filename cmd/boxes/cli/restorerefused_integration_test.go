@@ -136,10 +136,10 @@ func TestIntegrationRestoreRefused(t *testing.T) {
 	if ids := oneOffs(t, dst); len(ids) > 0 {
 		t.Errorf("throwaway containers of %s left: %v", dst, ids)
 	}
-	if _, ok := statedir.RestoresBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
-		t.Error("the restore record is left")
+	if _, ok, err := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Restores().Get(dst); ok || err != nil {
+		t.Errorf("the restore record is left (%v)", err)
 	}
-	if _, ok, _ := statedir.TokensBeside(filepath.Join(dir, "boxes.yaml")).Get(dst); ok {
+	if _, ok, _ := statedir.Beside(filepath.Join(dir, "boxes.yaml")).Tokens().Get(dst); ok {
 		t.Error("the token is left")
 	}
 	if c, v, n := labelled(t, src); c != 3 || v != 2 || n != 2 {
