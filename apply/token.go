@@ -11,17 +11,22 @@ import (
 // token is the box's stored token, minted and stored first when the box has none.
 // It is written before any resource exists, so a create killed half-way resumes with it.
 func (a *Applier) token(bp reconcile.BoxPlan, box spec.Box) (string, error) {
-	token, ok, err := a.Tokens.Get(bp.Name)
-	if err != nil {
-		return "", err
-	}
-	if ok && !freshToken(bp, box) {
-		return token, nil
+	// A box made with a fresh token never reads the file, which the new
+	// token replaces, bad or not.
+	if !freshToken(bp, box) {
+		token, ok, err := a.Tokens.Get(bp.Name)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return token, nil
+		}
 	}
 	if bp.Action != reconcile.Create && bp.Action != reconcile.Recreate {
 		return "", fmt.Errorf("box %s: %w", bp.Name, ErrNoToken)
 	}
-	if token, err = statedir.NewToken(); err != nil {
+	token, err := statedir.NewToken()
+	if err != nil {
 		return "", err
 	}
 	return token, a.Tokens.Put(bp.Name, token)
