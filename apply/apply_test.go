@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -325,6 +326,42 @@ func TestApplierPoolBoxGetsAFreshToken(t *testing.T) {
 			}
 			if got := e.ready[tc.box.Name]; got != tok {
 				t.Errorf("the box was made ready with token %q, stored %q", got, tok)
+			}
+		})
+	}
+}
+
+// A bad token file is replaced by a box made with a fresh token, which
+// never reads it; a box that keeps its token is not made on it.
+func TestApplierBadTokenFile(t *testing.T) {
+	pool := testBox("scratch-1")
+	pool.Pool = "scratch"
+	for _, tc := range []struct {
+		name string
+		box  spec.Box
+		ok   bool
+	}{{"fresh token", pool, true}, {"kept token", testBox("alpha"), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, e := newApplier(t, tc.box)
+			if err := os.MkdirAll(a.Tokens.Dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(a.Tokens.Path(tc.box.Name), []byte("garbage\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := a.Apply(context.Background(), &reconcile.Plan{Image: testImage, Boxes: []reconcile.BoxPlan{{Name: tc.box.Name, Action: reconcile.Create}}})
+			if tc.ok {
+				tok, ok, gerr := a.Tokens.Get(tc.box.Name)
+				if err != nil || !ok || gerr != nil || e.ready[tc.box.Name] != tok {
+					t.Errorf("apply: %v; token %q %v %v", err, tok, ok, gerr)
+				}
+				return
+			}
+			if !errors.Is(err, statedir.ErrBadRecord) || !strings.Contains(err.Error(), "alpha.env") {
+				t.Errorf("apply: %v, want the bad token file named", err)
+			}
+			if _, made := e.ready[tc.box.Name]; made {
+				t.Error("the box was made on a bad token file")
 			}
 		})
 	}
