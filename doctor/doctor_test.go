@@ -113,6 +113,17 @@ func TestCheckReportsAnIncompleteRestore(t *testing.T) {
 	}
 }
 
+// A restore record that cannot be read is a problem, never no record.
+func TestCheckReportsABadRestoreRecord(t *testing.T) {
+	b := box("running")
+	b.Image = "sha256:2222222222222222"
+	b.RestoringErr = errors.New(".boxes/restores/alpha.json is not a restore record")
+	rep := Check(context.Background(), b, Probes{Runner: hbDoctor{`{"ok":true,"checks":[]}`}, Initialize: gate})
+	if !strings.Contains(lines(rep), "error host restore: .boxes/restores/alpha.json is not a restore record") || rep.OK {
+		t.Errorf("a bad restore record is not an error:\n%s", lines(rep))
+	}
+}
+
 // A box boxes.yaml declares stopped is healthy stopped: its containers
 // exited are as declared, and the checks inside it are said to be skipped.
 // The same box declared running is a problem.
