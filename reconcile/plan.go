@@ -322,9 +322,9 @@ type Input struct {
 	// Moves are the records of moves begun on this machine, by box.
 	Moves map[string]statedir.MoveRecord
 	// Frozen names the boxes a save that died may have left frozen (see
-	// StaleFreezes).
+	// statedir.Freezes.Stale).
 	Frozen map[string]bool
-	// Restoring holds the restores cut short, by box (see Restores).
+	// Restoring holds the restores cut short, by box (see statedir.Restores).
 	Restoring map[string]statedir.Restoring
 	// Doors are what each box's gate is made with besides boxes.yaml (its
 	// credentials' values, its host's closed addresses), by box.
