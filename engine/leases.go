@@ -18,6 +18,9 @@ import (
 //   - The reset: made first and removed last by whoever deletes a leased
 //     box, so that no one else starts the same reset, and nothing claims
 //     or makes again a box whose old self is not yet gone.
+//
+// The protocol over these marks (who makes and removes each, and when; what
+// a kill at each step leaves) is package pool's.
 const (
 	LeaseClaim = "claim"
 	LeaseRenew = "renew"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/spec"
 )
 
@@ -88,7 +89,7 @@ func (t *tools) lease(ctx context.Context, _ *mcp.CallToolRequest, in LeaseInput
 	if len(holder) > 200 || strings.ContainsAny(holder, "\n\r\x00") {
 		return nil, Result{}, errors.New("holder: at most 200 characters on one line")
 	}
-	ttl, err := duration("ttl", in.TTL, 30*time.Minute, time.Minute, 8*time.Hour)
+	ttl, err := duration("ttl", in.TTL, pool.DefaultTTL, pool.MinTTL, pool.MaxTTL)
 	if err != nil {
 		return nil, Result{}, err
 	}
@@ -192,7 +193,7 @@ func (t *tools) renew(ctx context.Context, _ *mcp.CallToolRequest, in RenewInput
 	if err != nil {
 		return nil, Result{}, err
 	}
-	ttl, err := duration("ttl", in.TTL, 30*time.Minute, time.Minute, 8*time.Hour)
+	ttl, err := duration("ttl", in.TTL, pool.DefaultTTL, pool.MinTTL, pool.MaxTTL)
 	if err != nil {
 		return nil, Result{}, err
 	}

@@ -2,14 +2,13 @@ package workspace
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
@@ -19,29 +18,29 @@ import (
 // engine lists them: a box come free meanwhile is tried, and a failure
 // counts the boxes as the engine holds them once the claims failed (those
 // just leased by others among them), not as it held them before.
-func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (LeaseRow, error) {
+func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (pool.LeaseRow, error) {
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
-		return LeaseRow{}, err
+		return pool.LeaseRow{}, err
 	}
-	id, err := newLeaseID()
+	id, err := pool.NewLeaseID()
 	if err != nil {
-		return LeaseRow{}, err
+		return pool.LeaseRow{}, err
 	}
 	// lost are the boxes whose claim another was first to: each is tried
 	// once, so that this ends.
 	lost := map[string]bool{}
 	for {
-		ready, none := w.poolBoxes(p, lost)
+		ready, none := pool.FreeBoxes(w.Config, p, w.Observed[p.Host], lost)
 		if len(ready) == 0 {
-			return LeaseRow{}, none
+			return pool.LeaseRow{}, none
 		}
 		row, err := w.claimFirst(ctx, e, p, ready, id, o, lost)
 		if !errors.Is(err, errClaimsLost) {
 			return row, err
 		}
 		if err := w.observeClaims(ctx, p.Host, lost); err != nil {
-			return LeaseRow{}, err
+			return pool.LeaseRow{}, err
 		}
 	}
 }
@@ -81,21 +80,20 @@ var errClaimsLost = errors.New("every box tried was claimed by another first")
 
 // claimFirst claims the first of ready, boxes of p on engine e, that it
 // can, for lease id; a box another claimed first is added to lost.
-func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (LeaseRow, error) {
+func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (pool.LeaseRow, error) {
 	obs := w.Observed[p.Host]
 	var lastErr error
 	for _, name := range ready {
 		r := obs.Of(name)
 		agent, _ := r.Container(compose.AgentService)
-		m := engine.LeaseMark{Name: compose.LeaseName(name, engine.LeaseClaim, 0), Box: name, Fleet: w.Config.Fleet,
-			Kind: engine.LeaseClaim, Pool: p.Name, Holder: o.Holder, Lease: id, Expires: time.Now().Add(o.TTL).UTC().Truncate(time.Second)}
+		m := pool.ClaimMark(w.Config.Fleet, p.Name, name, o.Holder, id, time.Now(), o.TTL)
 		markID, err := e.CreateLeaseMark(ctx, agent.Image, m)
 		if errors.Is(err, engine.ErrLeaseTaken) {
 			lost[name] = true // another claim was first
 			continue
 		}
 		if err != nil {
-			return LeaseRow{}, fmt.Errorf("claiming %s: %w", name, err)
+			return pool.LeaseRow{}, fmt.Errorf("claiming %s: %w", name, err)
 		}
 		m.ID = markID
 		row, err := w.leasedRow(ctx, p, r, engine.Lease{Box: name, Pool: p.Name, Claim: &m})
@@ -104,7 +102,7 @@ func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool
 			// token cannot be had: the claim is given up, and the next
 			// box tried.
 			if rerr := e.RemoveContainer(ctx, markID); rerr != nil {
-				return LeaseRow{}, fmt.Errorf("claimed %s, but: %w; and giving the claim up failed: %v", name, err, rerr)
+				return pool.LeaseRow{}, fmt.Errorf("claimed %s, but: %w; and giving the claim up failed: %v", name, err, rerr)
 			}
 			lastErr = fmt.Errorf("claiming %s: %w", name, err)
 			continue
@@ -112,17 +110,9 @@ func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool
 		return row, nil
 	}
 	if lastErr != nil {
-		return LeaseRow{}, lastErr
+		return pool.LeaseRow{}, lastErr
 	}
-	return LeaseRow{}, errClaimsLost
-}
-
-func newLeaseID() (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
+	return pool.LeaseRow{}, errClaimsLost
 }
 
 // guardPool claims, for the length of an apply, each free pool box p
@@ -149,8 +139,8 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 	out := *p
 	out.Boxes = nil
 	for _, b := range p.Boxes {
-		pool, ok := w.Config.PoolOf(b.Name)
-		if !ok || pool.Host != b.Host || b.Name == skip || (b.Action != reconcile.Delete && b.Action != reconcile.Recreate) {
+		owner, ok := w.Config.PoolOf(b.Name)
+		if !ok || owner.Host != b.Host || b.Name == skip || (b.Action != reconcile.Delete && b.Action != reconcile.Recreate) {
 			out.Boxes = append(out.Boxes, b)
 			continue
 		}
@@ -165,11 +155,7 @@ func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip strin
 				image = agent.Image
 			}
 		}
-		now := time.Now().UTC()
-		m := engine.LeaseMark{Name: compose.LeaseName(b.Name, engine.LeaseClaim, 0), Box: b.Name, Fleet: w.Config.Fleet,
-			Kind: engine.LeaseClaim, Pool: pool.Name, Holder: "boxes apply", Lease: "apply", Expires: now.Add(MaxLeaseTTL),
-			Started: now, By: thisProcess()}
-		id, err := e.CreateLeaseMark(ctx, image, m)
+		id, err := e.CreateLeaseMark(ctx, image, pool.ApplyMark(w.Config.Fleet, owner.Name, b.Name, time.Now()))
 		if errors.Is(err, engine.ErrLeaseTaken) {
 			w.opts.Warn("%s was leased since the plan was made: it is left as it is until its release", b.Name)
 			continue

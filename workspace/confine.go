@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
@@ -43,15 +44,8 @@ func (w *Workspace) confined(host, name string, r engine.Resources) error {
 		if o := w.Observed[host]; o != nil {
 			l = o.Leases(w.Config.Fleet)[name]
 		}
-		if err := checkHolder(name, l, g.Lease); err != nil {
+		if err := pool.CheckInLease(name, l, g.Lease, time.Now()); err != nil {
 			return err
-		}
-		switch now := time.Now(); {
-		case l.Reset != nil:
-			return fmt.Errorf("%s is being reset: lease %s has ended", name, g.Lease)
-		case l.ExpiredAt(now):
-			return hint.Wrap(fmt.Errorf("lease %s of %s expired at %s: the box is not yours any more", g.Lease, name, l.Expires().UTC().Format(time.RFC3339)),
-				"boxes lease claims a fresh box")
 		}
 	}
 	return nil

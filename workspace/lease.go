@@ -4,104 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/spec"
 )
 
-// The bounds of a lease's time to live, and the one it has unless asked.
-const (
-	MinLeaseTTL     = time.Minute
-	MaxLeaseTTL     = 8 * time.Hour
-	DefaultLeaseTTL = 30 * time.Minute
-)
-
-// LeaseOptions tune lease, renew, release and leases.
+// LeaseOptions tune lease, renew, release and leases: what they are asked
+// (pool.LeaseOptions), and how a reset deletes and makes boxes.
 type LeaseOptions struct {
-	// Holder names who holds the lease, for people (boxes leases).
-	Holder string
-	// TTL is how long the lease (or a renewal) lasts.
-	TTL time.Duration
-	// Wait is how long lease waits for a free box; 0 fails at once.
-	Wait time.Duration
-	// Lease is the lease renew and release act on (its ID, from lease
-	// --json): another's is refused. "" acts on whichever lease there is.
-	Lease string
+	pool.LeaseOptions
 	// Apply is how resets delete and make boxes.
 	Apply ApplyOptions
-	// Step reports what a reset or a reap does, in words.
-	Step func(msg string)
 }
 
 func (o LeaseOptions) step(format string, args ...any) {
 	if o.Step != nil {
 		o.Step(fmt.Sprintf(format, args...))
 	}
-}
-
-// LeaseRow is one pool box as lease and leases show it.
-type LeaseRow struct {
-	Box  string `json:"box"`
-	Pool string `json:"pool"`
-	Host string `json:"host"`
-	// State is free, leased, expired or resetting; in leases also absent,
-	// not running, or to delete.
-	State  string `json:"state"`
-	Holder string `json:"holder"`
-	// Lease is the lease's ID; Expires its end (RFC 3339); both empty when free.
-	Lease   string `json:"lease"`
-	Expires string `json:"expires"`
-	// Executor is the box's executor URL from this machine, "" when not
-	// reached directly; TokenFile the file holding its token.
-	Executor  string `json:"executor,omitempty"`
-	TokenFile string `json:"token_file,omitempty"`
-}
-
-// WriteText prints a lease as lease and renew show it.
-func (r LeaseRow) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "box:      %s\npool:     %s\n", r.Box, r.Pool)
-	if r.Host != "" {
-		fmt.Fprintf(w, "host:     %s\n", r.Host)
-	}
-	fmt.Fprintf(w, "holder:   %s\nexpires:  %s\n", r.Holder, r.Expires)
-	if r.Executor != "" {
-		fmt.Fprintf(w, "executor: %s\n", r.Executor)
-	}
-	if r.TokenFile != "" {
-		fmt.Fprintf(w, "token:    %s\n", r.TokenFile)
-	}
-}
-
-// NoFreeBoxError is a lease that found no free box in its pool.
-type NoFreeBoxError struct {
-	Pool                          string
-	Size, Leased, Unready, Absent int
-	Waited                        time.Duration
-}
-
-func (e *NoFreeBoxError) Error() string {
-	s := fmt.Sprintf("pool %s has no free box ready: %d leased, %d not running, %d not made yet (it keeps %d free)", e.Pool, e.Leased, e.Unready, e.Absent, e.Size)
-	if e.Waited > 0 {
-		s += fmt.Sprintf("; waited %s", e.Waited.Round(time.Second))
-	}
-	return s
-}
-
-func (e *NoFreeBoxError) Hint() string {
-	return "boxes apply makes the pool's free boxes again; boxes lease --wait 1m waits for one"
-}
-
-// checkTTL refuses a time to live out of bounds.
-func checkTTL(ttl time.Duration) error {
-	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
-		return hint.Wrap(fmt.Errorf("--ttl %s is out of bounds", ttl), "a lease lasts from %s to %s", MinLeaseTTL, strings.TrimSuffix(MaxLeaseTTL.String(), "0m0s"))
-	}
-	return nil
 }
 
 // pool is the pool named name, or an error naming those there are.
@@ -120,43 +44,43 @@ func (w *Workspace) pool(name string) (spec.Pool, error) {
 	return spec.Pool{}, hint.Wrap(err, "its pools: %s", strings.Join(names, ", "))
 }
 
-// Lease claims a free box of pool for o.Holder for o.TTL, waiting up to
-// o.Wait for one. When none is free it first resets the pool's expired
+// Lease claims a free box of pool name for o.Holder for o.TTL, waiting up
+// to o.Wait for one. When none is free it first resets the pool's expired
 // leases. The box's token is stored in .boxes/secrets as apply stores it.
-func (w *Workspace) Lease(ctx context.Context, pool string, o LeaseOptions) (LeaseRow, error) {
-	p, err := w.pool(pool)
+func (w *Workspace) Lease(ctx context.Context, name string, o LeaseOptions) (pool.LeaseRow, error) {
+	p, err := w.pool(name)
 	if err != nil {
-		return LeaseRow{}, err
+		return pool.LeaseRow{}, err
 	}
-	if err := checkTTL(o.TTL); err != nil {
-		return LeaseRow{}, err
+	if err := pool.CheckTTL(o.TTL); err != nil {
+		return pool.LeaseRow{}, err
 	}
 	start := time.Now()
 	reaped := false
 	for {
 		if err := w.Observe(ctx, p.Host); err != nil {
-			return LeaseRow{}, err
+			return pool.LeaseRow{}, err
 		}
 		row, err := w.claim(ctx, p, o)
-		var none *NoFreeBoxError
+		var none *pool.NoFreeBoxError
 		if !errors.As(err, &none) {
 			return row, err
 		}
 		if !reaped {
 			reaped = true
 			if n, err := w.reapPool(ctx, p, o); err != nil {
-				return LeaseRow{}, err
+				return pool.LeaseRow{}, err
 			} else if n > 0 {
 				continue
 			}
 		}
 		if time.Since(start) >= o.Wait {
 			none.Waited = o.Wait
-			return LeaseRow{}, none
+			return pool.LeaseRow{}, none
 		}
 		select {
 		case <-ctx.Done():
-			return LeaseRow{}, ctx.Err()
+			return pool.LeaseRow{}, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -165,8 +89,8 @@ func (w *Workspace) Lease(ctx context.Context, pool string, o LeaseOptions) (Lea
 // leasedRow is the row of a box just claimed or renewed: its token is read
 // from its executor's container (the engine's copy is the one that counts:
 // another working directory may have made the box) and stored here.
-func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resources, l engine.Lease) (LeaseRow, error) {
-	row := rowOfLease(p.Host, l, time.Now())
+func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resources, l engine.Lease) (pool.LeaseRow, error) {
+	row := pool.RowOf(p.Host, l, time.Now())
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
 		return row, err
@@ -189,23 +113,6 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resourc
 		}
 	}
 	return row, nil
-}
-
-// rowOfLease is box l.Box's row as its lease tells it at now.
-func rowOfLease(host string, l engine.Lease, now time.Time) LeaseRow {
-	row := LeaseRow{Box: l.Box, Pool: l.Pool, Host: host, State: "free"}
-	if l.Claim != nil {
-		row.Holder, row.Lease = l.Claim.Holder, l.Claim.Lease
-		row.Expires = l.Expires().UTC().Format(time.RFC3339)
-		row.State = "leased"
-		if l.ExpiredAt(now) {
-			row.State = "expired"
-		}
-	}
-	if l.Reset != nil {
-		row.State = "resetting"
-	}
-	return row
 }
 
 // leaseOf observes box name's host and returns its pool and lease; a box
@@ -235,67 +142,41 @@ func (w *Workspace) leaseOf(ctx context.Context, name string) (spec.Pool, engine
 	return p, l, obs.Of(name), nil
 }
 
-// checkHolder refuses to act on box name's lease l for a caller that
-// names another lease (id, from lease --json; "" names none), or on the
-// claim an apply holds while it changes the box.
-func checkHolder(name string, l engine.Lease, id string) error {
-	if l.Claim != nil && l.Claim.By != "" {
-		return fmt.Errorf("%s is held by the apply %s runs while it changes the box", name, l.Claim.By)
-	}
-	if id != "" && (l.Claim == nil || l.Claim.Lease != id) {
-		return hint.Wrap(fmt.Errorf("lease %s of %s has ended: the box is not yours any more", id, name), "boxes lease claims a fresh box")
-	}
-	return nil
-}
-
 // Renew extends box name's lease to o.TTL from now. An expired lease is
 // not renewed: it is the reaper's.
-func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (LeaseRow, error) {
-	if err := checkTTL(o.TTL); err != nil {
-		return LeaseRow{}, err
+func (w *Workspace) Renew(ctx context.Context, name string, o LeaseOptions) (pool.LeaseRow, error) {
+	if err := pool.CheckTTL(o.TTL); err != nil {
+		return pool.LeaseRow{}, err
 	}
 	p, l, r, err := w.leaseOf(ctx, name)
 	if err != nil {
-		return LeaseRow{}, err
-	}
-	if err := checkHolder(name, l, o.Lease); err != nil {
-		return LeaseRow{}, err
+		return pool.LeaseRow{}, err
 	}
 	now := time.Now()
-	switch {
-	case l.Reset != nil:
-		return LeaseRow{}, fmt.Errorf("%s is being reset: its lease has ended", name)
-	case l.Claim == nil:
-		return LeaseRow{}, hint.Wrap(fmt.Errorf("%s is not leased", name), "boxes lease %s claims a free box", p.Name)
-	case l.ExpiredAt(now):
-		return LeaseRow{}, hint.Wrap(fmt.Errorf("the lease of %s expired at %s: an expired lease is not renewed", name, l.Expires().UTC().Format(time.RFC3339)),
-			"boxes lease %s claims a fresh box", p.Name)
+	if err := pool.CheckRenew(name, p.Name, l, o.Lease, now); err != nil {
+		return pool.LeaseRow{}, err
 	}
 	e, err := w.Engine(ctx, p.Host)
 	if err != nil {
-		return LeaseRow{}, err
+		return pool.LeaseRow{}, err
 	}
 	agent, _ := r.Container(compose.AgentService)
-	m := engine.LeaseMark{Name: compose.LeaseName(name, engine.LeaseRenew, now.UnixNano()), Box: name, Fleet: w.Config.Fleet,
-		Kind: engine.LeaseRenew, Pool: p.Name, Holder: l.Claim.Holder, Lease: l.Claim.Lease, Expires: now.Add(o.TTL).UTC().Truncate(time.Second)}
+	m := pool.RenewMark(w.Config.Fleet, p.Name, l, now, o.TTL)
 	if m.ID, err = e.CreateLeaseMark(ctx, agent.Image, m); err != nil {
-		return LeaseRow{}, fmt.Errorf("renewing %s: %w", name, err)
+		return pool.LeaseRow{}, fmt.Errorf("renewing %s: %w", name, err)
 	}
 	l.Renewals = append(l.Renewals, m)
 	return w.leasedRow(ctx, p, r, l)
 }
 
 // Release ends box name's lease: the box is deleted, with its data and
-// token, and the pool made whole again (ResetPoolBox).
+// token, and the pool made whole again (see reset).
 func (w *Workspace) Release(ctx context.Context, name string, o LeaseOptions) error {
 	p, l, _, err := w.leaseOf(ctx, name)
 	if err != nil {
 		return err
 	}
-	if l.Claim == nil && l.Reset == nil {
-		return hint.Wrap(fmt.Errorf("%s is not leased: nothing to release", name), "boxes leases lists the pools' boxes")
-	}
-	if err := checkHolder(name, l, o.Lease); err != nil {
+	if err := pool.CheckRelease(name, l, o.Lease); err != nil {
 		return err
 	}
 	return w.reset(ctx, p, l, o)

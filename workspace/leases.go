@@ -5,14 +5,15 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 )
 
 // Leases lists the boxes of every pool with their leases, and every other
 // pool box of the fleet the engines hold: leased ones of pools boxes.yaml
 // no longer has, and free ones a plan deletes ("to delete"); with reap, it
-// first resets the reapable leases (see reapable).
-func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]LeaseRow, error) {
+// first resets the reapable leases (see pool.Reapable).
+func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]pool.LeaseRow, error) {
 	if err := w.Observe(ctx); err != nil {
 		return nil, err
 	}
@@ -24,7 +25,7 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 			return nil, err
 		}
 	}
-	rows := []LeaseRow{}
+	rows := []pool.LeaseRow{}
 	now := time.Now()
 	listed := map[[2]string]bool{}
 	for _, b := range w.Config.Boxes {
@@ -33,13 +34,7 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 		}
 		l := w.Observed[b.Host].Leases(w.Config.Fleet)[b.Name]
 		l.Box, l.Pool = b.Name, b.Pool
-		row := rowOfLease(b.Host, l, now)
-		if r := w.Observed[b.Host].Of(b.Name); row.State == "free" && r.Empty() {
-			row.State = "absent" // apply makes it
-		} else if row.State == "free" && !poolBoxReady(r) {
-			row.State = "not running"
-		}
-		rows = append(rows, row)
+		rows = append(rows, pool.BoxRow(b.Host, l, w.Observed[b.Host].Of(b.Name), now))
 		listed[[2]string{b.Host, b.Name}] = true
 	}
 	// The pool boxes boxes.yaml no longer counts, by their label: the
@@ -55,14 +50,14 @@ func (w *Workspace) Leases(ctx context.Context, reap bool, o LeaseOptions) ([]Le
 		for name, l := range leases {
 			if !listed[[2]string{host, name}] {
 				l.Box = name
-				rows = append(rows, rowOfLease(host, l, now))
+				rows = append(rows, pool.RowOf(host, l, now))
 				listed[[2]string{host, name}] = true
 			}
 		}
 		for _, name := range o.Boxes() {
 			r := o.Of(name)
-			if pool := reconcile.PoolOf(r); pool != "" && !listed[[2]string{host, name}] && r.Owned(w.Config.Fleet) && r.HeldBy(w.Config.Fleet) == "" {
-				rows = append(rows, LeaseRow{Box: name, Pool: pool, Host: host, State: "to delete"})
+			if owner := reconcile.PoolOf(r); owner != "" && !listed[[2]string{host, name}] && r.Owned(w.Config.Fleet) && r.HeldBy(w.Config.Fleet) == "" {
+				rows = append(rows, pool.LeaseRow{Box: name, Pool: owner, Host: host, State: "to delete"})
 			}
 		}
 	}

@@ -3,43 +3,19 @@ package workspace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/spec"
 )
 
-// reapGrace is how long after its expiry a lease is left before it is
-// reaped: a renew refused at the expiry cannot then meet the reset.
-const reapGrace = 5 * time.Second
-
-// reapable says why lease l is for the reaper to reset at now: expired,
-// a reset or an apply's claim cut short, or renewals left of a lease
-// released half-way; "" when it is not.
-func reapable(l engine.Lease, now time.Time) string {
-	switch {
-	case l.Claim != nil && l.Claim.By != "":
-		// An apply's claim (see guardPool): its apply died on this machine.
-		if deadHere(*l.Claim) || l.ExpiredAt(now.Add(-reapGrace)) {
-			return "the apply that held it is gone"
-		}
-	case l.Claim != nil && l.ExpiredAt(now.Add(-reapGrace)):
-		return fmt.Sprintf("the lease of %s (holder %q) expired at %s", l.Box, l.Claim.Holder, l.Expires().UTC().Format(time.RFC3339))
-	case l.Reset != nil && resetStale(*l.Reset, now):
-		return fmt.Sprintf("the reset of %s by %s was cut short", l.Box, l.Reset.By)
-	case l.Claim == nil && l.Reset == nil:
-		return fmt.Sprintf("%s has renewals of a lease released half-way", l.Box)
-	}
-	return ""
-}
-
-// reapHost resets the reapable leases on host of the boxes pool says are
-// its; pool names the pool a box belongs to there (false: not this
+// reapHost resets the reapable leases on host of the boxes poolOf says
+// are its; poolOf names the pool a box belongs to there (false: not this
 // reap's). It returns how many boxes it reset; a reset another process
 // runs, or whose lease changed meanwhile, is left.
-func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box string, l engine.Lease) (spec.Pool, bool), o LeaseOptions) (int, error) {
+func (w *Workspace) reapHost(ctx context.Context, host string, poolOf func(box string, l engine.Lease) (spec.Pool, bool), o LeaseOptions) (int, error) {
 	leases := w.Observed[host].Leases(w.Config.Fleet)
 	names := make([]string, 0, len(leases))
 	for name := range leases {
@@ -51,13 +27,13 @@ func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box str
 	for _, name := range names {
 		l := leases[name]
 		l.Box = name
-		p, ok := pool(name, l)
-		why := reapable(l, now)
+		p, ok := poolOf(name, l)
+		why := pool.Reapable(l, now)
 		if !ok || why == "" {
 			continue
 		}
 		o.step("%s", why)
-		var busy *ResetBusyError
+		var busy *pool.ResetBusyError
 		if err := w.reset(ctx, p, l, o); errors.As(err, &busy) {
 			o.step("%v", busy)
 			continue
@@ -69,7 +45,7 @@ func (w *Workspace) reapHost(ctx context.Context, host string, pool func(box str
 	return n, nil
 }
 
-// reapPool resets p's reapable leases (see reapable).
+// reapPool resets p's reapable leases (see pool.Reapable).
 func (w *Workspace) reapPool(ctx context.Context, p spec.Pool, o LeaseOptions) (int, error) {
 	return w.reapHost(ctx, p.Host, func(box string, _ engine.Lease) (spec.Pool, bool) {
 		owner, ok := w.Config.PoolOf(box)

@@ -4,36 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 )
-
-// staleReset is how long a reset may run before anyone may take it over,
-// when whether its process lives cannot be told (another machine's).
-const staleReset = 15 * time.Minute
-
-// ResetBusyError is a reset that another process runs, or whose lease
-// changed since it was looked at: the box is left to that process, or to
-// its new holder.
-type ResetBusyError struct{ Box, Why string }
-
-func (e *ResetBusyError) Error() string { return e.Box + " was not reset: " + e.Why }
-
-// claimID is the engine ID of l's claim marker, "" when there is none.
-func claimID(l engine.Lease) string {
-	if l.Claim == nil {
-		return ""
-	}
-	return l.Claim.ID
-}
 
 // reset deletes a leased box, its snapshots and its lease, then tops its
 // pool up. The reset's own marker is made first (so that one process alone
@@ -47,8 +26,8 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o Le
 		return err
 	}
 	if l.Reset != nil {
-		if !resetStale(*l.Reset, time.Now()) {
-			return &ResetBusyError{Box: l.Box, Why: fmt.Sprintf("%s is resetting it since %s", l.Reset.By, l.Reset.Started.Format(time.RFC3339))}
+		if !pool.ResetStale(*l.Reset, time.Now()) {
+			return &pool.ResetBusyError{Box: l.Box, Why: fmt.Sprintf("%s is resetting it since %s", l.Reset.By, l.Reset.Started.Format(time.RFC3339))}
 		}
 		if err := e.RemoveContainer(ctx, l.Reset.ID); err != nil {
 			return err
@@ -58,11 +37,10 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o Le
 	if agent, ok := w.Observed[p.Host].Of(l.Box).Container(compose.AgentService); ok {
 		image = agent.Image
 	}
-	m := engine.LeaseMark{Name: compose.LeaseName(l.Box, engine.LeaseReset, 0), Box: l.Box, Fleet: w.Config.Fleet,
-		Kind: engine.LeaseReset, Pool: p.Name, Started: time.Now().UTC(), By: thisProcess()}
+	m := pool.ResetMark(w.Config.Fleet, p.Name, l.Box, time.Now())
 	if m.ID, err = e.CreateLeaseMark(ctx, image, m); err != nil {
 		if errors.Is(err, engine.ErrLeaseTaken) {
-			return &ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
+			return &pool.ResetBusyError{Box: l.Box, Why: "another boxes is resetting it"}
 		}
 		return err
 	}
@@ -71,11 +49,11 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o Le
 	}
 	obs := w.Observed[p.Host]
 	now := obs.Leases(w.Config.Fleet)[l.Box]
-	if claimID(now) != claimID(l) {
+	if pool.ClaimID(now) != pool.ClaimID(l) {
 		if err := e.RemoveContainer(ctx, m.ID); err != nil {
 			return err
 		}
-		return &ResetBusyError{Box: l.Box, Why: "its lease changed since it was looked at"}
+		return &pool.ResetBusyError{Box: l.Box, Why: "its lease changed since it was looked at"}
 	}
 	o.step("resetting %s (pool %s): deleting it with its data, snapshots and token", l.Box, p.Name)
 	if r := obs.Of(l.Box); !r.Empty() {
@@ -105,39 +83,6 @@ func (w *Workspace) reset(ctx context.Context, p spec.Pool, l engine.Lease, o Le
 		}
 	}
 	return w.topUp(ctx, p, o)
-}
-
-// resetStale reports whether reset m was cut short: its process, on this
-// machine, is gone; or, on another, it began too long ago.
-func resetStale(m engine.LeaseMark, now time.Time) bool {
-	if here, dead := processHere(m); here {
-		return dead
-	}
-	return now.Sub(m.Started) > staleReset
-}
-
-// thisProcess names this process as markers record it: PID@MACHINE.
-func thisProcess() string {
-	host, _ := os.Hostname()
-	return strconv.Itoa(os.Getpid()) + "@" + host
-}
-
-// deadHere reports whether m's process ran on this machine and is gone.
-func deadHere(m engine.LeaseMark) bool {
-	here, dead := processHere(m)
-	return here && dead
-}
-
-// processHere reports whether marker m's process (By, PID@MACHINE) ran on
-// this machine, and then whether it is gone.
-func processHere(m engine.LeaseMark) (here, dead bool) {
-	pid, machine, ok := strings.Cut(m.By, "@")
-	host, _ := os.Hostname()
-	n, err := strconv.Atoi(pid)
-	if !ok || err != nil || machine != host {
-		return false, false
-	}
-	return true, syscall.Kill(n, 0) == syscall.ESRCH
 }
 
 // topUp makes p's missing free boxes, as apply would.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -45,10 +46,10 @@ chmod 700 work/private && printf x > work/private/x`); r.code != 0 {
 // tokens, and hb init runs on the copied data.
 func TestIntegrationForks(t *testing.T) {
 	image, _ := startIntegration(t)
-	const base, fromSnap, fromBox, pool = "it-fbase", "it-fsnap", "it-fcopy", "it-fpool"
-	all := append([]string{base, fromSnap, fromBox}, poolBoxes(pool)...)
+	const base, fromSnap, fromBox, poolName = "it-fbase", "it-fsnap", "it-fcopy", "it-fpool"
+	all := append([]string{base, fromSnap, fromBox}, poolBoxes(poolName)...)
 	removeBoxes(all...)
-	t.Cleanup(func() { removeBoxes(all...); removePool(pool) })
+	t.Cleanup(func() { removeBoxes(all...); removePool(poolName) })
 	vol := func(box string) string { return compose.VolumeName(box, compose.AgentVolume) }
 
 	dir := t.TempDir()
@@ -76,7 +77,7 @@ boxes:
   %[1]s: {}
   %[2]s: {from: "%[1]s@clean"}
   %[3]s: {from: %[1]s}
-`, base, fromSnap, fromBox, pool))
+`, base, fromSnap, fromBox, poolName))
 	r := boxes(t, dir, "plan")
 	if r.code != 0 || !strings.Contains(r.stdout, "seeded from snapshot clean of box "+base) || !strings.Contains(r.stdout, "seeded from box "+base+"'s /data (copied paused)") {
 		t.Fatalf("plan: %+v", r)
@@ -84,7 +85,7 @@ boxes:
 	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	member := spec.PoolBoxName(pool, 1)
+	member := spec.PoolBoxName(poolName, 1)
 	for box, want := range map[string]string{fromSnap: clean, fromBox: later, member: clean, base: later} {
 		if got := workListing(t, image, vol(box), "."); got != want {
 			t.Errorf("%s's /data:\n%s\nwant:\n%s", box, got, want)
@@ -110,8 +111,8 @@ boxes:
 	}
 
 	// A holder's file goes with the release: the box is the snapshot again.
-	r = boxes(t, dir, "lease", pool, "--holder", "it", "--json")
-	var row workspace.LeaseRow
+	r = boxes(t, dir, "lease", poolName, "--holder", "it", "--json")
+	var row pool.LeaseRow
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil || row.Box != member {
 		t.Fatalf("lease: %+v", r)
 	}
@@ -126,7 +127,7 @@ boxes:
 	}
 
 	// The snapshot the pool is made from stays.
-	if r := boxes(t, dir, "snapshot", "rm", base, "clean", "--confirm", base); r.code != 1 || !strings.Contains(r.stderr, "boxes.yaml seeds box "+fromSnap+" and pool "+pool) {
+	if r := boxes(t, dir, "snapshot", "rm", base, "clean", "--confirm", base); r.code != 1 || !strings.Contains(r.stderr, "boxes.yaml seeds box "+fromSnap+" and pool "+poolName) {
 		t.Errorf("snapshot rm of the pool's snapshot: %+v", r)
 	}
 }

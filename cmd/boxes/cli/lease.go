@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -16,8 +17,8 @@ import (
 // leaseOptions are how the lease commands report resets and apply.
 func leaseOptions(ctx context.Context, env *Env) workspace.LeaseOptions {
 	return workspace.LeaseOptions{
-		Apply: applyOptions(ctx, env, env.Err, 1),
-		Step:  func(msg string) { fmt.Fprintln(env.Err, msg) },
+		LeaseOptions: pool.LeaseOptions{Step: func(msg string) { fmt.Fprintln(env.Err, msg) }},
+		Apply:        applyOptions(ctx, env, env.Err, 1),
 	}
 }
 
@@ -67,7 +68,7 @@ next apply, or by a lease that needs its box.
 		},
 	}
 	cmd.Flags().StringVar(&o.Holder, "holder", defaultHolder(), "who holds the lease, for boxes leases")
-	cmd.Flags().DurationVar(&o.TTL, "ttl", workspace.DefaultLeaseTTL, "how long the lease lasts (1m to 8h)")
+	cmd.Flags().DurationVar(&o.TTL, "ttl", pool.DefaultTTL, "how long the lease lasts (1m to 8h)")
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "how long to wait for a free box (0: fail at once)")
 	jsonFlag(cmd, &asJSON, "print the lease as JSON on stdout")
 	return cmd
@@ -76,7 +77,7 @@ next apply, or by a lease that needs its box.
 func newRenewCommand(env *Env) *cobra.Command {
 	var (
 		asJSON bool
-		ttl    = workspace.DefaultLeaseTTL
+		ttl    = pool.DefaultTTL
 		lease  string
 	)
 	cmd := &cobra.Command{
@@ -101,7 +102,7 @@ another holder's lease of the same box, should yours have ended.`,
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&ttl, "ttl", workspace.DefaultLeaseTTL, "how long from now the lease lasts (1m to 8h)")
+	cmd.Flags().DurationVar(&ttl, "ttl", pool.DefaultTTL, "how long from now the lease lasts (1m to 8h)")
 	cmd.Flags().StringVar(&lease, "lease", "", "the lease's ID (lease --json's \"lease\"): refuse if the box's lease is another")
 	jsonFlag(cmd, &asJSON, "print the lease as JSON on stdout")
 	return cmd
@@ -138,7 +139,7 @@ lease of the same box, should yours have ended: scripts should pass it.`,
 }
 
 // leaseRows are the rows boxes leases prints.
-type leaseRows []workspace.LeaseRow
+type leaseRows []pool.LeaseRow
 
 func (rs leaseRows) WriteText(w io.Writer) {
 	if len(rs) == 0 {

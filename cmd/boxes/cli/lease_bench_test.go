@@ -15,7 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/hermes-box/boxes/internal/benchtable"
-	"github.com/hermes-box/boxes/workspace"
+	"github.com/hermes-box/boxes/pool"
 )
 
 // BenchmarkPoolLease measures leases on the local engine: boxes lease from
@@ -30,14 +30,14 @@ import (
 // two a box: the pool stays under 12 boxes.
 func BenchmarkPoolLease(b *testing.B) {
 	image := realEngineBench(b)
-	const pool = "it-bench-pool"
-	removePool(pool)
-	b.Cleanup(func() { removePool(pool) })
+	const poolName = "it-bench-pool"
+	removePool(poolName)
+	b.Cleanup(func() { removePool(poolName) })
 	bin := benchBinary(b)
 	dir := b.TempDir()
 	config := filepath.Join(dir, "boxes.yaml")
 	size := func(n int) {
-		writeBench(b, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: %d}\n", pool, n))
+		writeBench(b, config, fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: %d}\n", poolName, n))
 	}
 	size(8)
 	run := func(args ...string) time.Duration {
@@ -53,14 +53,14 @@ func BenchmarkPoolLease(b *testing.B) {
 
 	var claims []time.Duration
 	for i := 0; i < 6; i++ {
-		claims = append(claims, run("lease", pool, "--holder", fmt.Sprintf("bench-%d", i)))
+		claims = append(claims, run("lease", poolName, "--holder", fmt.Sprintf("bench-%d", i)))
 	}
 	var leased, free []string
 	out, err := exec.Command(bin, "-f", config, "leases", "--json").Output()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rows []workspace.LeaseRow
+	var rows []pool.LeaseRow
 	if err := json.Unmarshal(out, &rows); err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func BenchmarkPoolLease(b *testing.B) {
 	ctx := context.Background()
 	var creates []time.Duration
 	for i := 0; i < 10; i++ {
-		name := fmt.Sprintf("hbl-%s-bench-create", pool)
+		name := fmt.Sprintf("hbl-%s-bench-create", poolName)
 		start := time.Now()
 		made, err := api.ContainerCreate(ctx, &container.Config{Image: image, Entrypoint: []string{"true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, name)
 		if err != nil {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/mcpserver"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/statedir"
-	"github.com/hermes-box/boxes/workspace"
 )
 
 // poolBoxes are the names a test pool's boxes can take: removed, with their
@@ -67,13 +67,13 @@ func poolDirs(t *testing.T, image, pool string, size, n int) []string {
 }
 
 // leaseRows are boxes leases --json in dir.
-func leaseRowsIn(t *testing.T, dir string) []workspace.LeaseRow {
+func leaseRowsIn(t *testing.T, dir string) []pool.LeaseRow {
 	t.Helper()
 	r := boxes(t, dir, "leases", "--json")
 	if r.code != 0 {
 		t.Fatalf("leases: %+v", r)
 	}
-	var rows []workspace.LeaseRow
+	var rows []pool.LeaseRow
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
 		t.Fatalf("leases --json: %v\n%s", err, r.stdout)
 	}
@@ -121,11 +121,11 @@ func leaseMarks(t *testing.T, pool string) []string {
 // makes real containers and volumes.
 func TestIntegrationPoolLeases(t *testing.T) {
 	image, _ := startIntegration(t)
-	const pool = "it-pool"
-	removePool(pool)
-	t.Cleanup(func() { removePool(pool) })
+	const poolName = "it-pool"
+	removePool(poolName)
+	t.Cleanup(func() { removePool(poolName) })
 	bin := buildBoxes(t)
-	dirs := poolDirs(t, image, pool, 3, 2)
+	dirs := poolDirs(t, image, poolName, 3, 2)
 	dir, dir2 := dirs[0], dirs[1]
 	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
@@ -134,7 +134,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	// Eight claims at once.
 	type result struct {
 		code   int
-		row    workspace.LeaseRow
+		row    pool.LeaseRow
 		stderr string
 	}
 	results := make([]result, 8)
@@ -143,7 +143,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(bin, "-f", filepath.Join(dir, "boxes.yaml"), "lease", pool, "--holder", fmt.Sprintf("h%d", i), "--json")
+			cmd := exec.Command(bin, "-f", filepath.Join(dir, "boxes.yaml"), "lease", poolName, "--holder", fmt.Sprintf("h%d", i), "--json")
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			err := cmd.Run()
@@ -167,16 +167,16 @@ func TestIntegrationPoolLeases(t *testing.T) {
 				t.Errorf("%s was leased twice: to %s and to %s", r.row.Box, other, r.row.Holder)
 			}
 			won[r.row.Box] = r.row.Holder
-			if r.row.Holder != fmt.Sprintf("h%d", i) || r.row.Pool != pool || r.row.State != "leased" || r.row.Executor == "" {
+			if r.row.Holder != fmt.Sprintf("h%d", i) || r.row.Pool != poolName || r.row.State != "leased" || r.row.Executor == "" {
 				t.Errorf("lease %d: %+v", i, r.row)
 			}
 			if exp, err := time.Parse(time.RFC3339, r.row.Expires); err != nil || time.Until(exp) < 25*time.Minute {
 				t.Errorf("lease %d expires %q, want RFC 3339 about 30 minutes from now", i, r.row.Expires)
 			}
-		case r.code == 1 && strings.Contains(r.stderr, "pool "+pool+" has no free box ready"):
+		case r.code == 1 && strings.Contains(r.stderr, "pool "+poolName+" has no free box ready"):
 			// Counted from what the engine holds once the claims failed:
 			// the three just leased by others, not the boxes as first seen.
-			if want := "pool " + pool + " has no free box ready: 3 leased, 0 not running, 3 not made yet (it keeps 3 free)"; !strings.Contains(r.stderr, want) {
+			if want := "pool " + poolName + " has no free box ready: 3 leased, 0 not running, 3 not made yet (it keeps 3 free)"; !strings.Contains(r.stderr, want) {
 				t.Errorf("lease %d failed with %q, want %q", i, r.stderr, want)
 			}
 		default:
@@ -186,7 +186,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	if len(won) != 3 {
 		t.Fatalf("%d boxes leased by 8 claims of 3 free boxes, want 3: %v", len(won), won)
 	}
-	if marks := leaseMarks(t, pool); len(marks) != 3 {
+	if marks := leaseMarks(t, poolName); len(marks) != 3 {
 		t.Errorf("lease markers %v, want the three claims", marks)
 	}
 
@@ -207,14 +207,14 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	if seen != 3 {
 		t.Errorf("the second directory sees %d of the 3 leases", seen)
 	}
-	if r := boxes(t, dir2, "apply", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "pool "+pool+": 3 to create, 3 free wanted, 0 free, 3 leased") {
+	if r := boxes(t, dir2, "apply", "--auto-approve"); r.code != 0 || !strings.Contains(r.stdout, "pool "+poolName+": 3 to create, 3 free wanted, 0 free, 3 leased") {
 		t.Fatalf("apply from the second directory: %+v", r)
 	}
-	r := boxes(t, dir2, "lease", pool, "--holder", "second", "--json")
+	r := boxes(t, dir2, "lease", poolName, "--holder", "second", "--json")
 	if r.code != 0 {
 		t.Fatalf("lease from the second directory: %+v", r)
 	}
-	var second workspace.LeaseRow
+	var second pool.LeaseRow
 	if err := json.Unmarshal([]byte(r.stdout), &second); err != nil || won[second.Box] != "" || statusWith(t, second.Executor, mustToken(t, dir2, second.Box)) != http.StatusOK {
 		t.Fatalf("second directory's lease: %+v %v", second, err)
 	}
@@ -232,7 +232,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	if r := boxes(t, dir, "release", leased); r.code != 0 || r.stdout != "released "+leased+": it is reset\n" {
 		t.Fatalf("release: %+v", r)
 	}
-	var after workspace.LeaseRow
+	var after pool.LeaseRow
 	for _, row := range leaseRowsIn(t, dir) {
 		if row.Box == leased {
 			after = row
@@ -261,7 +261,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 			agentImage := dockerOut(t, "inspect", "-f", "{{.Image}}", compose.ContainerName(box, compose.AgentService))
 			dockerOut(t, "create", "--name", compose.LeaseName(box, "claim", 0), "--network", "none",
 				"--label", compose.LeaseLabel+"=claim", "--label", compose.LeaseBoxLabel+"="+box, "--label", compose.FleetLabel+"="+fleetName("it"),
-				"--label", compose.PoolLabel+"="+pool, "--label", compose.LeaseHolderLabel+"="+holder, "--label", compose.LeaseIDLabel+"=old",
+				"--label", compose.PoolLabel+"="+poolName, "--label", compose.LeaseHolderLabel+"="+holder, "--label", compose.LeaseIDLabel+"=old",
 				"--label", compose.LeaseExpiresLabel+"="+time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), agentImage, "true")
 			break
 		}
@@ -277,7 +277,7 @@ func TestIntegrationPoolLeases(t *testing.T) {
 	if out, err := exec.Command("docker", "inspect", before).CombinedOutput(); err == nil {
 		t.Errorf("%s's agent container %.12s is left after the reap:\n%.200s", expired, before, out)
 	}
-	for _, m := range leaseMarks(t, pool) {
+	for _, m := range leaseMarks(t, poolName) {
 		if strings.HasPrefix(m, compose.ProjectName(expired)+".") {
 			t.Errorf("marker %s is left after the reap", m)
 		}
@@ -311,12 +311,12 @@ func executorURL(t *testing.T, dir, box string) string {
 // sets how many kills of each (make test-long runs more).
 func TestIntegrationPoolKills(t *testing.T) {
 	image, _ := startIntegration(t)
-	const pool = "it-kpool"
-	removePool(pool)
-	t.Cleanup(func() { removePool(pool) })
+	const poolName = "it-kpool"
+	removePool(poolName)
+	t.Cleanup(func() { removePool(poolName) })
 	bin := buildBoxes(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "boxes.yaml"), fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 2}\n", pool))
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), fmt.Sprintf("version: 1\nfleet: it\npools:\n  %s: {size: 2}\n", poolName))
 	if r := boxes(t, dir, "lock", "image", image); r.code != 0 {
 		t.Fatalf("lock: %+v", r)
 	}
@@ -341,25 +341,25 @@ func TestIntegrationPoolKills(t *testing.T) {
 	}
 	for i := range trials {
 		// A claim killed at some point.
-		killed(time.Duration(rng.IntN(120))*time.Millisecond, "lease", pool, "--holder", fmt.Sprintf("k%d", i))
-		converged(t, dir, pool)
+		killed(time.Duration(rng.IntN(120))*time.Millisecond, "lease", poolName, "--holder", fmt.Sprintf("k%d", i))
+		converged(t, dir, poolName)
 		// A release killed at some point of its reset, of a box leased now.
 		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 			t.Fatalf("apply: %+v", r)
 		}
-		r := boxes(t, dir, "lease", pool, "--holder", "victim", "--json")
-		var row workspace.LeaseRow
+		r := boxes(t, dir, "lease", poolName, "--holder", "victim", "--json")
+		var row pool.LeaseRow
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil {
 			t.Fatalf("lease: %+v", r)
 		}
 		// A renew killed at some point: the lease stands, renewed or not.
 		killed(time.Duration(rng.IntN(120))*time.Millisecond, "renew", row.Box, "--ttl", "1h")
-		converged(t, dir, pool)
+		converged(t, dir, poolName)
 		if after := leaseRowOf(t, dir, row.Box); after.State != "leased" || after.Holder != "victim" {
 			t.Errorf("after a renew killed: %+v, want leased to victim", after)
 		}
 		killed(time.Duration(200+rng.IntN(2500))*time.Millisecond, "release", row.Box)
-		converged(t, dir, pool)
+		converged(t, dir, poolName)
 		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
 			t.Fatalf("apply after trial %d: %+v", i, r)
 		}
@@ -540,7 +540,7 @@ func TestIntegrationMCPLease(t *testing.T) {
 }
 
 // leaseRowOf is box's row of boxes leases --json in dir.
-func leaseRowOf(t *testing.T, dir, box string) workspace.LeaseRow {
+func leaseRowOf(t *testing.T, dir, box string) pool.LeaseRow {
 	t.Helper()
 	for _, row := range leaseRowsIn(t, dir) {
 		if row.Box == box {
@@ -548,7 +548,7 @@ func leaseRowOf(t *testing.T, dir, box string) workspace.LeaseRow {
 		}
 	}
 	t.Fatalf("no row of %s in boxes leases", box)
-	return workspace.LeaseRow{}
+	return pool.LeaseRow{}
 }
 
 // A pool box reset from another working directory is made again with a
@@ -559,16 +559,16 @@ func leaseRowOf(t *testing.T, dir, box string) workspace.LeaseRow {
 // the token the executor answers to is the one its container was made with.
 func TestIntegrationPoolResetTokenNotKept(t *testing.T) {
 	image, _ := startIntegration(t)
-	const pool = "it-tkpool"
-	removePool(pool)
-	t.Cleanup(func() { removePool(pool) })
-	dirs := poolDirs(t, image, pool, 1, 2)
+	const poolName = "it-tkpool"
+	removePool(poolName)
+	t.Cleanup(func() { removePool(poolName) })
+	dirs := poolDirs(t, image, poolName, 1, 2)
 	d1, d2 := dirs[0], dirs[1]
 	if r := boxes(t, d1, "apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
-	r := boxes(t, d2, "lease", pool, "--holder", "previous", "--json")
-	var row workspace.LeaseRow
+	r := boxes(t, d2, "lease", poolName, "--holder", "previous", "--json")
+	var row pool.LeaseRow
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &row) != nil {
 		t.Fatalf("lease in the second directory: %+v", r)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-box/boxes/cmd/boxes/cli"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/fakeengine"
+	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
@@ -144,7 +145,7 @@ func (f *simFleet) grow(n int) {
 	}
 	for ; f.leased < perPool/4; f.leased++ {
 		for p := range f.shape.Pools {
-			if _, err := ws.Lease(ctx, fmt.Sprintf("pool%d", p), workspace.LeaseOptions{Holder: "sim", TTL: 8 * time.Hour}); err != nil {
+			if _, err := ws.Lease(ctx, fmt.Sprintf("pool%d", p), workspace.LeaseOptions{LeaseOptions: pool.LeaseOptions{Holder: "sim", TTL: 8 * time.Hour}}); err != nil {
 				f.tb.Fatal(err)
 			}
 		}

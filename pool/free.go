@@ -1,4 +1,4 @@
-package workspace
+package pool
 
 import (
 	"sort"
@@ -8,15 +8,17 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// poolBoxes are p's ready free boxes as last observed, the lowest numbers
-// first, and the counts of the others for a lease that finds none. A box
-// in lost counts as leased: the engine refused its claim.
-func (w *Workspace) poolBoxes(p spec.Pool, lost map[string]bool) ([]string, *NoFreeBoxError) {
-	obs := w.Observed[p.Host]
-	leases := obs.Leases(w.Config.Fleet)
+// FreeBoxes are the boxes of pool p, among cfg's boxes, that a lease may
+// claim on obs, p's host as last observed: those no mark holds and whose
+// containers all run (BoxReady), the lowest numbers first. The others are
+// counted in the NoFreeBoxError a lease that finds none returns. A box in
+// lost counts as leased: the engine refused its claim, another's being
+// made first, though obs may not list that claim yet.
+func FreeBoxes(cfg *spec.Config, p spec.Pool, obs *engine.Observed, lost map[string]bool) ([]string, *NoFreeBoxError) {
+	leases := obs.Leases(cfg.Fleet)
 	none := &NoFreeBoxError{Pool: p.Name, Size: p.Size}
 	var ready []string
-	for _, b := range w.Config.Boxes {
+	for _, b := range cfg.Boxes {
 		if b.Pool != p.Name {
 			continue
 		}
@@ -25,7 +27,7 @@ func (w *Workspace) poolBoxes(p spec.Pool, lost map[string]bool) ([]string, *NoF
 			none.Leased++
 		case r.Empty():
 			none.Absent++
-		case !poolBoxReady(r):
+		case !BoxReady(r):
 			none.Unready++
 		default:
 			ready = append(ready, b.Name)
@@ -40,9 +42,10 @@ func (w *Workspace) poolBoxes(p spec.Pool, lost map[string]bool) ([]string, *NoF
 	return ready, none
 }
 
-// poolBoxReady reports whether a pool box's containers all run: apply made
-// it and waited for it, and nothing has stopped it since.
-func poolBoxReady(r engine.Resources) bool {
+// BoxReady reports whether a pool box's containers all run: apply made it
+// and waited for it, and nothing has stopped it since. Only such a box is
+// leased: its holder gets a box to work in at once.
+func BoxReady(r engine.Resources) bool {
 	if _, ok := r.Container(compose.AgentService); !ok {
 		return false
 	}
