@@ -2,8 +2,10 @@
 // types of boxes lease, renew, release and leases, of the reset of a
 // released box and of the reaping of ended leases. It does no I/O: the
 // steps that observe engines, make and remove marks, delete boxes and
-// store tokens are package workspace's, each calling these rules. It
-// links no engine SDK.
+// store tokens are package workspace's (workspace/pool_lease.go: lease,
+// renew, release, leases; pool_reset.go: reset and reap; pool_guard.go:
+// apply's claims and the confinement of commands to a lease), each
+// calling these rules. It links no engine SDK.
 //
 // # Marks
 //

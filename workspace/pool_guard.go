@@ -1,14 +1,72 @@
 package workspace
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/pool"
 	"github.com/hermes-box/boxes/reconcile"
 )
+
+// guardPool claims, for the length of an apply, each free pool box p
+// deletes or recreates, so that no lease takes it under the apply; a box
+// leased since the plan was made is left out of it, with a warning. The
+// returned func removes the claims. skip is a box a reset deletes, whose
+// lease the reset holds.
+func (w *Workspace) guardPool(ctx context.Context, p *reconcile.Plan, skip string) (*reconcile.Plan, func(), error) {
+	type mark struct {
+		e  engine.Engine
+		id string
+	}
+	var marks []mark
+	unguard := func() {
+		for _, m := range marks {
+			if err := m.e.RemoveContainer(context.WithoutCancel(ctx), m.id); err != nil {
+				w.opts.Warn("removing apply's claim on a pool box: %v (boxes leases --reap removes it)", err)
+			}
+		}
+	}
+	if len(w.Config.Pools) == 0 {
+		return p, unguard, nil
+	}
+	out := *p
+	out.Boxes = nil
+	for _, b := range p.Boxes {
+		owner, ok := w.Config.PoolOf(b.Name)
+		if !ok || owner.Host != b.Host || b.Name == skip || (b.Action != reconcile.Delete && b.Action != reconcile.Recreate) {
+			out.Boxes = append(out.Boxes, b)
+			continue
+		}
+		e, err := w.Engine(ctx, b.Host)
+		if err != nil {
+			unguard()
+			return nil, nil, err
+		}
+		image := w.Image()
+		if o := w.Observed[b.Host]; o != nil {
+			if agent, ok := o.Of(b.Name).Container(compose.AgentService); ok {
+				image = agent.Image
+			}
+		}
+		id, err := e.CreateLeaseMark(ctx, image, pool.ApplyMark(w.Config.Fleet, owner.Name, b.Name, time.Now()))
+		if errors.Is(err, engine.ErrLeaseTaken) {
+			w.opts.Warn("%s was leased since the plan was made: it is left as it is until its release", b.Name)
+			continue
+		}
+		if err != nil {
+			unguard()
+			return nil, nil, fmt.Errorf("claiming %s for the apply: %w", b.Name, err)
+		}
+		marks = append(marks, mark{e, id})
+		out.Boxes = append(out.Boxes, b)
+	}
+	return &out, unguard, nil
+}
 
 // Confine limits the boxes a command works on to those the engine, as the
 // command observes it, says it may: boxes mcp runs exec, logs and doctor
