@@ -127,17 +127,37 @@ func heldByOtherFleets(in Input) error {
 
 // observedElsewhere is the first host other than host, in name order, that
 // holds box name; the local engine's name is "", hence found.
-func observedElsewhere(obs map[string]*engine.Observed, fleet, name, host string) (other string, found bool) {
-	// Asked for every box, of every host: no host list sorted each time.
-	for h, o := range obs {
-		if h == host || (found && h > other) || !o.Holds(name) {
+func observedElsewhere(obs map[string]*engine.Observed, holders map[string][]string, fleet, name, host string) (other string, found bool) {
+	for _, h := range holders[name] {
+		if h == host {
 			continue
 		}
-		if r := o.Of(name); !r.Empty() && r.HeldBy(fleet) == "" {
-			other, found = h, true
+		if r := obs[h].Of(name); !r.Empty() && r.HeldBy(fleet) == "" {
+			return h, true
 		}
 	}
-	return other, found
+	return "", false
+}
+
+// holdersOf are the hosts that hold a resource of each box, in name order:
+// found once for a plan, so that where each box is is a lookup, not a look
+// at every host (a fleet of thousands of boxes on a hundred hosts).
+func holdersOf(obs map[string]*engine.Observed) map[string][]string {
+	hosts := make([]string, 0, len(obs))
+	for h := range obs {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	out := map[string][]string{}
+	for _, h := range hosts {
+		if obs[h] == nil {
+			continue
+		}
+		for _, name := range obs[h].Boxes() {
+			out[name] = append(out[name], h)
+		}
+	}
+	return out
 }
 
 func executorHostPort(c engine.Container) int {

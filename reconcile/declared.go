@@ -51,11 +51,12 @@ func NewPlan(in Input) (*Plan, error) {
 	}
 	fleet := in.Config.Fleet
 
+	holders := holdersOf(in.Observed)
 	planned, err := planEach(in.Config.Boxes, func(b spec.Box) (BoxPlan, bool, error) {
 		if !in.targeted(b.Name) {
 			return BoxPlan{}, false, nil
 		}
-		if other, found := observedElsewhere(in.Observed, fleet, b.Name, b.Host); found {
+		if other, found := observedElsewhere(in.Observed, holders, fleet, b.Name, b.Host); found {
 			bp, err := planMove(in, b, other)
 			return bp, true, err
 		}
