@@ -9,7 +9,7 @@ export GOFLAGS
 CGO_ENABLED ?= 0
 export CGO_ENABLED
 
-.PHONY: all build up try try-clean test test-long test-short test-image lint lint-workflow bench fuzz clean render-markdown
+.PHONY: all build up try try-clean test test-long test-short test-image kube-build kube-up kube-down lint lint-workflow bench fuzz clean render-markdown
 
 all: build
 
@@ -49,6 +49,19 @@ test-image:
 test: lint-workflow test-image
 	$(GO) vet ./...
 	GO=$(GO) bash scripts/test.sh
+
+# The test cluster (scripts/kube/, docs/testing.md): one node of Kubernetes
+# that make test starts and stops by itself. kube-build fills its cache once
+# (10 to 20 minutes cold on two cores; then a no-op); kube-up starts it and
+# prints its KUBECONFIG; kube-down stops it and removes what it made. As root.
+kube-build:
+	bash scripts/kube/build.sh
+
+kube-up: kube-build
+	bash scripts/kube/up.sh
+
+kube-down:
+	bash scripts/kube/down.sh
 
 # The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move,
 # 50 of each of lease, renew and release, and 50 of each of a snapshot and a fork's apply.
