@@ -47,6 +47,22 @@ func (k kubectl) must(stdin string, args ...string) string {
 	return out
 }
 
+// ready waits up to 90 s for objs (in ns) to be Ready; else it fails the
+// test with what the namespace's pods and events say (an image missing
+// from the cluster shows as ErrImageNeverPull: make test-image, then
+// scripts/kube/up.sh imports it).
+func (k kubectl) ready(objs ...string) {
+	k.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"-n", ns, "wait", "--for", "condition=Ready", "--timeout", "90s"}, objs...)
+	if _, err := k.run(ctx, "", args...); err != nil {
+		pods, _ := k.run(ctx, "", "-n", ns, "get", "pods", "-o", "wide")
+		events, _ := k.run(ctx, "", "-n", ns, "get", "events", "--sort-by", ".lastTimestamp")
+		k.t.Fatalf("%v\npods:\n%s\nevents:\n%s", err, pods, events)
+	}
+}
+
 // TestIntegrationKubeCluster proves the test cluster make test starts: a pod
 // of the imported test image runs and kubectl exec reaches it; an
 // agent-sandbox Sandbox, its volume claimed from the default StorageClass,
@@ -63,16 +79,13 @@ func TestIntegrationKubeCluster(t *testing.T) {
 	}
 	k := kubectl{t: t, bin: testkube.Kubectl(t), kubeconfig: testkube.Config(t)}
 
-	images := k.must("", "get", "nodes", "-o", "jsonpath={.items[*].status.images[*].names}")
-	if !strings.Contains(images, "docker.io/library/"+testImage) {
-		t.Fatalf("the cluster has no %s (make test-image, then scripts/kube/up.sh imports it); it has %s", testImage, images)
-	}
-
 	// What a failed run left, then what this one makes, removed by name
 	// at the end, also on failure.
 	remove := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
+		t0 := time.Now()
+		defer func() { t.Logf("removed namespace %s in %s", ns, time.Since(t0).Round(time.Millisecond)) }()
 		for _, obj := range []string{"networkpolicy/client-no-egress", "sandbox/it-sandbox", "pvc/data-it-sandbox", "pod/server", "pod/client"} {
 			if out, err := k.run(ctx, "", "-n", ns, "delete", obj, "--ignore-not-found", "--grace-period", "1"); err != nil {
 				t.Logf("cleanup: %v %s", err, out)
@@ -87,7 +100,7 @@ func TestIntegrationKubeCluster(t *testing.T) {
 
 	started := time.Now()
 	k.must(fmt.Sprintf(pods, ns, testImage), "apply", "-f", "-")
-	k.must("", "-n", ns, "wait", "--for", "condition=Ready", "pod/server", "pod/client", "--timeout", "90s")
+	k.ready("pod/server", "pod/client")
 	t.Logf("2 pods of %s Ready in %s", testImage, time.Since(started).Round(time.Millisecond))
 
 	if got := strings.TrimSpace(k.must("", "-n", ns, "exec", "client", "--", "cat", "/opt/hermes-box/test-variant")); got != "1" {
@@ -134,11 +147,13 @@ func TestIntegrationKubeCluster(t *testing.T) {
 	k.must("", "-n", ns, "delete", "networkpolicy", "client-no-egress", "--wait")
 	if ok, took := settles(true); !ok {
 		t.Fatalf("policy deleted, client -> server %s:8080 still fails after %s", serverIP, took.Round(time.Millisecond))
+	} else {
+		t.Logf("policy deleted: client -> server works again after %s", took.Round(time.Millisecond))
 	}
 
 	started = time.Now()
 	k.must(fmt.Sprintf(sandbox, ns, testImage), "apply", "-f", "-")
-	k.must("", "-n", ns, "wait", "--for", "condition=Ready", "sandbox/it-sandbox", "--timeout", "90s")
+	k.ready("sandbox/it-sandbox")
 	t.Logf("Sandbox Ready in %s", time.Since(started).Round(time.Millisecond))
 	claims := k.must("", "-n", ns, "get", "pvc", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
 	if !strings.Contains(claims, "=Bound") {
