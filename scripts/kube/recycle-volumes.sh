@@ -17,8 +17,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 D=$KUBE_DIR
 kubectl() { "$D/bin/kubectl" --kubeconfig "$D/etc/admin.kubeconfig" "$@"; }
 # up.sh starts this in a process group of its own: on SIGTERM the watch
-# goes too.
-trap 'trap - TERM; kill -TERM -- -$$ 2>/dev/null; exit 0' TERM INT
+# goes too. (The watch runs in the background and is waited for: bash
+# would run the trap only once a pipeline in the foreground ended.)
+trap 'trap - TERM INT; kill -TERM -- -$$ 2>/dev/null; exit 0' TERM INT
 
 while :; do
 	kubectl get pv -l boxes.test/volume=true --watch --output-watch-events=false \
@@ -30,6 +31,7 @@ while :; do
 			rm -rf "$path" &&
 				kubectl patch pv "$name" --type json -p '[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null &&
 				echo "recycled $name"
-		done
+		done &
+	wait $!
 	sleep 1
 done

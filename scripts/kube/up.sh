@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # The test image of scripts/test-image.sh, imported when Docker has it.
 readonly TEST_IMAGE=hermes-box-lite:test
-# Static volumes of the StorageClass: how many claims the cluster can hold.
+# Static volumes of the StorageClass: how many claims the cluster holds at once.
 readonly VOLUMES=32
 timeout=${BOXES_KUBE_UP_TIMEOUT:-120}
 
