@@ -35,11 +35,17 @@ started=$(date +%s)
 # that need it (internal/testkube), started from its cache (built first if
 # need be; a no-op when complete) and stopped at the end, also on failure.
 # It needs root; without it those tests skip. A cluster already named by
-# BOXES_TEST_KUBECONFIG is used as it is and left running.
+# BOXES_TEST_KUBECONFIG, or already running when up.sh is called (someone
+# else's: one per machine), is used as it is and left running.
 failed=()
 kube_dir=''
 kube_down() {
 	[ -n "$kube_dir" ] || return 0
+	if grep -q '] kube-apiserver runs (pid' "$out/kube-up.log" 2>/dev/null; then
+		echo "test: the test cluster was running before: left running" >&2
+		kube_dir=''
+		return 0
+	fi
 	rm -rf "$out/kube-logs"
 	cp -r "$kube_dir/logs" "$out/kube-logs" 2>/dev/null || true
 	if bash scripts/kube/down.sh >"$out/kube-down.log" 2>&1; then
