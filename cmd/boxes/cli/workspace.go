@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-box/boxes/docker"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/kube"
 	"github.com/hermes-box/boxes/spec"
 	"github.com/hermes-box/boxes/workspace"
 )
@@ -16,12 +17,15 @@ import (
 // (a connector may keep what it connected).
 type Connectors map[spec.HostKind]func() engine.Connector
 
-// DefaultConnectors are the shipped boxes': Docker engines. The test binary
-// runs the same command line with others (MainWith), so that cmd/boxes's
+// DefaultConnectors are the shipped boxes': Docker engines and Kubernetes
+// namespaces. The test binary runs the same command line with others (MainWith), so that cmd/boxes's
 // scripts run on fake engines (internal/fakeengine); nothing the shipped
 // boxes reads (flag, file or environment) can change them.
 func DefaultConnectors() Connectors {
-	return Connectors{spec.HostDocker: func() engine.Connector { return docker.Connector{} }}
+	return Connectors{
+		spec.HostDocker:     func() engine.Connector { return docker.Connector{} },
+		spec.HostKubernetes: func() engine.Connector { return kube.Connector{} },
+	}
 }
 
 // kinds are c's connectors made for one workspace.
