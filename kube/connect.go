@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,6 +110,11 @@ type Engine struct {
 	cfg       *rest.Config
 	core      kubernetes.Interface
 	sandboxes rest.Interface
+
+	mu sync.Mutex
+	// refs are the registry references of images by ID, as PullImage
+	// was given them: what the cluster's nodes pull.
+	refs map[string]string
 }
 
 func newEngine(h spec.Host, cfg *rest.Config) (*Engine, error) {
@@ -120,7 +126,7 @@ func newEngine(h spec.Host, cfg *rest.Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{host: h, namespace: h.Kubernetes.Namespace, cfg: cfg, core: core, sandboxes: sb}, nil
+	return &Engine{host: h, namespace: h.Kubernetes.Namespace, cfg: cfg, core: core, sandboxes: sb, refs: map[string]string{}}, nil
 }
 
 // scheme knows the Sandbox types, for the Sandbox client.

@@ -45,6 +45,7 @@ func (e *Engine) create(ctx context.Context, p *types.Project, remake func(have,
 	if err != nil {
 		return fmt.Errorf("box %s: %w", boxOf(p), err)
 	}
+	e.withImages(o, p)
 	for _, c := range o.claims {
 		if _, err := e.core.CoreV1().PersistentVolumeClaims(e.namespace).Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return e.apiError("making volume claim "+c.Name, err)

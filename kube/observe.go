@@ -90,10 +90,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 	}
 	o := l.observed(e.host.Name)
 	for _, id := range images {
-		// The cluster pulls a box's image where it runs it: every image
-		// of the lock counts as one it can get (PullImage checks its
-		// registry).
-		o.Images[id] = true
+		// What images the nodes hold is theirs: a plan brings each one
+		// it needs by its registry reference (PullImage).
+		o.Images[id] = false
 	}
 	o.Sort()
 	return o, nil

@@ -67,12 +67,10 @@ func (e *Engine) SaveImage(ctx context.Context, ref string) (string, io.ReadClos
 	return "", nil, e.notYet("saving image " + ref)
 }
 
+// LoadImage: nothing loads an image into a cluster's nodes but their
+// registry.
 func (e *Engine) LoadImage(ctx context.Context, ref, id string, r io.Reader) (int64, error) {
-	return 0, e.notYet("loading image " + ref)
-}
-
-func (e *Engine) PullImage(ctx context.Context, ref, image string) error {
-	return e.notYet("pulling image " + ref)
+	return 0, e.fail(fmt.Errorf("image %s: a cluster's nodes get images from a registry only", id), "boxes build --push pushes the image and records its reference in boxes.lock; the plan then has the cluster pull it")
 }
 
 func (e *Engine) Close() error { return nil }

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/internal/hint"
+	"github.com/hermes-box/boxes/spec"
 )
 
 // ImageTransfer brings the locked image to a host that lacks it, before
@@ -88,6 +90,8 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 		switch {
 		case in.ImageRef != "":
 			t.Pull = in.ImageRef
+		case in.Config.Hosts[host].Kind() == spec.HostKubernetes:
+			return nil, unpulled(host, in.Image)
 		case found:
 			t.From = &src
 		default:
@@ -103,6 +107,14 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 // the hosts of observed that lack it, as NewPlan plans them.
 func ImageTransfers(observed map[string]*engine.Observed, image, ref string, boxes []BoxPlan) ([]ImageTransfer, error) {
 	return imageTransfers(Input{Observed: observed, Image: image, ImageRef: ref}, boxes)
+}
+
+// unpulled is the refusal of a kubernetes: host for an image boxes.lock
+// has no registry reference of: a cluster's nodes get images only from a
+// registry.
+func unpulled(host, image string) error {
+	return hint.Wrap(fmt.Errorf("%w: %s is a Kubernetes cluster, whose nodes pull images from a registry, and boxes.lock has no registry reference of %s", ErrImageMissing, HostLabel(host), ShortID(image)),
+		"boxes build --push pushes the image and records its reference with its digest in boxes.lock")
 }
 
 func imageMissing(host, image string) error {

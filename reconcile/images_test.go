@@ -143,3 +143,23 @@ func TestPlanNoStreamForUnchangedHost(t *testing.T) {
 		t.Errorf("transfers: %+v", p.Images)
 	}
 }
+
+// A Kubernetes cluster's nodes pull from a registry: an image boxes.lock
+// has no registry reference of is refused for a kubernetes: host, though a
+// Docker host has it to stream from; with a reference, it is pulled.
+func TestPlanKubernetesHostPullsOnly(t *testing.T) {
+	in := farInput(false)
+	in.Config.Hosts = map[string]spec.Host{"far": {Name: "far", Kubernetes: &spec.Kubernetes{Context: "c", Namespace: "boxes"}}}
+	_, err := reconcile.NewPlan(in)
+	if !errors.Is(err, reconcile.ErrImageMissing) || !strings.Contains(err.Error(), "host far is a Kubernetes cluster, whose nodes pull images from a registry") {
+		t.Fatalf("err = %v", err)
+	}
+	in.ImageRef = "registry.example/hermes@sha256:" + strings.Repeat("ab", 32)
+	p, err := reconcile.NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Images) != 1 || p.Images[0].Pull != in.ImageRef || p.Images[0].From != nil {
+		t.Errorf("transfers %+v, want far to pull the reference", p.Images)
+	}
+}
