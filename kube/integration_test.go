@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -259,6 +260,10 @@ func TestIntegrationKubeBox(t *testing.T) {
 		}
 		return code, out.String()
 	}
+	// The two streams come side by side, in no set order.
+	if code, out := run("echo to-stdout; echo to-stderr >&2"); code != 0 || len(out) != len("to-stdout\nto-stderr\n") || !strings.Contains(out, "to-stdout\n") || !strings.Contains(out, "to-stderr\n") {
+		t.Errorf("exec printed %q (exit %d)", out, code)
+	}
 	if code, out := run("echo kept > /data/marker && exit 3"); code != 3 {
 		t.Fatalf("exec exit %d, want 3: %s", code, out)
 	}
@@ -329,5 +334,77 @@ func TestIntegrationKubeBox(t *testing.T) {
 	left, err := kubectl(t, kubeconfig, "-n", ns, "get", "sandboxes,pods,pvc,svc,secrets,networkpolicies,configmaps", "-l", compose.ManagedLabel+"=1", "-o", "name")
 	if err != nil || strings.TrimSpace(left) != "" {
 		t.Errorf("left after removing every box: %v %s", err, left)
+	}
+}
+
+// TestIntegrationKubeDoor: the NetworkPolicies a box is made with are
+// enforced by the cluster's network: its agent reaches its own gate and
+// executor, and neither the API server on the node, nor the node's
+// kubelet, nor another box's executor. Real cluster: only the cluster's
+// enforcer (kube-router here) decides what passes.
+func TestIntegrationKubeDoor(t *testing.T) {
+	kubeconfig, ctxName := testCluster(t)
+	const ns = "it-kube-door"
+	namespace(t, kubeconfig, ns)
+	e, _ := countingEngine(t, kubeconfig, ctxName, ns)
+	ctx := context.Background()
+	image := testBoxImage(t)
+	for _, name := range []string{"da", "db"} {
+		p := boxProject(t, name, image, "tok-"+name)
+		if err := e.Create(ctx, p, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ip := map[string]string{}
+	for _, name := range []string{"da", "db"} {
+		if err := e.WaitInit(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		for _, svc := range compose.Services {
+			p, err := e.ready(ctx, name, svc, svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ip[name+"/"+svc] = p.Status.PodIP
+			ip["node"] = p.Status.HostIP
+		}
+	}
+	agent := objectName(compose.ContainerName("da", compose.AgentService))
+	// reach is curl's HTTP code for url from da's agent, straight to it
+	// (not through the gate, its proxy): 000 when nothing answered.
+	reach := func(url string) string {
+		var out bytes.Buffer
+		_, err := e.Exec(ctx, agent, engine.ExecOptions{Cmd: []string{"curl", "--noproxy", "*", "-s", "-k", "-o", "/dev/null", "-m", "2", "-w", "%{http_code}", url}, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	for what, url := range map[string]string{
+		"its gate":     "http://" + ip["da/gate"] + ":3128/",
+		"its executor": fmt.Sprintf("http://%s:%d/mcp", ip["da/executor"], compose.ExecutorPort),
+	} {
+		// The enforcer learns of new pods within moments.
+		code := reach(url)
+		for end := time.Now().Add(15 * time.Second); code == "000" && time.Now().Before(end); code = reach(url) {
+			time.Sleep(500 * time.Millisecond)
+		}
+		if code == "000" {
+			t.Errorf("the agent does not reach %s (%s)", what, url)
+		}
+	}
+	for what, url := range map[string]string{
+		"the API server":           "https://" + ip["node"] + ":6443/",
+		"the kubelet":              "https://" + ip["node"] + ":10250/",
+		"another box's executor":   fmt.Sprintf("http://%s:%d/mcp", ip["db/executor"], compose.ExecutorPort),
+		"another box's gate":       "http://" + ip["db/gate"] + ":3128/",
+		"its executor, other port": "http://" + ip["da/executor"] + ":22/",
+	} {
+		if code := reach(url); code != "000" {
+			t.Errorf("the agent reaches %s (%s): HTTP %s", what, url, code)
+		}
 	}
 }

@@ -248,8 +248,8 @@ func (e *Engine) waitPods(ctx context.Context, box, service string) error {
 // WaitTimeout bounds each wait for the cluster.
 var WaitTimeout = 3 * time.Minute
 
-// removeSandbox deletes a Sandbox and its Secret, and waits until its pod
-// is gone (the pod holds its volume claims).
+// removeSandbox deletes a Sandbox and waits until its pod is gone (the pod
+// holds its volume claims).
 func (e *Engine) removeSandbox(ctx context.Context, name string) error {
 	sb, err := e.sandbox(ctx, name)
 	if err != nil || sb == nil {
@@ -259,9 +259,6 @@ func (e *Engine) removeSandbox(ctx context.Context, name string) error {
 	err = e.sandboxes.Delete().Namespace(e.namespace).Resource("sandboxes").Name(name).Body(&metav1.DeleteOptions{PropagationPolicy: &propagation}).Do(ctx).Error()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return e.apiError("removing sandbox "+name, err)
-	}
-	if err := e.core.CoreV1().Secrets(e.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return e.apiError("removing secret "+name, err)
 	}
 	box, service := sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]
 	deadline := time.Now().Add(WaitTimeout)
@@ -297,6 +294,9 @@ func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if err := e.removeSandbox(ctx, id); err != nil {
 		return err
+	}
+	if err := e.core.CoreV1().Secrets(e.namespace).Delete(ctx, id, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return e.apiError("removing secret "+id, err)
 	}
 	box, service := sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]
 	if _, ok := reached[service]; ok {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -241,7 +242,10 @@ func (e *Engine) Exec(ctx context.Context, id string, o engine.ExecOptions) (int
 			o.Started(sizes.resize)
 		}
 	}
-	so := remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}
+	// The API streams stdout and stderr side by side: one lock for both,
+	// as callers often pass one writer for the two.
+	var mu sync.Mutex
+	so := remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: locked(&mu, o.Stdout), Stderr: locked(&mu, o.Stderr), Tty: o.TTY}
 	if o.TTY {
 		so.Stderr = nil
 		so.TerminalSizeQueue = sizes
@@ -255,6 +259,25 @@ func (e *Engine) Exec(ctx context.Context, id string, o engine.ExecOptions) (int
 		return 0, e.apiError("running a command in "+id, err)
 	}
 	return 0, nil
+}
+
+// lockedWriter is a writer written under a lock it shares.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func locked(mu *sync.Mutex, w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return lockedWriter{mu: mu, w: w}
 }
 
 // terminalSizes carries an exec's terminal size changes.
