@@ -251,6 +251,25 @@ func TestIntegrationKubeBox(t *testing.T) {
 		t.Errorf("Observe took %d calls with a box, %d without", one, empty)
 	}
 
+	hashes, err := compose.ServiceHashes(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Containers {
+		if c.ConfigHash != hashes[c.Service] {
+			t.Errorf("%s reads back config hash %q, want the project's %q", c.Service, c.ConfigHash, hashes[c.Service])
+		}
+	}
+	// A Sandbox edited by hand no longer has the hash it was made with.
+	gate, _ := r.Container(compose.GateService)
+	if out, err := kubectl(t, kubeconfig, "-n", ns, "patch", "sandbox", gate.ID, "--type", "merge", "-p", `{"spec":{"podTemplate":{"metadata":{"labels":{"edited":"by-hand"}}}}}`); err != nil {
+		t.Fatalf("editing the gate: %v %s", err, out)
+	}
+	o, _ = observeCalls()
+	if edited, _ := o.Of("kb").Container(compose.GateService); edited.ConfigHash == hashes[compose.GateService] {
+		t.Errorf("a gate edited by hand reads back its config hash %q unchanged", edited.ConfigHash)
+	}
+
 	agent, _ := r.Container(compose.AgentService)
 	run := func(cmd string) (int, string) {
 		var out bytes.Buffer

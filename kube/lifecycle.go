@@ -116,6 +116,7 @@ func (e *Engine) create(ctx context.Context, p *types.Project, remake func(have,
 				return err
 			}
 		}
+		sb.Annotations[SpecAnnotation] = specHash(sb)
 		if err := e.sandboxes.Post().Namespace(e.namespace).Resource("sandboxes").Body(sb).Do(ctx).Error(); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("making sandbox %s: %w", sb.Name, engine.ErrRaced)

@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -32,6 +35,17 @@ const (
 	MountsAnnotation   = "boxes.mounts"
 	NetworksAnnotation = "boxes.networks"
 )
+
+// SpecAnnotation is the hash of the pod template a Sandbox was made with:
+// a template edited by hand no longer matches it.
+const SpecAnnotation = "boxes.spec"
+
+// specHash is the hash of sb's pod template and volume claims templates.
+func specHash(sb *sandboxv1.Sandbox) string {
+	data, _ := json.Marshal(sb.Spec.SandboxBlueprint) // plain API types always marshal
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
+}
 
 // managed selects the objects boxes made.
 var managed = metav1.ListOptions{LabelSelector: compose.ManagedLabel + "=1"}
@@ -167,6 +181,11 @@ func containerOf(s sandboxv1.Sandbox, p *corev1.Pod, box string) engine.Containe
 		ConfigHash: labels[compose.ComposeConfigHashLabel],
 		Labels:     labels,
 		State:      engine.Created,
+	}
+	if made := s.Annotations[SpecAnnotation]; made != "" && made != specHash(&s) {
+		// Its pod template was edited since boxes made it: no longer
+		// what its config hash says (the plan remakes it).
+		c.ConfigHash = "edited-" + c.ConfigHash
 	}
 	for _, m := range strings.Split(labels[MountsAnnotation], ",") {
 		if name, dest, ok := strings.Cut(m, ":"); ok {
