@@ -31,15 +31,21 @@ func testCluster(t *testing.T) (kubeconfig, context string) {
 		t.Skip("real cluster: skipped under -short")
 	}
 	kubeconfig = testkube.Config(t)
+	return kubeconfig, currentContext(t, kubeconfig)
+}
+
+// currentContext is kubeconfig's current context.
+func currentContext(t testing.TB, kubeconfig string) string {
+	t.Helper()
 	raw, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubeconfig, raw.CurrentContext
+	return raw.CurrentContext
 }
 
 // kubectl runs kubectl against the test cluster.
-func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -49,7 +55,7 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 
 // namespace makes a namespace for one test, deleted at its end whatever
 // happened (with everything the test made in it).
-func namespace(t *testing.T, kubeconfig, name string) {
+func namespace(t testing.TB, kubeconfig, name string) {
 	t.Helper()
 	drop := func() {
 		if out, err := kubectl(t, kubeconfig, "delete", "namespace", name, "--ignore-not-found", "--wait=true", "--timeout=120s"); err != nil {
@@ -110,7 +116,7 @@ func TestIntegrationKubeConnect(t *testing.T) {
 
 // badCredentials is a copy of kubeconfig whose user has a token the API
 // server does not know, and no certificate.
-func badCredentials(t *testing.T, kubeconfig string) string {
+func badCredentials(t testing.TB, kubeconfig string) string {
 	raw, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +133,7 @@ func badCredentials(t *testing.T, kubeconfig string) string {
 }
 
 // withServer is a copy of kubeconfig whose clusters are at server.
-func withServer(t *testing.T, kubeconfig, server string) string {
+func withServer(t testing.TB, kubeconfig, server string) string {
 	raw, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +149,7 @@ func withServer(t *testing.T, kubeconfig, server string) string {
 }
 
 // countingEngine is a test engine whose API requests are counted.
-func countingEngine(t *testing.T, kubeconfig, ctxName, ns string) (*Engine, *atomic.Int64) {
+func countingEngine(t testing.TB, kubeconfig, ctxName, ns string) (*Engine, *atomic.Int64) {
 	t.Helper()
 	k := spec.Kubernetes{Context: ctxName, Namespace: ns, Kubeconfig: kubeconfig}
 	cfg, herr := restConfig(k)
@@ -173,7 +179,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // testBoxImage is the test image's ID, which the test cluster's node was
 // given (scripts/kube/up.sh imports it).
-func testBoxImage(t *testing.T) string {
+func testBoxImage(t testing.TB) string {
 	t.Helper()
 	ref := os.Getenv("BOXES_TEST_IMAGE")
 	if ref == "" {
@@ -187,7 +193,7 @@ func testBoxImage(t *testing.T) string {
 }
 
 // boxProject is box name's project with token.
-func boxProject(t *testing.T, name, image, token string) *types.Project {
+func boxProject(t testing.TB, name, image, token string) *types.Project {
 	t.Helper()
 	p, err := compose.Project(compose.Input{Box: spec.Box{Name: name, Fleet: "it-kube"}, Image: image, Token: token, WorkDir: t.TempDir()})
 	if err != nil {
@@ -222,19 +228,25 @@ func TestIntegrationKubeBox(t *testing.T) {
 	_, empty := observeCalls()
 
 	p := boxProject(t, "kb", image, "tok-kb")
+	began := time.Now()
+	step := func(what string) { t.Logf("%s: %s in", what, time.Since(began).Round(time.Millisecond)) }
 	if err := e.Create(ctx, p, false); err != nil {
 		t.Fatal(err)
 	}
+	step("created")
 	if err := e.Start(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	step("started")
 	if err := e.WaitInit(ctx, "kb"); err != nil {
 		t.Fatal(err)
 	}
+	step("agent and gate ready")
 	where, err := e.WaitReady(ctx, "kb", "tok-kb")
 	if err != nil {
 		t.Fatal(err)
 	}
+	step("executor answers")
 	t.Logf("executor: %s", where)
 
 	o, one := observeCalls()

@@ -187,7 +187,7 @@ func sandboxOf(p *types.Project, s types.ServiceConfig, box, fleet, namespace st
 		}
 		c.ReadinessProbe = &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}},
-			PeriodSeconds:    2,
+			PeriodSeconds:    1,
 			TimeoutSeconds:   seconds(hc.Timeout, 5),
 			FailureThreshold: 3,
 		}

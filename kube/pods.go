@@ -85,7 +85,7 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%s of %s is not ready after %s: %s", what, box, WaitTimeout, last)
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -137,7 +137,7 @@ func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, erro
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("executor of %s: %w", box, err)
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
