@@ -24,10 +24,16 @@ type ImageTransfer struct {
 	Pull string `json:"pull,omitempty"`
 	// Bytes is the image's size on the engines that have it, -1 when unknown.
 	Bytes int64 `json:"bytes"`
+	// Nodes: the host is a Kubernetes cluster, whose nodes pull the
+	// reference, by its digest, as they start the boxes.
+	Nodes bool `json:"nodes,omitempty"`
 }
 
 // String is the transfer as plans print it.
 func (t ImageTransfer) String() string {
+	if t.From == nil && t.Nodes {
+		return fmt.Sprintf("image %s pulled by the nodes of %s from %s%s, by its digest", ShortID(t.Image), HostLabel(t.To), t.Pull, t.Size())
+	}
 	if t.From == nil {
 		return fmt.Sprintf("image %s pulled on %s from %s%s, its ID checked after the pull", ShortID(t.Image), HostName(t.To), t.Pull, t.Size())
 	}
@@ -90,6 +96,7 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 		switch {
 		case in.ImageRef != "":
 			t.Pull = in.ImageRef
+			t.Nodes = in.Config.Hosts[host].Kind() == spec.HostKubernetes
 		case in.Config.Hosts[host].Kind() == spec.HostKubernetes:
 			return nil, unpulled(host, in.Image)
 		case found:

@@ -159,7 +159,10 @@ func TestPlanKubernetesHostPullsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Images) != 1 || p.Images[0].Pull != in.ImageRef || p.Images[0].From != nil {
-		t.Errorf("transfers %+v, want far to pull the reference", p.Images)
+	if len(p.Images) != 1 || p.Images[0].Pull != in.ImageRef || p.Images[0].From != nil || !p.Images[0].Nodes {
+		t.Errorf("transfers %+v, want far's nodes to pull the reference", p.Images)
+	}
+	if got, want := p.Images[0].String(), "image 111111111111 pulled by the nodes of host far from "+in.ImageRef+" (363.0 MiB), by its digest"; got != want {
+		t.Errorf("shown as %q, want %q", got, want)
 	}
 }

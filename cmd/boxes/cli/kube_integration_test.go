@@ -59,7 +59,7 @@ func TestIntegrationKubePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = boxes(t, dir, "plan")
-	if r.code != 0 || !strings.Contains(r.stdout, `+ box "it-kp"`) || !strings.Contains(r.stdout, "pulled on k8s from "+ref) {
+	if r.code != 0 || !strings.Contains(r.stdout, `+ box "it-kp"`) || !strings.Contains(r.stdout, "pulled by the nodes of host k8s from "+ref) {
 		t.Fatalf("plan: %+v", r)
 	}
 	t.Logf("plan:\n%s", r.stdout)
