@@ -38,6 +38,13 @@ cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
+# The test cluster, for the benchmarks of Kubernetes hosts.
+out=bin kube_who="bench"
+failed=() # a cluster that does not start leaves its benchmarks skipped
+# shellcheck source=scripts/kube/session.sh
+. scripts/kube/session.sh
+kube_session_start
+
 echo "bench: ${pkgs[*]} (several minutes; the whole output goes to $log)" >&2
 set +e
 $GO test -p 1 -count=1 -run '^$' -bench "$BENCH" -benchtime 1x -timeout 60m "${pkgs[@]}" 2>&1 | tee "$log" |

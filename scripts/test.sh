@@ -31,49 +31,12 @@ all=$(IFS='|'; echo "${parts[*]}")
 
 started=$(date +%s)
 
-# The test cluster (scripts/kube/): one node of Kubernetes for the tests
-# that need it (internal/testkube), started from its cache (built first if
-# need be; a no-op when complete) and stopped at the end, also on failure.
-# It needs root; without it those tests skip. A cluster already named by
-# BOXES_TEST_KUBECONFIG, or already running when up.sh is called (someone
-# else's: one per machine), is used as it is and left running.
+# The test cluster, for the tests that need it (internal/testkube).
 failed=()
-kube_dir=''
-kube_down() {
-	[ -n "$kube_dir" ] || return 0
-	if grep -q '] kube-apiserver runs (pid' "$out/kube-up.log" 2>/dev/null; then
-		echo "test: the test cluster was running before: left running" >&2
-		kube_dir=''
-		return 0
-	fi
-	rm -rf "$out/kube-logs"
-	cp -r "$kube_dir/logs" "$out/kube-logs" 2>/dev/null || true
-	if bash scripts/kube/down.sh >"$out/kube-down.log" 2>&1; then
-		echo "test: test cluster stopped ($(grep -c 'LEFT:' "$out/kube-down.log") left; $out/kube-down.log)" >&2
-	else
-		echo "test: stopping the test cluster failed: see $out/kube-down.log" >&2
-	fi
-	kube_dir=''
-}
-if [ "$(id -u)" -eq 0 ] && [ -z "${BOXES_TEST_KUBECONFIG:-}" ]; then
-	echo "test: starting the test cluster (logs: $out/kube-*.log)" >&2
-	trap kube_down EXIT
-	trap 'exit 130' INT TERM
-	kube_step=kube-build
-	if bash scripts/kube/build.sh >"$out/kube-build.log" 2>&1 &&
-		kube_step=kube-up && bash scripts/kube/up.sh >"$out/kube-up.log" 2>&1; then
-		BOXES_TEST_KUBECONFIG=$(sed -n 's/^KUBECONFIG=//p' "$out/kube-up.log" | tail -n 1)
-		kube_dir=$(dirname "$(dirname "$BOXES_TEST_KUBECONFIG")")
-		export BOXES_TEST_KUBECONFIG BOXES_TEST_KUBECTL=$kube_dir/bin/kubectl
-		echo "test: test cluster up in $(($(date +%s) - started)) s" >&2
-	else
-		# down.sh removes what a half-started cluster left.
-		kube_dir=${BOXES_KUBE_DIR:-/tmp/boxes-kube}
-		failed+=("$kube_step")
-		echo "test: the test cluster did not start ($out/$kube_step.log); its tests will skip" >&2
-		kube_down
-	fi
-fi
+kube_who="test"
+# shellcheck source=scripts/kube/session.sh
+. scripts/kube/session.sh
+kube_session_start
 
 echo "test: building the command line's tests" >&2
 $GO test -c -o "$out/cli.test" ./cmd/boxes/cli
@@ -108,7 +71,7 @@ grep -h -E '^(ok|FAIL|---)' "$out/packages.log" || true
 echo "test: the command line's slowest tests:" >&2
 grep -h -E '^--- (PASS|FAIL): ' "$out"/cli-*.log | sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)$/\2 \1/' |
 	sort -rn | head -15 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }' >&2 || true
-kube_down
+kube_session_stop
 for name in "${failed[@]}"; do
 	echo "==== $out/$name.log"
 	cat "$out/$name.log"
