@@ -5,6 +5,7 @@ import (
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 )
 
@@ -14,7 +15,7 @@ import (
 // it, whatever machine it runs on. A name taken is engine.ErrLeaseTaken.
 func (e *Engine) CreateLeaseMark(ctx context.Context, image string, m engine.LeaseMark) (string, error) {
 	created, err := e.api.ContainerCreate(ctx,
-		&container.Config{Image: image, Entrypoint: []string{"true"}, Labels: LeaseLabels(m),
+		&container.Config{Image: image, Entrypoint: []string{"true"}, Labels: compose.LeaseLabels(m),
 			Healthcheck: &container.HealthConfig{Test: []string{"NONE"}}},
 		&container.HostConfig{NetworkMode: "none"}, nil, nil, m.Name)
 	if cerrdefs.IsConflict(err) {

@@ -150,7 +150,7 @@ func (l Listing) Observed(host string) *engine.Observed {
 	for _, c := range l.Containers {
 		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
 		if kind := c.Labels[compose.LeaseLabel]; kind != "" {
-			o.LeaseMarks = append(o.LeaseMarks, leaseMarkOf(c.ID, name, kind, c.Labels))
+			o.LeaseMarks = append(o.LeaseMarks, compose.LeaseMarkOf(c.ID, name, c.Labels))
 			continue
 		}
 		box, ok := managedBox(c.Labels)
@@ -368,33 +368,6 @@ func snapshotOf(name, box, label string, labels map[string]string, writing bool)
 		size = -1
 	}
 	return engine.Snapshot{Volume: name, Box: box, Label: label, Fleet: labels[compose.FleetLabel], Created: created, Size: size, Writing: writing}
-}
-
-// leaseMarkOf reads lease marker container id, named name, of kind.
-func leaseMarkOf(id, name, kind string, labels map[string]string) engine.LeaseMark {
-	expires, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseExpiresLabel])
-	started, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseStartedLabel])
-	return engine.LeaseMark{
-		ID: id, Name: name, Kind: kind,
-		Box: labels[compose.LeaseBoxLabel], Fleet: labels[compose.FleetLabel], Pool: labels[compose.PoolLabel],
-		Holder: labels[compose.LeaseHolderLabel], Lease: labels[compose.LeaseIDLabel],
-		Expires: expires, Started: started, By: labels[compose.LeaseByLabel],
-	}
-}
-
-// LeaseLabels are the labels of lease marker m.
-func LeaseLabels(m engine.LeaseMark) map[string]string {
-	labels := map[string]string{
-		compose.LeaseLabel: m.Kind, compose.LeaseBoxLabel: m.Box, compose.FleetLabel: m.Fleet, compose.PoolLabel: m.Pool,
-		compose.LeaseHolderLabel: m.Holder, compose.LeaseIDLabel: m.Lease, compose.LeaseByLabel: m.By,
-	}
-	if !m.Expires.IsZero() {
-		labels[compose.LeaseExpiresLabel] = m.Expires.UTC().Format(time.RFC3339Nano)
-	}
-	if !m.Started.IsZero() {
-		labels[compose.LeaseStartedLabel] = m.Started.UTC().Format(time.RFC3339Nano)
-	}
-	return labels
 }
 
 func managedBox(labels map[string]string) (string, bool) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +56,7 @@ func (l *limitedBuffer) String() string { return string(l.b) }
 func (e *Engine) CreateLeaseMark(ctx context.Context, image string, m engine.LeaseMark) (string, error) {
 	labels := map[string]string{}
 	ann := map[string]string{NameAnnotation: m.Name}
-	for k, v := range leaseLabels(m) {
+	for k, v := range compose.LeaseLabels(m) {
 		if len(v) <= 63 && k != compose.LeaseExpiresLabel && k != compose.LeaseStartedLabel && k != compose.LeaseByLabel && k != compose.LeaseHolderLabel {
 			labels[k] = v
 		} else {
@@ -87,20 +85,4 @@ func (e *Engine) removeLeaseMark(ctx context.Context, name string) error {
 		return e.apiError("removing lease mark "+name, err)
 	}
 	return nil
-}
-
-// leaseLabels are the labels of lease mark m, as on Docker.
-func leaseLabels(m engine.LeaseMark) map[string]string {
-	l := map[string]string{
-		compose.LeaseLabel: m.Kind, compose.LeaseBoxLabel: m.Box, compose.FleetLabel: m.Fleet, compose.PoolLabel: m.Pool,
-		compose.LeaseHolderLabel: m.Holder, compose.LeaseIDLabel: m.Lease, compose.LeaseByLabel: m.By,
-	}
-	if !m.Expires.IsZero() {
-		l[compose.LeaseExpiresLabel] = m.Expires.UTC().Format(time.RFC3339Nano)
-	}
-	if !m.Started.IsZero() {
-		l[compose.LeaseStartedLabel] = m.Started.UTC().Format(time.RFC3339Nano)
-	}
-	maps.DeleteFunc(l, func(_, v string) bool { return v == "" })
-	return l
 }

@@ -201,7 +201,7 @@ func TestListingObserved(t *testing.T) {
 	for _, np := range o.policies {
 		l.policies = append(l.policies, *np)
 	}
-	l.marks = []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "hbl-web-lease", Labels: leaseLabels(engine.LeaseMark{Kind: engine.LeaseClaim, Box: "web", Fleet: "team", Pool: "p", Lease: "l1"})}}}
+	l.marks = []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "hbl-web-lease", Labels: compose.LeaseLabels(engine.LeaseMark{Kind: engine.LeaseClaim, Box: "web", Fleet: "team", Pool: "p", Lease: "l1"})}}}
 	got := l.observed("k8s")
 	got.Sort()
 	r := got.Of("web")

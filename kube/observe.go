@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -239,15 +238,7 @@ func podState(p *corev1.Pod) (engine.State, int, int, string) {
 }
 
 func leaseMarkOf(m corev1.ConfigMap) engine.LeaseMark {
-	labels := labelsOf(m.ObjectMeta)
-	expires, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseExpiresLabel])
-	started, _ := time.Parse(time.RFC3339Nano, labels[compose.LeaseStartedLabel])
-	return engine.LeaseMark{
-		ID: leaseMarkPrefix + m.Name, Name: nameOf(m.ObjectMeta), Kind: labels[compose.LeaseLabel],
-		Box: labels[compose.LeaseBoxLabel], Fleet: labels[compose.FleetLabel], Pool: labels[compose.PoolLabel],
-		Holder: labels[compose.LeaseHolderLabel], Lease: labels[compose.LeaseIDLabel],
-		Expires: expires, Started: started, By: labels[compose.LeaseByLabel],
-	}
+	return compose.LeaseMarkOf(leaseMarkPrefix+m.Name, nameOf(m.ObjectMeta), labelsOf(m.ObjectMeta))
 }
 
 func managedBox(labels map[string]string) (string, bool) {

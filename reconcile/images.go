@@ -96,8 +96,8 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 		switch {
 		case in.ImageRef != "":
 			t.Pull = in.ImageRef
-			t.Nodes = in.Config.Hosts[host].Kind() == spec.HostKubernetes
-		case in.Config.Hosts[host].Kind() == spec.HostKubernetes:
+			t.Nodes = onCluster(in, host)
+		case onCluster(in, host):
 			return nil, unpulled(host, in.Image)
 		case found:
 			t.From = &src
@@ -114,6 +114,12 @@ func imageTransfers(in Input, boxes []BoxPlan) ([]ImageTransfer, error) {
 // the hosts of observed that lack it, as NewPlan plans them.
 func ImageTransfers(observed map[string]*engine.Observed, image, ref string, boxes []BoxPlan) ([]ImageTransfer, error) {
 	return imageTransfers(Input{Observed: observed, Image: image, ImageRef: ref}, boxes)
+}
+
+// onCluster reports whether host is a Kubernetes cluster (a plan made
+// without boxes.yaml, a load's, knows of none).
+func onCluster(in Input, host string) bool {
+	return in.Config != nil && in.Config.Hosts[host].Kind() == spec.HostKubernetes
 }
 
 // unpulled is the refusal of a kubernetes: host for an image boxes.lock

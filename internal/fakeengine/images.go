@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/hermes-box/boxes/docker"
+	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 )
 
@@ -37,14 +37,14 @@ func (e *Engine) CreateLeaseMark(_ context.Context, image string, m engine.Lease
 			rival.Holder, rival.Lease, rival.Expires = holder, "rival-"+m.Box, time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 			// Docker takes a name before it lists the container, once its
 			// layer is made: the loser's next look may miss the winner.
-			h.Containers = append(h.Containers, &Container{ID: h.newID(e.host), Name: m.Name, Image: image, Labels: docker.LeaseLabels(rival),
+			h.Containers = append(h.Containers, &Container{ID: h.newID(e.host), Name: m.Name, Image: image, Labels: compose.LeaseLabels(rival),
 				State: "created", Networks: map[string]string{}, Unlisted: 1})
 		}
 		if _, taken := h.container(m.Name); taken != nil {
 			return fmt.Errorf("%s: %w", m.Name, engine.ErrLeaseTaken)
 		}
 		id = h.newID(e.host)
-		h.Containers = append(h.Containers, &Container{ID: id, Name: m.Name, Image: image, Labels: docker.LeaseLabels(m),
+		h.Containers = append(h.Containers, &Container{ID: id, Name: m.Name, Image: image, Labels: compose.LeaseLabels(m),
 			State: "created", Networks: map[string]string{}})
 		return nil
 	})
