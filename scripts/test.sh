@@ -29,8 +29,9 @@ parts=(
 	# the moves of it-h9-mv and its kin.
 	'TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP|TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward'
 	# The long trials of kills and crashes, each on boxes of its own
-	# (it-k-*, it-h10-*, it-h11c-*, it-f*, it-h11a-far*/l*).
-	'TestIntegrationRandomKills|TestIntegrationArchiveCrashes|TestIntegrationRandomKillsMove|TestIntegrationRandomKillsRestore|TestIntegrationForks|TestIntegrationEngineGoneMidApply'
+	# (it-k-*, it-h10-*, it-h11c-*, it-f*, it-h11a-far*/l*), and the image
+	# builds (a tag of their own, no box).
+	'TestIntegrationRandomKills|TestIntegrationArchiveCrashes|TestIntegrationRandomKillsMove|TestIntegrationRandomKillsRestore|TestIntegrationForks|TestIntegrationEngineGoneMidApply|TestIntegrationBuild'
 )
 all=$(IFS='|'; echo "${parts[*]}")
 # Tests that change what every box on the engine sees (a new address of
