@@ -1,3 +1,4 @@
+#!/bin/bash
 # common.sh: what build.sh, up.sh and down.sh share (sourced, not run).
 #
 # The test cluster is one node of Kubernetes run as host processes: etcd,

@@ -1,4 +1,5 @@
-# shellcheck shell=bash disable=SC2154
+#!/bin/bash
+# shellcheck disable=SC2154
 # session.sh: the test cluster for one run of make test or make bench,
 # sourced by scripts/test.sh and scripts/bench.sh. kube_session_start
 # starts the cluster from its cache (built first if need be; a no-op when
