@@ -293,7 +293,41 @@ func (e *Engine) Stop(ctx context.Context, project string) error {
 
 // RemoveContainer force-removes one container by ID (its anonymous volumes too; boxes has none).
 func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
-	return e.lost(ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions())))
+	err := ignoreNotFound(e.api.ContainerRemove(ctx, id, containerRemoveOptions()))
+	if err != nil && removalUnderWay(err) {
+		// A killed apply's removal of it still runs in the engine:
+		// it is done once the container is gone.
+		err = e.waitGone(ctx, id)
+	}
+	return e.lost(err)
+}
+
+// removalUnderWay reports whether err is the engine's refusal to remove a
+// container another request is removing.
+func removalUnderWay(err error) bool {
+	return strings.Contains(err.Error(), "is already in progress")
+}
+
+// waitGone returns once container id no longer exists, for up to a minute.
+func (e *Engine) waitGone(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		_, err := e.api.ContainerInspect(ctx, id)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case err != nil && ctx.Err() == nil:
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("container %s is still being removed after a minute", id)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // RenameContainer gives the container named from the name to.
