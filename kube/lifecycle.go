@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func (e *Engine) create(ctx context.Context, p *types.Project, remake func(have,
 		}
 	}
 	aliases := map[string]string{}
-	for _, name := range slices.Sorted(mapsKeys(o.services)) {
+	for _, name := range slices.Sorted(maps.Keys(o.services)) {
 		svc := o.services[name]
 		got, err := e.core.CoreV1().Services(e.namespace).Create(ctx, svc, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -85,7 +86,7 @@ func (e *Engine) create(ctx context.Context, p *types.Project, remake func(have,
 			continue
 		}
 		if name == compose.AgentService {
-			for _, svc := range slices.Sorted(mapsKeys(aliases)) {
+			for _, svc := range slices.Sorted(maps.Keys(aliases)) {
 				if ip := aliases[svc]; ip != "" && ip != corev1.ClusterIPNone {
 					sb.Spec.PodTemplate.Spec.HostAliases = append(sb.Spec.PodTemplate.Spec.HostAliases, corev1.HostAlias{IP: ip, Hostnames: []string{svc}})
 				}
@@ -137,16 +138,6 @@ func (e *Engine) put(ctx context.Context, what string, create, update func() err
 		return e.apiError("making "+what, err)
 	}
 	return nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // sandbox is the Sandbox of that name, nil when there is none.
