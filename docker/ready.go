@@ -193,9 +193,9 @@ func (e *Engine) waitService(ctx context.Context, box, service, user string, che
 		}
 		switch {
 		case s.Restarting || info.RestartCount > restarts:
-			return fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit("restarting", s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+			return explainDown(fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit("restarting", s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)}))
 		case s.Status == "exited" || s.Status == "dead":
-			return fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit(s.Status, s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)})
+			return explainDown(fmt.Errorf("%s of %s: %w", service, box, &downError{state: withExit(s.Status, s.ExitCode), logs: e.lastLogLines(ctx, c.ID, 3)}))
 		case s.Running && !s.Paused:
 			var stderr bytes.Buffer
 			code, err := e.Run(ctx, c.ID, user, check, nil, &stderr)
@@ -217,7 +217,7 @@ func (e *Engine) waitService(ctx context.Context, box, service, user string, che
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%s of %s: %s not ready after %s: %s; its last log lines: %s", service, box, what, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3))
+				return explainDown(fmt.Errorf("%s of %s: %s not ready after %s: %s; its last log lines: %s", service, box, what, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3)))
 			}
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):

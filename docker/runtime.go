@@ -37,3 +37,14 @@ func refusesStatx(stderr string) bool {
 
 // statxHint is what to do about a runtime that refuses coreutils' statx.
 const statxHint = "the box's runtime refuses the statx calls of the image's coreutils (ls -l and stat fail with Invalid argument; Debian 12's runsc, gVisor 2022-12-19, does): run the box under a newer runsc, or leave runtime: out of it"
+
+// explainDown adds the statx hint to a container's failure whose last
+// log lines show the runtime refusing coreutils' statx: the box's own
+// start (hb init, as the container's first process) may meet it before
+// any check is run in the container, and then the container stops.
+func explainDown(err error) error {
+	if refusesStatx(err.Error()) {
+		return hint.Wrap(err, statxHint)
+	}
+	return err
+}

@@ -38,3 +38,22 @@ func TestRefusesStatx(t *testing.T) {
 		}
 	}
 }
+
+// A container that stopped on its own start's refused statx (its log lines
+// say so) gets the same hint as a check that met it; others are left as
+// they are.
+func TestExplainDown(t *testing.T) {
+	down := fmt.Errorf("agent of it-a: %w", &downError{state: "restarting (exit 1)", logs: "stat: cannot statx '/data/home/agent': Invalid argument | hb: error: /data/home/agent is missing or not agent's"})
+	err := explainDown(down)
+	if h := hint.Lines(err); len(h) != 1 || !strings.Contains(h[0], "newer runsc") {
+		t.Errorf("hints %q", h)
+	}
+	var de *downError
+	if err.Error() != down.Error() || !errors.As(err, &de) {
+		t.Errorf("the container's error is not kept as it was: %v", err)
+	}
+	other := fmt.Errorf("agent of it-a: %w", &downError{state: "exited (exit 1)", logs: "hb: error: this image has no user agent"})
+	if got := explainDown(other); got != other {
+		t.Errorf("explained %v", got)
+	}
+}
