@@ -173,6 +173,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	if r.Empty() {
 		bp.Action = Create
 		bp.Reasons = []Reason{{Kind: "new"}}
+		bp.Door = DoorOf(b.Settings)
 		switch {
 		case incomplete:
 			seedFrom(restoring, &bp)
@@ -249,6 +250,7 @@ func planUnfinished(in Input, b spec.Box, r engine.Resources, bp BoxPlan, restor
 	if len(r.Containers) == 0 {
 		bp.Action = Create
 		bp.Reasons = []Reason{seedAgain(restoring)}
+		bp.Door = DoorOf(b.Settings)
 		return bp, nil
 	}
 	reasons, err := recreateReasons(in, b, r, 0)

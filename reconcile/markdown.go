@@ -112,6 +112,11 @@ func (p *Plan) markdownFull(w io.Writer) {
 		for _, r := range b.Reasons {
 			fmt.Fprintf(w, "#     %s\n", r.String())
 		}
+		if d := b.Door; d != nil {
+			for _, line := range d.lines() {
+				fmt.Fprintf(w, "+     %s\n", line)
+			}
+		}
 		if d := b.Delete; d != nil {
 			for _, line := range d.lines() {
 				fmt.Fprintf(w, "-     %s\n", line)

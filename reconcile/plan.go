@@ -69,6 +69,8 @@ type BoxPlan struct {
 	// Held are the reasons to recreate a leased pool box, which waits for
 	// its release: a box is never recreated under its holder.
 	Held []Reason `json:"held,omitempty"`
+	// Door is what a box being created may reach; nil otherwise.
+	Door *Door `json:"door,omitempty"`
 }
 
 // Deletion is every labelled resource of an undeclared box.

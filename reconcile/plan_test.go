@@ -54,8 +54,8 @@ func TestNewPlan(t *testing.T) {
 				return reconcile.Input{Config: testCfg(testBox("a"), testBox("b")), Image: testImage, Observed: obsMap(emptyObserved())}
 			},
 			want: []reconcile.BoxPlan{
-				{Name: "a", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}},
-				{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}},
+				{Name: "a", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}, Door: openDoor},
+				{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}, Door: openDoor},
 			},
 		},
 		{
@@ -167,7 +167,7 @@ func TestNewPlan(t *testing.T) {
 				return reconcile.Input{Config: testCfg(testBox("a"), testBox("b")), Image: testImage, Observed: obsMap(o),
 					Target: map[string]bool{"b": true}}
 			},
-			want: []reconcile.BoxPlan{{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}}},
+			want: []reconcile.BoxPlan{{Name: "b", Action: reconcile.Create, State: spec.Running, Reasons: []reconcile.Reason{{Kind: "new"}}, Door: openDoor}},
 		},
 		{
 			name: "auto port kept is a no-op",
@@ -417,3 +417,7 @@ func TestRecreateListsStrays(t *testing.T) {
 		t.Fatalf("plan %+v", bp)
 	}
 }
+
+// openDoor is the door of a box declared with no egress:, private: or
+// credentials: of its own: every public address, nothing private.
+var openDoor = &reconcile.Door{Egress: "open", Allow: []string{}, Private: []string{}, Credentials: []reconcile.DoorCredential{}}

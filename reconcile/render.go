@@ -133,6 +133,11 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 			}
 			fmt.Fprintln(w, line)
 		}
+		if d := b.Door; d != nil {
+			for _, line := range d.lines() {
+				fmt.Fprintf(w, "      %s %s\n", paint(Create, "+"), line)
+			}
+		}
 		if d := b.Delete; d != nil {
 			for _, line := range d.lines() {
 				fmt.Fprintf(w, "      %s %s\n", paint(Delete, "-"), line)
@@ -245,6 +250,8 @@ type JSONBox struct {
 	// GateOnly is a recreate or a start of the gate alone: the agent keeps
 	// running.
 	GateOnly bool `json:"gate_only,omitempty"`
+	// Door is what a box being created may reach through its gate.
+	Door *Door `json:"door,omitempty"`
 }
 
 // JSON is the plan in its machine form.
@@ -257,7 +264,7 @@ func (p *Plan) JSON() JSONPlan {
 	out.Pools = p.Pools
 	out.LeasedKept = p.LeasedKept
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, From: b.From, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, From: b.From, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly, Door: b.Door}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}
@@ -320,6 +327,11 @@ func (p *Plan) RenderMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "%s %s %s%s\n", symbols[b.Action], b.Action, b.Name, where)
 		for _, r := range b.Reasons {
 			fmt.Fprintf(w, "#     %s\n", r.String())
+		}
+		if d := b.Door; d != nil {
+			for _, line := range d.lines() {
+				fmt.Fprintf(w, "+     %s\n", line)
+			}
 		}
 		if d := b.Delete; d != nil {
 			for _, line := range d.lines() {

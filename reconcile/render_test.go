@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,11 @@ func changesPlan(t *testing.T) *reconcile.Plan {
 	fresh := testBox("alpha")
 	fresh.Host = "edge"
 	fresh.Restore = "backups/alpha.tar.age"
+	// Its door is shown as the new box's attributes; the credential's
+	// source, and so its value, never is.
+	fresh.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{{Host: "api.anthropic.com"}, {Host: "*.github.com"}}}
+	fresh.Private = []spec.Destination{{Prefix: netip.MustParsePrefix("192.168.1.10/32"), Port: 5432}}
+	fresh.Credentials = []spec.Credential{{Name: "anthropic", To: spec.Destination{Host: "api.anthropic.com"}, Header: "x-api-key", From: "env:SECRET_SOURCE_NAME"}}
 
 	web := testBox("web")
 	observeBox(t, local, web, oldImage, "running", 0)
@@ -145,6 +151,22 @@ func renderAll(t *testing.T, prefix string, p *reconcile.Plan) {
 func TestRenderChanges(t *testing.T) {
 	p := changesPlan(t)
 	renderAll(t, "changes", p)
+
+	// The new box's door is shown in every form, and where its credential
+	// is read never is.
+	var forms bytes.Buffer
+	p.RenderText(&forms, false)
+	if err := p.RenderJSON(&forms); err != nil {
+		t.Fatal(err)
+	}
+	p.RenderMarkdown(&forms)
+	p.RenderMarkdownView(&forms, reconcile.MarkdownView{})
+	if n := strings.Count(forms.String(), "x-api-key"); n != 4 {
+		t.Errorf("the credential's header is shown %d times in the four forms, want 4", n)
+	}
+	if strings.Contains(forms.String(), "SECRET_SOURCE_NAME") {
+		t.Errorf("a plan shows where a credential is read:\n%s", forms.String())
+	}
 
 	var buf bytes.Buffer
 	p.RenderText(&buf, false)
