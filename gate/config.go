@@ -135,6 +135,7 @@ type rule struct {
 	wildcard bool   // host is the domain of "*.domain"
 	prefix   netip.Prefix
 	port     int
+	src      Rule // as the Config gives it
 }
 
 type credential struct {
@@ -234,7 +235,7 @@ func compileRule(r Rule) (rule, error) {
 		if err != nil {
 			return rule{}, fmt.Errorf("cidr %q: %w", r.CIDR, err)
 		}
-		return rule{prefix: p, port: r.Port}, nil
+		return rule{prefix: p, port: r.Port, src: r}, nil
 	case r.Host != "":
 		name, wildcard := strings.CutPrefix(r.Host, "*.")
 		if _, err := netip.ParseAddr(name); err == nil {
@@ -244,7 +245,7 @@ func compileRule(r Rule) (rule, error) {
 		if err != nil || host == "" || strings.Contains(host, "*") {
 			return rule{}, fmt.Errorf("host %q is not a host name or *.domain", r.Host)
 		}
-		return rule{host: host, wildcard: wildcard, port: r.Port}, nil
+		return rule{host: host, wildcard: wildcard, port: r.Port, src: r}, nil
 	}
 	return rule{}, errors.New("a rule needs a host or a cidr")
 }

@@ -155,6 +155,9 @@ type gate struct {
 	refusals *refusalLog
 	logs     io.Writer
 	resolver smokescreen.Resolver // nil: the system's
+	// dial connects the proxy to the address it allowed; nil: a real
+	// connection (Check notes the address instead).
+	dial func(ctx context.Context, network, addr string, timeout time.Duration) (net.Conn, error)
 
 	mu       sync.Mutex
 	trackers []conntrack.TrackerInterface // of each proxy's CONNECT tunnels
@@ -246,6 +249,9 @@ func (g *gate) smokescreen(port int, allow, deny []smokescreen.RuleRange) http.H
 		}
 	}
 	c.PostDecisionRequestHandler = g.addCredential
+	if g.dial != nil {
+		c.ProxyDialTimeout = g.dial
+	}
 	c.ShuttingDown.Store(false)
 	c.ConnTracker = conntrack.NewTracker(c.IdleTimeout, c.MetricsClient, c.Log, c.ShuttingDown, nil)
 	if err := c.InitializeSelfConnectionDetection(); err != nil {

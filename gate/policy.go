@@ -71,13 +71,14 @@ func (r rule) matches(d destination) bool {
 	return d.host == r.host
 }
 
-func anyMatches(rules []rule, d destination) bool {
+// firstMatch is the first of rules that names d.
+func firstMatch(rules []rule, d destination) (rule, bool) {
 	for _, r := range rules {
 		if r.matches(d) {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return rule{}, false
 }
 
 // privateName reports whether d is a name listed under private: one that
@@ -101,12 +102,31 @@ func (c *compiled) credentialFor(d destination) (credential, bool) {
 	return credential{}, false
 }
 
-// verdict is the policy's answer about one destination: allowed, or refused
-// by a rule for a reason.
+// verdict is the policy's answer about one destination: allowed by an
+// entry of the Config, or refused by a rule for a reason.
 type verdict struct {
 	allowed bool
+	by      Match // what allows it
 	rule    string
 	reason  string
+}
+
+// What of a Config allows a destination: Match.Setting.
+const (
+	ByCredential = "credential" // a credential's destination
+	ByPrivate    = "private"    // a Private rule
+	ByEgress     = "egress"     // an Allow rule of EgressList
+	ByOpen       = "open"       // EgressOpen
+)
+
+// Match is the entry of a Config that allows a destination.
+type Match struct {
+	// Setting is ByCredential, ByPrivate, ByEgress or ByOpen.
+	Setting string
+	// Rule is the Private or Allow rule, as the Config gives it.
+	Rule Rule
+	// Credential is the credential's name.
+	Credential string
 }
 
 // decide is the gate's destination policy, before any name is resolved:
@@ -122,17 +142,17 @@ func (c *compiled) decide(d destination, header http.Header) verdict {
 		return verdict{rule: RuleNotAllowed, reason: fmt.Sprintf("%s is an IPv6 address; the gate takes IPv6 destinations by name only", d.host)}
 	}
 	if cred, ok := c.credentialFor(d); ok {
-		return verdict{allowed: true, reason: fmt.Sprintf("the destination of credential %q", cred.Name)}
+		return verdict{allowed: true, by: Match{Setting: ByCredential, Credential: cred.Name}, reason: fmt.Sprintf("the destination of credential %q", cred.Name)}
 	}
-	if anyMatches(c.private, d) {
-		return verdict{allowed: true, reason: "listed under private"}
+	if r, ok := firstMatch(c.private, d); ok {
+		return verdict{allowed: true, by: Match{Setting: ByPrivate, Rule: r.src}, reason: "listed under private"}
 	}
 	switch c.egress {
 	case EgressOpen:
-		return verdict{allowed: true, reason: "egress is open"}
+		return verdict{allowed: true, by: Match{Setting: ByOpen}, reason: "egress is open"}
 	case EgressList:
-		if anyMatches(c.allow, d) {
-			return verdict{allowed: true, reason: "listed under egress"}
+		if r, ok := firstMatch(c.allow, d); ok {
+			return verdict{allowed: true, by: Match{Setting: ByEgress, Rule: r.src}, reason: "listed under egress"}
 		}
 		return verdict{rule: RuleNotAllowed, reason: fmt.Sprintf("%s is not a destination listed under the box's egress", d)}
 	}
