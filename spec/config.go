@@ -198,6 +198,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	p.portClashes(cfg, top)
 	p.closedEgress(cfg)
 	p.forks(cfg)
+	p.rulePlaces(cfg)
 
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()

@@ -41,6 +41,10 @@ type Config struct {
 	// Recipients are age recipients for archives (save); empty means passphrase.
 	Recipients []string
 
+	// places are where the network rules of each box and pool are
+	// written, by name (RulesAt).
+	places map[string]RulePlaces
+
 	// names finds a box by its name at once (Box): a plan and an apply ask
 	// for each box's, and a look through every box for each made a fleet
 	// of thousands take seconds.
