@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/spec"
@@ -20,4 +21,15 @@ func (c Connector) Connect(ctx context.Context, h spec.Host) (engine.Engine, err
 		return nil, err
 	}
 	return e, nil
+}
+
+// MachineAddresses are the addresses of the machine host h's engine runs
+// on, found from its address alone (see Endpoint.MachineAddresses): the
+// engine need not answer.
+func (c Connector) MachineAddresses(h spec.Host) ([]netip.Addr, error) {
+	ep, err := Resolve(h)
+	if err != nil {
+		return nil, err
+	}
+	return ep.MachineAddresses(), nil
 }

@@ -117,7 +117,13 @@ func (e *Engine) initializeInside(ctx context.Context, id, token string) error {
 // host name resolves to for tcp:// and ssh:// (a docker context's address
 // included).
 func (e *Engine) MachineAddresses() []netip.Addr {
-	u, err := url.Parse(e.Endpoint.URL)
+	return e.Endpoint.MachineAddresses()
+}
+
+// MachineAddresses are the addresses of the machine the engine at ep runs
+// on, as Engine.MachineAddresses finds them, without reaching the engine.
+func (ep Endpoint) MachineAddresses() []netip.Addr {
+	u, err := url.Parse(ep.URL)
 	if err != nil {
 		return nil
 	}

@@ -1,9 +1,13 @@
 package docker
 
 import (
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/spec"
 )
 
 func TestReach(t *testing.T) {
@@ -37,5 +41,35 @@ func TestReach(t *testing.T) {
 	}
 	if got := e.ExecutorReach("0.0.0.0", 4800).Where("nexus", "web"); got != "http://nexus:4800" {
 		t.Errorf("Where of a direct reach: %q", got)
+	}
+}
+
+// The connector finds the addresses of a host's machine from its address
+// alone: nothing listens at these, and none is reached.
+func TestMachineAddressesWithoutTheEngine(t *testing.T) {
+	var c Connector
+	for _, tc := range []struct {
+		host spec.Host
+		want []netip.Addr
+	}{
+		{spec.Host{Name: "a", Docker: "ssh://me@198.51.100.9"}, []netip.Addr{netip.MustParseAddr("198.51.100.9")}},
+		{spec.Host{Name: "b", Docker: "ssh://me@[2001:db8::9]:2222"}, []netip.Addr{netip.MustParseAddr("2001:db8::9")}},
+	} {
+		got, err := c.MachineAddresses(tc.host)
+		for i := range got {
+			got[i] = got[i].Unmap()
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.host.Docker, got, err, tc.want)
+		}
+	}
+	// The local engine's machine is this one: its interfaces' addresses.
+	local, err := c.MachineAddresses(spec.Host{Docker: "unix:///nowhere/docker.sock", Name: "c"})
+	if err != nil || !slices.Contains(local, netip.MustParseAddr("127.0.0.1")) {
+		t.Errorf("a unix socket's machine: %v %v, want this machine's interfaces (loopback among them)", local, err)
+	}
+	// An address the engine could not be reached at is refused as Connect refuses it.
+	if _, err := c.MachineAddresses(spec.Host{Name: "d", Docker: "tcp://198.51.100.9:2376"}); err == nil || !strings.Contains(err.Error(), "needs TLS material") {
+		t.Errorf("a tcp:// host without tls: %v", err)
 	}
 }

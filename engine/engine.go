@@ -72,6 +72,13 @@ type Connector interface {
 	Connect(ctx context.Context, host spec.Host) (Engine, error)
 }
 
+// MachineFinder is a Connector that can tell the addresses of the machine
+// a host's engine runs on, as Engine.MachineAddresses does, without
+// reaching the engine.
+type MachineFinder interface {
+	MachineAddresses(host spec.Host) ([]netip.Addr, error)
+}
+
 // Capabilities are the contract's optional parts an engine has.
 type Capabilities struct {
 	// Freeze: the engine freezes every process of a container at one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
+	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -62,6 +63,35 @@ func (w *Workspace) machineAddresses(host string) []netip.Addr {
 		return nil
 	}
 	return e.MachineAddresses()
+}
+
+// ClosedAddresses are the public addresses of the machine host's engine
+// runs on, as a gate made now closes them (compose.MachineAddresses): the
+// engine's, when it is connected, else found without reaching it (its
+// connector finds them from the host's address).
+func (w *Workspace) ClosedAddresses(host string) ([]string, error) {
+	w.mu.Lock()
+	_, connected := w.engines[host]
+	w.mu.Unlock()
+	if connected {
+		return compose.MachineAddresses(w.machineAddresses(host)), nil
+	}
+	h := spec.Host{}
+	if host != "" {
+		var ok bool
+		if h, ok = w.Config.Hosts[host]; !ok {
+			return nil, fmt.Errorf("no host %q in %s", host, w.opts.Shown(w.Path))
+		}
+	}
+	f, ok := w.opts.Connect.(engine.MachineFinder)
+	if !ok {
+		return []string{}, nil
+	}
+	addrs, err := f.MachineAddresses(h)
+	if err != nil {
+		return nil, err
+	}
+	return compose.MachineAddresses(addrs), nil
 }
 
 // gateErrors are the unread credentials of the boxes p makes a gate for

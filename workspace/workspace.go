@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,6 +35,16 @@ func (k Kinds) Connect(ctx context.Context, h spec.Host) (engine.Engine, error) 
 		return nil, fmt.Errorf("host %s: this boxes reaches no engine of kind %s", reconcile.HostName(h.Name), h.Kind())
 	}
 	return c.Connect(ctx, h)
+}
+
+// MachineAddresses are the addresses of the machine host h's engine runs
+// on, from the connector of h's kind without reaching the engine; none
+// when that connector cannot tell them so.
+func (k Kinds) MachineAddresses(h spec.Host) ([]netip.Addr, error) {
+	if f, ok := k[h.Kind()].(engine.MachineFinder); ok {
+		return f.MachineAddresses(h)
+	}
+	return nil, nil
 }
 
 // ErrNoConfig is returned when boxes.yaml does not exist.

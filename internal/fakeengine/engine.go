@@ -436,14 +436,38 @@ func (e *Engine) ExecutorReach(bind string, port int) engine.Reach {
 func (e *Engine) MachineAddresses() []netip.Addr {
 	var out []netip.Addr
 	_ = e.peek(func(h *Host) error {
-		for _, s := range h.Machine {
-			if a, err := netip.ParseAddr(s); err == nil {
-				out = append(out, a)
-			}
-		}
+		out = machineAddresses(h, e.endpoint)
 		return nil
 	})
-	u, err := url.Parse(e.endpoint)
+	return out
+}
+
+// MachineAddresses are the addresses of the machine of host h's engine, as
+// its Engine's MachineAddresses, without connecting: a host that is down
+// has them too, as docker.Connector finds them from the address alone.
+func (c *Connector) MachineAddresses(h spec.Host) ([]netip.Addr, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	host := c.state.Hosts[h.Name]
+	if host == nil {
+		host = &Host{}
+	}
+	return machineAddresses(host, h.Docker), nil
+}
+
+// machineAddresses are those a test gave host h's machine (Host.Machine),
+// and the address of a tcp:// or ssh:// endpoint given as one.
+func machineAddresses(h *Host, endpoint string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range h.Machine {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "ssh" && u.Scheme != "tcp") {
 		return out
 	}
