@@ -93,11 +93,7 @@ func GateConfig(b spec.Box, d Door, redact bool) gate.Config {
 func rules(ds []spec.Destination) []gate.Rule {
 	var out []gate.Rule
 	for _, d := range ds {
-		r := gate.Rule{Host: d.Host, Port: d.Port}
-		if d.Prefix.IsValid() {
-			r = gate.Rule{CIDR: d.Prefix.String(), Port: d.Port}
-		}
-		out = append(out, r)
+		out = append(out, GateRule(d))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Host+out[i].CIDR != out[j].Host+out[j].CIDR {
@@ -106,6 +102,14 @@ func rules(ds []spec.Destination) []gate.Rule {
 		return out[i].Port < out[j].Port
 	})
 	return out
+}
+
+// GateRule is destination d as the gate reads it.
+func GateRule(d spec.Destination) gate.Rule {
+	if d.Prefix.IsValid() {
+		return gate.Rule{CIDR: d.Prefix.String(), Port: d.Port}
+	}
+	return gate.Rule{Host: d.Host, Port: d.Port}
 }
 
 func destinationHost(d spec.Destination) string {

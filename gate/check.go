@@ -43,10 +43,13 @@ type Answer struct {
 
 // TargetError is a URL Check cannot ask about, with what to give instead.
 type TargetError struct {
-	Msg, Hint string
+	msg, hint string
 }
 
-func (e *TargetError) Error() string { return e.Msg }
+func (e *TargetError) Error() string { return e.msg }
+
+// Hint is what to give instead.
+func (e *TargetError) Hint() string { return e.hint }
 
 const targetHint = "give the URL a tool in the box would ask for, such as https://api.github.com/ or http://198.51.100.7:8080/"
 
@@ -55,7 +58,7 @@ const targetHint = "give the URL a tool in the box would ask for, such as https:
 // Its host and port must read as the gate reads an authority.
 func target(ctx context.Context, raw string) (*http.Request, error) {
 	bad := func(hint, format string, args ...any) (*http.Request, error) {
-		return nil, &TargetError{Msg: fmt.Sprintf(format, args...), Hint: hint}
+		return nil, &TargetError{msg: fmt.Sprintf(format, args...), hint: hint}
 	}
 	if strings.TrimSpace(raw) == "" {
 		return bad(targetHint, "no URL to check")

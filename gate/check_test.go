@@ -221,7 +221,7 @@ func TestCheckRefusesABadURL(t *testing.T) {
 	} {
 		_, err := Check(context.Background(), cfg, raw, false)
 		var te *TargetError
-		if !errors.As(err, &te) || !strings.Contains(te.Msg, msg) || te.Hint == "" {
+		if !errors.As(err, &te) || !strings.Contains(te.Error(), msg) || te.Hint() == "" {
 			t.Errorf("Check(%q): %v; want a TargetError with a hint saying %q", raw, err, msg)
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -92,6 +94,7 @@ func TestFakeScripts(t *testing.T) {
 			"steady": steady,
 			"bybox":  byBox,
 			"data":   dataHolds,
+			"exits":  exitsWith,
 		},
 	})
 }
@@ -188,6 +191,27 @@ func fakeEngine(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return nil
 	}))
+}
+
+// exitsWith runs a program as exec does and checks its exit code, which
+// exec and ! exec do not tell apart: "exits CODE PROGRAM [ARGS…]".
+func exitsWith(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS…]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var exit *exec.ExitError
+	switch err := ts.Exec(args[1], args[2:]...); {
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
 }
 
 // dataHolds checks what a box's /data holds on the fake engines, as fake

@@ -63,8 +63,9 @@ type egressCred struct {
 }
 
 func newEgressCommand(env *Env) *cobra.Command {
-	var asJSON bool
+	var asJSON, resolve bool
 	var last int
+	var check string
 	cmd := &cobra.Command{
 		Use:   "egress NAME",
 		Short: "Show what box NAME may reach, and what its gate refused lately",
@@ -75,10 +76,28 @@ and the gate's most recent refusals: when, the destination, and the rule
 that refused it. When a tool in the box fails to reach something, this says
 whether the gate stopped it and why.
 
+With --check URL, say before anything runs whether the box's gate lets a
+request for URL through, and which entry of boxes.yaml decides: the gate's
+own proxy answers, in this process, from boxes.yaml and the addresses of
+the engine's machine; nothing is sent and the box need not exist. A name
+is not resolved unless --resolve resolves it here (the gate resolves it
+again when the request is made). Exit 0 allowed, 1 refused, 2 no answer
+(a bad URL, a box boxes.yaml does not declare).
+
   boxes egress alpha
-  boxes egress alpha --json --last 100`,
-		Args: exactlyOne("egress", "box name"),
+  boxes egress alpha --json --last 100
+  boxes egress alpha --check https://api.anthropic.com/v1/messages`,
+		Args: checkArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("check") {
+				if cmd.Flags().Changed("last") {
+					return &ExitError{Code: checkBad, Err: errLastWithCheck}
+				}
+				return runCheck(cmd, env, args[0], check, resolve, asJSON)
+			}
+			if resolve {
+				return errors.New("--resolve goes with --check URL")
+			}
 			if last < 1 || last > 10000 {
 				return fmt.Errorf("--last %d: give a number of refusals from 1 to 10000", last)
 			}
@@ -94,8 +113,11 @@ whether the gate stopped it and why.
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, fmt.Sprintf("print the rules and refusals as JSON (format_version %d)", EgressFormat))
+	cmd.Flags().BoolVar(&asJSON, "json", false, fmt.Sprintf("print the rules and refusals as JSON (format_version %d); with --check, the answer (format_version %d)", EgressFormat, EgressCheckFormat))
 	cmd.Flags().IntVar(&last, "last", 20, "show at most this many recent refusals")
+	cmd.Flags().StringVar(&check, "check", "", "say whether the gate lets a request for this URL through, and why (exit 0 allowed, 1 refused, 2 no answer)")
+	cmd.Flags().BoolVar(&resolve, "resolve", false, "with --check, resolve the URL's name here and check its address as the gate does")
+	cmd.SetFlagErrorFunc(checkFlagError)
 	return cmd
 }
 
