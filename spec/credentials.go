@@ -65,7 +65,7 @@ func (p *parser) credential(name string, e entry) (Credential, bool) {
 	body.Content = nil
 	for i := 0; i+1 < len(e.value.Content); i += 2 {
 		if k := e.value.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "value" {
-			p.errorf(k, "read it where boxes runs: from: env:NAME or from: file:PATH", "credential %s: secrets never go in boxes.yaml, so a credential has no value:", name)
+			p.errorf(k, "read it where boxes runs: from: env:NAME, from: file:PATH or from: cmd:COMMAND", "credential %s: secrets never go in boxes.yaml, so a credential has no value:", name)
 			continue
 		}
 		body.Content = append(body.Content, e.value.Content[i], e.value.Content[i+1])
@@ -141,8 +141,9 @@ func (p *parser) header(name string, n *yaml.Node) string {
 	return v
 }
 
-// from reads a credential's from:, env:NAME or file:PATH, without quoting
-// it in a message: a secret written there by mistake stays out of logs.
+// from reads a credential's from:, env:NAME, file:PATH or cmd:COMMAND,
+// without quoting it in a message: a secret written there by mistake stays
+// out of logs.
 func (p *parser) from(name string, n *yaml.Node) string {
 	v, ok := p.str(n)
 	if !ok {
@@ -164,9 +165,19 @@ func (p *parser) from(name string, n *yaml.Node) string {
 			p.errorf(n, "write ~/PATH for your home directory, or the full path", "credential %s: from: file: takes ~/ only, not ~user", name)
 			return ""
 		}
+	case strings.HasPrefix(v, "cmd:"):
+		command := v[len("cmd:"):]
+		switch {
+		case strings.TrimSpace(command) == "":
+			p.errorf(n, `e.g. from: "cmd:gh auth token", run by sh -c in boxes.yaml's directory`, "credential %s: from: cmd: needs a command", name)
+			return ""
+		case strings.ContainsFunc(command, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }):
+			p.errorf(n, `put a longer script in a file and run that: from: "cmd:sh ./token.sh"`, "credential %s: from: cmd: is one line, with no control character", name)
+			return ""
+		}
 	default:
-		p.errorf(n, "from: env:NAME reads an environment variable, from: file:PATH a file, on the machine running boxes",
-			"credential %s: from: is env:NAME or file:PATH; the value itself never goes in boxes.yaml", name)
+		p.errorf(n, "from: env:NAME reads an environment variable, from: file:PATH a file, from: cmd:COMMAND a command's output, on the machine running boxes",
+			"credential %s: from: is env:NAME, file:PATH or cmd:COMMAND; the value itself never goes in boxes.yaml", name)
 		return ""
 	}
 	return v

@@ -41,6 +41,11 @@ boxes:
 `
 
 // Scaffold is the starter boxes.yaml that boxes init writes for fleet.
+
+// credentialFromPattern is what a credential's from: may be, for the
+// schema: env:NAME, file:PATH, or cmd: and one line of command.
+const credentialFromPattern = `^(env:[A-Za-z_][A-Za-z0-9_]*|file:.+|cmd:[^\x00-\x08\x0a-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x08\x0a-\x1f\x7f]*)$`
+
 func Scaffold(fleet string) []byte { return fmt.Appendf(nil, scaffold, fleet) }
 
 // Schema is a JSON Schema of boxes.yaml, built from the parser's own key lists.
@@ -72,8 +77,8 @@ func Schema() []byte {
 			},
 			"prefix": map[string]any{"type": "string", "description": "Text put before the value, e.g. \"Bearer \"."},
 			"from": map[string]any{
-				"type": "string", "pattern": `^(env:[A-Za-z_][A-Za-z0-9_]*|file:.+)$`,
-				"description": "Where the value is read on the machine running boxes: env:NAME, an environment variable, or file:PATH, a file (~/ is the home directory; a relative path is relative to boxes.yaml's directory). The value itself never goes in boxes.yaml.",
+				"type": "string", "pattern": credentialFromPattern,
+				"description": "Where the value is read on the machine running boxes: env:NAME, an environment variable; file:PATH, a file (~/ is the home directory; a relative path is relative to boxes.yaml's directory); or cmd:COMMAND, what a command prints (run by sh -c in boxes.yaml's directory, within 30 s; one trailing line break dropped). The value itself never goes in boxes.yaml.",
 			},
 		},
 	}

@@ -295,9 +295,10 @@ type Credential struct {
 	Header string
 	// Prefix goes before the value, e.g. "Bearer ".
 	Prefix string
-	// From is where the value is read: "env:NAME" or "file:PATH", as
-	// written ("~/" is the home directory; a relative PATH is relative to
-	// boxes.yaml's directory).
+	// From is where the value is read: "env:NAME", "file:PATH" or
+	// "cmd:COMMAND" (what the command prints), as written ("~/" is the
+	// home directory; a relative PATH is relative to boxes.yaml's
+	// directory, where COMMAND runs too).
 	From string
 }
 
