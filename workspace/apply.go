@@ -93,7 +93,7 @@ func (w *Workspace) Apply(ctx context.Context, p *reconcile.Plan, o ApplyOptions
 	doors := map[string]compose.Door{}
 	if len(changing) > 0 {
 		var unread map[string]error
-		doors, unread = w.Doors(changing)
+		doors, unread = w.Doors(ctx, changing)
 		if err := gateErrors(p, unread); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -21,8 +22,10 @@ import (
 // and the public addresses of their hosts' machines, closed to the agent
 // whatever the rules say. unread holds, by box, why a value could not be
 // read, naming the credential and where it was looked for: only a box whose
-// gate is to be made needs it.
-func (w *Workspace) Doors(names map[string]bool) (doors map[string]compose.Door, unread map[string]error) {
+// gate is to be made needs it. Every value is read, as a plan compares each
+// gate's with its digest; a cmd: runs once per workspace, whatever number
+// of boxes share it.
+func (w *Workspace) Doors(ctx context.Context, names map[string]bool) (doors map[string]compose.Door, unread map[string]error) {
 	out := map[string]compose.Door{}
 	unread = map[string]error{}
 	closed := map[string][]string{}
@@ -36,10 +39,13 @@ func (w *Workspace) Doors(names map[string]bool) (doors map[string]compose.Door,
 		d := compose.Door{Secrets: map[string]string{}, Closed: closed[b.Host]}
 		var errs []error
 		for _, c := range b.Credentials {
-			v, err := credentialValue(c, filepath.Dir(w.Path))
+			v, err := w.credentialValue(ctx, c)
 			if err != nil {
-				errs = append(errs, hint.Wrap(fmt.Errorf("box %s, credential %s: %w", b.Name, c.Name, err),
-					"the value lives on this machine, never in boxes.yaml: set it, or change from: (env:NAME or file:PATH)"))
+				h := "the value lives on this machine, never in boxes.yaml: set it, or change from: (env:NAME, file:PATH or cmd:COMMAND)"
+				if strings.HasPrefix(c.From, "cmd:") {
+					h = "the value is what the command prints on this machine: run it here (sh -c, in boxes.yaml's directory) to see why, or change from:"
+				}
+				errs = append(errs, hint.Wrap(fmt.Errorf("box %s, credential %s: %w", b.Name, c.Name, err), "%s", h))
 				continue
 			}
 			d.Secrets[c.Name] = c.Prefix + v
@@ -112,11 +118,19 @@ func gateErrors(p *reconcile.Plan, unread map[string]error) error {
 // credentialValue reads a credential's value from where from: says: env:NAME
 // from this process's environment, file:PATH from a file (~/ is the home
 // directory; a relative path is from boxes.yaml's directory), its trailing
-// line break dropped.
-func credentialValue(c spec.Credential, dir string) (string, error) {
+// line break dropped, cmd:COMMAND from what the command prints (see
+// runCommand), run once for the workspace.
+func (w *Workspace) credentialValue(ctx context.Context, c spec.Credential) (string, error) {
+	dir := filepath.Dir(w.Path)
 	kind, where, _ := strings.Cut(c.From, ":")
 	var v string
 	switch kind {
+	case "cmd":
+		out, err := w.commands.output(ctx, where, dir)
+		if err != nil {
+			return "", err
+		}
+		v = out
 	case "env":
 		val, ok := os.LookupEnv(where)
 		if !ok {
@@ -140,7 +154,7 @@ func credentialValue(c spec.Credential, dir string) (string, error) {
 		}
 		v = strings.TrimRight(string(data), "\r\n")
 	default:
-		return "", fmt.Errorf("from: %q is neither env:NAME nor file:PATH", c.From)
+		return "", fmt.Errorf("from: is not env:NAME, file:PATH or cmd:COMMAND")
 	}
 	if v == "" {
 		return "", fmt.Errorf("%s is empty", c.From)

@@ -63,7 +63,7 @@ func (w *Workspace) Plan(ctx context.Context, opts reconcile.PlanOptions) (*reco
 	for _, n := range opts.Target {
 		in.Target[n] = true
 	}
-	doors, unread := w.Doors(in.Target)
+	doors, unread := w.Doors(ctx, in.Target)
 	in.Doors, in.Unread = doors, map[string]bool{}
 	for name := range unread {
 		in.Unread[name] = true

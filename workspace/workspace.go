@@ -88,6 +88,8 @@ type Workspace struct {
 	locks   []*statedir.FileLock
 	// applyLocked is set once LockApply has taken the apply lock.
 	applyLocked bool
+	// commands are the credentials' cmd: run so far, each once.
+	commands commands
 }
 
 // Open reads boxes.yaml and boxes.lock at path (the lock may be missing). It
