@@ -175,7 +175,7 @@ func (w *Workspace) Snapshot(ctx context.Context, name, label string, o Snapshot
 		return SnapshotRow{}, err
 	}
 	if defaulted {
-		label = w.freeLabel(host, name, o.Now)
+		label = w.freeLabel(host, name, "", o.Now)
 	}
 	if err := w.labelFree(host, name, label); err != nil {
 		return SnapshotRow{}, err
@@ -198,13 +198,14 @@ func (w *Workspace) Snapshot(ctx context.Context, name, label string, o Snapshot
 }
 
 // freeLabel is the default label of a snapshot of box name on host made
-// now, or, when the box has one of this second already (a snapshot a
-// moment ago), of the next second, waited for, a few times at most.
-func (w *Workspace) freeLabel(host, name string, now func() time.Time) string {
+// now, after prefix, or, when the box has one of this second already (a
+// snapshot a moment ago), of the next second, waited for, a few times at
+// most.
+func (w *Workspace) freeLabel(host, name, prefix string, now func() time.Time) string {
 	var label string
 	for range 3 {
 		t := now()
-		if label = snapshot.DefaultLabel(t); w.labelFree(host, name, label) == nil {
+		if label = prefix + snapshot.DefaultLabel(t); w.labelFree(host, name, label) == nil {
 			break
 		}
 		time.Sleep(t.Truncate(time.Second).Add(time.Second).Sub(t))
