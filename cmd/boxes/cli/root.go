@@ -312,6 +312,8 @@ var commands = []func(*Env) *cobra.Command{
 	newSnapshotCommand,
 	newSnapshotsCommand,
 	newRevertCommand,
+	newImportCommand,
+	newImportHermesCommand,
 	newLeaseCommand,
 	newRenewCommand,
 	newReleaseCommand,
