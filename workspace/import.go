@@ -297,8 +297,10 @@ type ImportOptions struct {
 	Step func(msg string)
 	Warn func(format string, args ...any)
 	// Content, when set, wraps the reader of the files' bytes as they are
-	// copied: a progress meter.
+	// copied: a progress meter; Copied, when set, is called once they all
+	// are, the copy whole.
 	Content func(io.Reader) io.Reader
+	Copied  func()
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -376,6 +378,9 @@ func (w *Workspace) Import(ctx context.Context, im *Importing, tree *toolstate.T
 	o.Step("copying " + text.Printable(tree.Shown) + " (" + text.Size(tree.Bytes) + ")")
 	if err := copyTree(ctx, e, im, tree, staging, o.Content); err != nil {
 		return res, w.importFailed(ctx, e, im, o, staging, err)
+	}
+	if o.Copied != nil {
+		o.Copied()
 	}
 	o.Step("putting it in place")
 	if _, err := e.RunHelper(ctx, placeHelper(im, staging, "place")); err != nil {

@@ -170,6 +170,11 @@ func importState(ctx context.Context, env *Env, tool toolstate.Tool, args []stri
 				meter = progress.New(r, env.Err, "import into "+name+": "+text.Printable(tree.Shown), tree.Bytes, env.IsTTY)
 				return meter
 			},
+			Copied: func() {
+				if meter != nil {
+					meter.Done()
+				}
+			},
 		})
 		if err != nil && ctx.Err() != nil {
 			var ie *workspace.ImportError
@@ -180,9 +185,6 @@ func importState(ctx context.Context, env *Env, tool toolstate.Tool, args []stri
 		}
 		if err != nil {
 			return err
-		}
-		if meter != nil {
-			meter.Done()
 		}
 		res.Credentials = append(res.Credentials, found...)
 		return printed(env, f.asJSON, res, res.WriteText)
