@@ -139,6 +139,9 @@ func importState(ctx context.Context, env *Env, tool toolstate.Tool, args []stri
 	if err != nil {
 		return err
 	}
+	if tree.Bytes >= slowScan {
+		fmt.Fprintf(env.Err, "import into %s: reading %s (%s) for credentials\n", name, text.Printable(tree.Shown), text.Size(tree.Bytes))
+	}
 	found, err := tree.Credentials()
 	if err != nil {
 		return err
@@ -190,6 +193,10 @@ func importState(ctx context.Context, env *Env, tool toolstate.Tool, args []stri
 		return printed(env, f.asJSON, res, res.WriteText)
 	})
 }
+
+// slowScan is the size of a tree whose reading for credentials takes
+// long enough to be said (about a second).
+const slowScan = 256 << 20
 
 // importDir is the directory to import and how messages show it: DIR, or
 // the tool's directory in the user's home.
