@@ -116,6 +116,21 @@ func TestIntegrationImportHermes(t *testing.T) {
 		t.Error("the import changed the box's token")
 	}
 
+	// A tree with a link out of it is refused before the box is touched,
+	// confirmed or not.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.MkdirAll(bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(state, ".env"), filepath.Join(bad, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	if r := boxes(t, dir, "import-hermes", box, bad, "--confirm", box); r.code != 1 || r.stdout != "" ||
+		r.stderr != "boxes: error: "+bad+"/.env is a link to "+state+"/.env, an absolute path: only relative links to something inside "+bad+" are imported; nothing was changed\n"+
+			"boxes: hint: replace the link with a copy of what it points to, or remove it\n" {
+		t.Errorf("import of a tree with a link out: %+v", r)
+	}
+
 	// Now the box holds state: without a terminal or --confirm, nothing
 	// is replaced and no snapshot is made.
 	if err := os.WriteFile(filepath.Join(state, "config.yaml"), []byte("model: openai/gpt-5\n"), 0o644); err != nil {
