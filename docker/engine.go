@@ -207,13 +207,15 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	if force {
 		recreate = api.RecreateForce
 	}
-	return e.raced(e.compose.Create(ctx, versioned(p), api.CreateOptions{
-		Services:             p.ServiceNames(),
-		Recreate:             recreate,
-		RecreateDependencies: recreate,
-		Inherit:              false,
-		RemoveOrphans:        true,
-		AssumeYes:            false,
+	return e.raced(againOnFirewallRace(ctx, func() error {
+		return e.compose.Create(ctx, versioned(p), api.CreateOptions{
+			Services:             p.ServiceNames(),
+			Recreate:             recreate,
+			RecreateDependencies: recreate,
+			Inherit:              false,
+			RemoveOrphans:        true,
+			AssumeYes:            false,
+		})
 	}))
 }
 
@@ -221,13 +223,15 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 // whatever compose sees of them: the others, and what depends on these, are
 // left as they run (a gate-only change leaves the agent's processes alone).
 func (e *Engine) Replace(ctx context.Context, p *types.Project, services []string) error {
-	return e.raced(e.compose.Create(ctx, versioned(p), api.CreateOptions{
-		Services:             services,
-		Recreate:             api.RecreateForce,
-		RecreateDependencies: api.RecreateNever,
-		Inherit:              false,
-		RemoveOrphans:        false,
-		AssumeYes:            false,
+	return e.raced(againOnFirewallRace(ctx, func() error {
+		return e.compose.Create(ctx, versioned(p), api.CreateOptions{
+			Services:             services,
+			Recreate:             api.RecreateForce,
+			RecreateDependencies: api.RecreateNever,
+			Inherit:              false,
+			RemoveOrphans:        false,
+			AssumeYes:            false,
+		})
 	}))
 }
 
@@ -248,7 +252,9 @@ func (e *Engine) Start(ctx context.Context, p *types.Project) error {
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
-	return explainRuntime(e.raced(e.compose.Start(ctx, p.Name, api.StartOptions{Project: atOnce(p), Services: p.ServiceNames()})))
+	return explainRuntime(e.raced(againOnFirewallRace(ctx, func() error {
+		return e.compose.Start(ctx, p.Name, api.StartOptions{Project: atOnce(p), Services: p.ServiceNames()})
+	})))
 }
 
 // atOnce is p with no service depending on another, so that compose starts
