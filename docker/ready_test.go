@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/docker/docker/api/types/container"
@@ -55,5 +56,23 @@ func TestAtOnce(t *testing.T) {
 	}
 	if len(q.Services) != 2 || q.Name != "hbl-a" || len(p.Services["agent"].DependsOn) != 1 {
 		t.Errorf("atOnce(%+v) = %+v", p, q)
+	}
+}
+
+// A readiness wait looks again soon at first, then five times a second.
+func TestPollAfter(t *testing.T) {
+	want := []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}
+	var sum time.Duration
+	for try, w := range want {
+		if got := pollAfter(try); got != w {
+			t.Errorf("pollAfter(%d) = %s, want %s", try, got, w)
+		}
+		sum += pollAfter(try)
+	}
+	if pollAfter(1000) != 200*time.Millisecond {
+		t.Errorf("pollAfter(1000) = %s", pollAfter(1000))
+	}
+	if sum != 775*time.Millisecond {
+		t.Errorf("six looks sleep %s in all", sum)
 	}
 }
