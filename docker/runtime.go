@@ -17,6 +17,12 @@ const (
 	// Its statx refuses AT_NO_AUTOMOUNT, which coreutils 9 passes on every
 	// call: ls -l and stat fail with "Invalid argument", hb's checks too.
 	statxRefused = "cannot statx"
+	// Its sandbox process died before it said it had started. A runsc
+	// built with cgo does so at every start: it re-executes itself through
+	// /proc/self/exe after its pivot_root into a root that holds no dynamic
+	// loader, and the execve fails ("error executing umounter: fork/exec
+	// /proc/self/exe: no such file or directory", in runsc's own log only).
+	sandboxDied = "cannot create sandbox: cannot read client sync file: waiting for sandbox to start: EOF"
 )
 
 // explainRuntime adds a hint to an engine's error that a runtime which
@@ -25,6 +31,9 @@ const (
 func explainRuntime(err error) error {
 	if err != nil && strings.Contains(err.Error(), runscRootNetNS) {
 		return hint.Wrap(err, "this runsc takes every network namespace for the host's on that machine's kernel (gVisor issue 10704; Debian 12's runsc has it): install a newer runsc there, or leave runtime: out of the box")
+	}
+	if err != nil && strings.Contains(err.Error(), sandboxDied) {
+		return hint.Wrap(err, "runsc's sandbox died as it started; a runsc built with cgo always does (build it with CGO_ENABLED=0); --debug --debug-log=DIR in the runtime's runtimeArgs has runsc say why")
 	}
 	return err
 }

@@ -27,6 +27,26 @@ func TestExplainRuntime(t *testing.T) {
 	}
 }
 
+// A sandbox that died as it started (as every start of a runsc built with
+// cgo does) gets a hint naming that build and how to see why.
+func TestExplainRuntimeSandboxDied(t *testing.T) {
+	// As Docker Engine 20.10 said it with gVisor's runsc built by go install
+	// with cgo (gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237).
+	died := errors.New(`Error response from daemon: failed to create shim task: OCI runtime create failed: creating container: cannot create sandbox: cannot read client sync file: waiting for sandbox to start: EOF: unknown`)
+	err := explainRuntime(died)
+	if h := hint.Lines(err); len(h) != 1 || !strings.Contains(h[0], "CGO_ENABLED=0") || !strings.Contains(h[0], "--debug-log") {
+		t.Errorf("hints %q", h)
+	}
+	if err.Error() != died.Error() || !errors.Is(err, died) {
+		t.Errorf("the engine's error is not kept as it was: %v", err)
+	}
+	// A sandbox that failed with its own words is not taken for one that died.
+	other := errors.New(`Error response from daemon: OCI runtime create failed: creating container: cannot create sandbox: cannot read client sync file: waiting for sandbox to start: some other failure: unknown`)
+	if got := explainRuntime(other); got != other {
+		t.Errorf("explained %v", got)
+	}
+}
+
 func TestRefusesStatx(t *testing.T) {
 	// hb health's output under Debian 12's runsc (gVisor 2022-12-19).
 	if !refusesStatx("stat: cannot statx '/data/home/agent': Invalid argument\nhb: error: /data/home/agent is missing or not agent's") {
