@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,39 +26,49 @@ import (
 )
 
 // TestIntegrationGVisor: a box with runtime: runsc on an engine whose daemon
-// configuration registers Debian's runsc (gVisor). Real engine: that docker
+// configuration registers gVisor's runsc: Debian's, and the one .ci/run
+// builds at a pinned version (pinnedRunsc). Real engine: that docker
 // info lists the runtimes a daemon configuration registers, so a box
 // asking for one the host lacks is a plan error naming the host and those
 // runtimes, with nothing created; that compose's runtime: reaches the
 // containers; and that the box's processes, exec, the executor's port,
 // hb's checks inside, save's freeze and load's restore work under
 // gVisor's own kernel (a fake runs none of it: it would prove only that
-// boxes passes a string along). Where gVisor cannot run a box on this
-// machine, the box part skips with the error boxes gave, which must say
-// what it means.
+// boxes passes a string along). Debian's runsc cannot run a box on a
+// recent kernel: what boxes says of it must say what it means. The pinned
+// runsc must run the box; without it (and with Debian's refused) the box
+// part skips with the errors boxes gave.
 func TestIntegrationGVisor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
 	}
 	image := testImage(t, "BOXES_TEST_IMAGE", "hermes-box-lite:test")
 	lowerScryptCost(t)
-	// Each runtime the engine registers for the box: gVisor as the harness
-	// notes it (ptrace, which needs no KVM), then with the host's network
-	// stack, which this runsc needs where its own refuses the kernel.
+	// Each runtime the engine registers for a box, tried in turn: Debian's
+	// runsc on ptrace (which needs no KVM), then with the host's network
+	// stack, which it needs where its own refuses the kernel; then the
+	// pinned runsc as docs/box.md registers it (systrap, its default, and
+	// the host's network stack: gVisor's own cannot reach the engine's DNS
+	// server on the box's network), which must run the box.
 	type candidate struct {
-		name string
-		args []string
+		name, path string
+		args       []string
+		must       bool
 	}
-	candidates := []candidate{
-		{"runsc", []string{"--platform=ptrace"}},
-		{"runsc-hostnet", []string{"--platform=ptrace", "--network=host"}},
+	var candidates []candidate
+	debian, lookErr := exec.LookPath("runsc")
+	if lookErr == nil {
+		candidates = append(candidates,
+			candidate{"runsc", debian, []string{"--platform=ptrace"}, false},
+			candidate{"runsc-hostnet", debian, []string{"--platform=ptrace", "--network=host"}, false})
+	}
+	pinned, pinnedVersion := pinnedRunsc(t)
+	if pinnedVersion != "" {
+		candidates = append(candidates, candidate{"runsc-pinned", pinned, []string{"--network=host"}, true})
 	}
 	runtimes := map[string]testhost.Runtime{}
-	runsc, lookErr := exec.LookPath("runsc")
-	if lookErr == nil {
-		for _, c := range candidates {
-			runtimes[c.name] = testhost.Runtime{Path: runsc, Args: c.args}
-		}
+	for _, c := range candidates {
+		runtimes[c.name] = testhost.Runtime{Path: c.path, Args: c.args}
 	}
 	e := testhost.Start(t, testhost.Options{TLS: true, Images: []string{image}, Runtimes: runtimes})
 
@@ -95,8 +109,8 @@ func TestIntegrationGVisor(t *testing.T) {
 	hostKernel := strings.TrimSpace(boxes(t, dir, "exec", "it-gv-runc", "--", "uname", "-r").stdout)
 
 	t.Run("a box under gVisor", func(t *testing.T) {
-		if lookErr != nil {
-			t.Skip("needs runsc (gVisor; Debian's package runsc, see .ci/run)")
+		if len(candidates) == 0 {
+			t.Skipf("needs runsc (gVisor): none at %s nor on PATH (.ci/run builds it)", pinned)
 		}
 		var box, rt string
 		var refused []string
@@ -109,21 +123,29 @@ func TestIntegrationGVisor(t *testing.T) {
 			began := time.Now()
 			r := boxes(t, dir, "apply", "--auto-approve", "--target", name)
 			if r.code == 0 {
-				box, rt, ready = name, c.name, time.Since(began)
-				break
+				// The pinned runsc is the one the rest is proved on, also
+				// where Debian's runs a box too.
+				if box == "" || c.must {
+					box, rt, ready = name, c.name, time.Since(began)
+				}
+				continue
 			}
-			// Only a refusal boxes recognises and explains is this machine's
-			// gVisor; anything else is a failure of boxes.
-			if !strings.Contains(r.stderr, "boxes: hint:") || !strings.Contains(r.stderr, "newer runsc") {
-				t.Fatalf("apply of a box under %s (%s %s): %+v", c.name, runsc, strings.Join(c.args, " "), r)
+			// The pinned runsc must run it. Of Debian's, only a refusal boxes
+			// recognises and explains is this machine's gVisor; anything
+			// else is a failure of boxes.
+			if c.must || !strings.Contains(r.stderr, "boxes: hint:") || !strings.Contains(r.stderr, "newer runsc") {
+				t.Fatalf("apply of a box under %s (%s %s): %+v", c.name, c.path, strings.Join(c.args, " "), r)
 			}
-			refused = append(refused, fmt.Sprintf("under %s (%s %s), boxes apply said:\n%s", c.name, runsc, strings.Join(c.args, " "), strings.TrimSpace(r.stderr)))
+			refused = append(refused, fmt.Sprintf("under %s (%s %s), boxes apply said:\n%s", c.name, c.path, strings.Join(c.args, " "), strings.TrimSpace(r.stderr)))
 		}
 		if box == "" {
-			t.Skipf("gVisor cannot run a box on this machine:\n%s", strings.Join(refused, "\n"))
+			t.Skipf("Debian's runsc cannot run a box on this machine, and there is no runsc at %s (.ci/run builds it):\n%s", pinned, strings.Join(refused, "\n"))
 		}
 		for _, why := range refused {
-			t.Logf("gVisor as the harness notes it did not run the box; went on with %s. Refused %s", rt, why)
+			t.Logf("went on with %s. Refused %s", rt, why)
+		}
+		if rt == "runsc-pinned" {
+			t.Logf("%s is gVisor's runsc %s", pinned, pinnedVersion)
 		}
 		t.Logf("time to ready of one new box on the same engine: runc %s, %s %s (%.2f×)",
 			runcReady.Round(time.Millisecond), rt, ready.Round(time.Millisecond), float64(ready)/float64(runcReady))
@@ -195,4 +217,27 @@ func resourcesOn(t *testing.T, e *testhost.Engine, box string) int {
 		t.Fatal(err)
 	}
 	return len(cs) + len(vs.Volumes) + len(ns)
+}
+
+// pinnedRunsc is where .ci/run builds gVisor's runsc at the version it pins
+// (BOXES_TEST_RUNSC names another), and the version of gVisor it was built
+// from; "" when there is none there.
+func pinnedRunsc(t *testing.T) (path, version string) {
+	t.Helper()
+	path = os.Getenv("BOXES_TEST_RUNSC")
+	if path == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "(no cache directory: " + err.Error() + ")", ""
+		}
+		path = filepath.Join(cache, "boxes-gvisor", "runsc")
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return path, ""
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil || info.Main.Path != "gvisor.dev/gvisor" {
+		t.Fatalf("%s is not a runsc built from gvisor.dev/gvisor (%v)", path, err)
+	}
+	return path, info.Main.Version
 }
