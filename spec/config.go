@@ -81,7 +81,7 @@ var (
 	topKeys      = []string{"version", "fleet", "defaults", "boxes", "pools", "hosts", "archive"}
 	settingKeys  = []string{"cpus", "memory", "executor", "runtime", "env", "egress", "private", "credentials", "dns"}
 	boxKeys      = append([]string{"state", "restore", "from", "host"}, settingKeys...)
-	executorKeys = []string{"bind", "port"}
+	executorKeys = []string{"bind", "port", "egress", "private"}
 	hostKeys     = []string{"docker", "context", "tls", "kubernetes"}
 	kubeKeys     = []string{"context", "namespace", "kubeconfig"}
 	archiveKeys  = []string{"recipients"}
@@ -437,7 +437,7 @@ func (p *parser) settingsOf(box string, n *yaml.Node, s *Settings, known []strin
 		s.Runtime, _ = p.str(f.value)
 		set["runtime"] = true
 	}
-	if f, ok := fields["executor"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping with bind: and port:") {
+	if f, ok := fields["executor"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping with bind:, port:, egress: and private:") {
 		p.executor(box, f.value, s, set)
 	}
 	if f, ok := fields["env"]; ok && p.kind(f.value, yaml.MappingNode, "a mapping of variable names to values") {
@@ -477,6 +477,7 @@ func (p *parser) executor(box string, n *yaml.Node, s *Settings, set fieldSet) {
 		}
 		set["executor.port"] = true
 	}
+	p.executorDoor(box, ef, s)
 }
 
 // env parses an env: entry f into s.Env, on top of what s has (the
@@ -571,6 +572,9 @@ func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *C
 				ok = false
 			}
 		}
+	}
+	if !p.executorOnKubernetes(name, b, cfg, e.key) {
+		ok = false
 	}
 	return b, ok
 }

@@ -371,39 +371,59 @@ func (p *parser) closedEgress(cfg *Config) {
 }
 
 // closedIn checks the egress: of scope (a box's or a pool's name, "" for
-// the defaults), whose settings are s, against its private:.
+// the defaults), whose settings are s, against its private:, and the
+// executor's egress: against the executor's private: when it has a door.
 func (p *parser) closedIn(scope, what string, s Settings) {
-	if s.Egress.Mode != EgressList || p.badRules[scope] || p.badRules[""] {
+	p.closedList(scope, what, "", s.Egress, s.Private)
+	if s.Executor.Door {
+		p.closedList(scope, what, "executor.", s.Executor.Egress, s.Executor.Private)
+	}
+}
+
+// closedList checks one side's egress (the agent's, prefix "", or the
+// executor's, prefix "executor.") against that side's private.
+func (p *parser) closedList(scope, what, prefix string, egress Egress, private []Destination) {
+	bad := p.badRules[scope] || p.badRules[""]
+	if prefix != "" {
+		bad = p.badRules[executorScope(scope)] || p.badRules[executorScope("")]
+	}
+	if egress.Mode != EgressList || bad {
 		return
 	}
-	list, ownPrivate := p.at[scope]["egress"], p.at[scope]["private"]
+	list, ownPrivate := p.at[scope][prefix+"egress"], p.at[scope][prefix+"private"]
 	inherited := list == nil
 	if inherited {
 		if ownPrivate == nil {
 			return // the defaults' own check says it
 		}
-		list = p.at[""]["egress"]
+		list = p.at[""][prefix+"egress"]
 	}
-	if list == nil || len(list.Content) != len(s.Egress.Allow) {
+	if list == nil || len(list.Content) != len(egress.Allow) {
 		return
 	}
-	for i, d := range s.Egress.Allow {
+	// The keys as boxes.yaml nests them: egress: or executor: egress:.
+	egressKey, privateKey, side := "egress:", "private:", "box"
+	if prefix != "" {
+		egressKey, privateKey, side = "executor: egress:", "executor: private:", "executor"
+		what += "'s executor"
+	}
+	for i, d := range egress.Allow {
 		if !d.Prefix.IsValid() {
 			continue // a name is resolved, and checked, by the gate
 		}
 		held, all := gate.ClosedRanges(d.Prefix)
-		if !all || opens(s.Private, d) {
+		if !all || opens(private, d) {
 			continue
 		}
-		at, msg := list.Content[i], fmt.Sprintf("egress: %q is in %s the gate closes whatever egress: says", list.Content[i].Value, closedText(held))
+		at, msg := list.Content[i], fmt.Sprintf("%s %q is in %s the gate closes whatever %s says", egressKey, list.Content[i].Value, closedText(held), egressKey)
 		if inherited {
-			at, msg = ownPrivate, fmt.Sprintf("egress: %q, from the defaults, is in %s the gate closes whatever egress: says, and %s's private: does not open it", list.Content[i].Value, closedText(held), what)
+			at, msg = ownPrivate, fmt.Sprintf("%s %q, from the defaults, is in %s the gate closes whatever %s says, and %s's %s does not open it", egressKey, list.Content[i].Value, closedText(held), egressKey, what, strings.TrimPrefix(privateKey, "executor: "))
 		}
-		hint := fmt.Sprintf("to reach it, list it under private: (private: [%s]), which opens it to the box; egress: cannot", strconv.Quote(d.String()))
+		hint := fmt.Sprintf("to reach it, list it under %s (private: [%s]), which opens it to the %s; %s cannot", privateKey, strconv.Quote(d.String()), side, egressKey)
 		if d.Prefix.Addr().Is6() {
 			// The gate refuses an IPv6 address given as the destination,
 			// whatever the rules say.
-			hint = "the gate takes IPv6 destinations by name only: list the name under private:, which opens it to the addresses it resolves to"
+			hint = "the gate takes IPv6 destinations by name only: list the name under " + privateKey + ", which opens it to the addresses it resolves to"
 		}
 		p.errorf(at, hint, "%s", msg)
 	}

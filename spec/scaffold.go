@@ -112,6 +112,15 @@ func Schema() []byte {
 			"items": map[string]any{"type": "string", "anyOf": []any{map[string]any{"format": "ipv4"}, map[string]any{"format": "ipv6"}}},
 		},
 	}
+	executorProps := executor["properties"].(map[string]any)
+	executorProps["egress"] = map[string]any{
+		"description": "Gives the executor its door: it then reaches out only through the box's gate, under these rules, read as the agent's egress: (open, none, or a list of destinations), and the gate publishes its port. Without it the executor keeps its own network access. Set on a box, it replaces the defaults' executor egress.",
+		"oneOf":       settings["egress"].(map[string]any)["oneOf"],
+	}
+	executorProps["private"] = map[string]any{
+		"description": "Exceptions to the private ranges the gate closes to the executor, as private: is for the agent; only with executor egress:. Set on a box, it replaces the defaults' list entirely.",
+		"type":        "array", "uniqueItems": true, "items": destination,
+	}
 	boxProps := map[string]any{
 		"state":   map[string]any{"enum": []any{"running", "stopped"}},
 		"restore": map[string]any{"type": "string"},

@@ -175,7 +175,7 @@ func TestSchemaValidates(t *testing.T) {
 		}
 		return schema.Validate(inst)
 	}
-	for _, src := range []string{string(Scaffold("team-a")), networkExample} {
+	for _, src := range []string{string(Scaffold("team-a")), networkExample, executorExample} {
 		if _, err := Parse("boxes.yaml", []byte(src)); err != nil {
 			t.Fatal(err)
 		}
@@ -188,6 +188,10 @@ func TestSchemaValidates(t *testing.T) {
 		`{egress: closed}`,
 		`{egress: [a.com, a.com]}`,
 		`{private: 10.0.0.1}`,
+		`{executor: {egress: []}}`,
+		`{executor: {egress: closed}}`,
+		`{executor: {egress: open, private: 10.0.0.1}}`,
+		`{executor: {egress: [a.com, a.com]}}`,
 		`{dns: [dns.google]}`,
 		`{credentials: {X: {to: a.com, header: x-api-key, from: "env:A"}}}`,
 		`{credentials: {x: {to: a.com, header: x-api-key, from: "env:A", value: s}}}`,

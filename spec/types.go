@@ -83,10 +83,22 @@ type Settings struct {
 	DNS []netip.Addr
 }
 
-// Executor says where a box's Executor port is published on its host.
+// Executor says where a box's Executor port is published on its host, and
+// how the executor reaches out.
 type Executor struct {
 	Bind string // IP address; default 127.0.0.1
 	Port int    // fixed host port, or 0 for auto-assigned
+	// Door is set when executor: egress: is written (the box's, its
+	// pool's or the defaults'): the executor then reaches out only
+	// through the box's gate, under Egress and Private, and the gate
+	// publishes its port. Unset, the executor has its own network access
+	// and publishes its port itself.
+	Door bool
+	// Egress and Private are the executor's own rules, read as the
+	// agent's egress: and private: are; a box's own replaces the
+	// defaults' (each key on its own).
+	Egress  Egress
+	Private []Destination
 }
 
 // Box is one declared box, fully resolved (defaults applied).
@@ -313,5 +325,7 @@ func (s Settings) clone() Settings {
 	s.Private = slices.Clone(s.Private)
 	s.Credentials = slices.Clone(s.Credentials)
 	s.DNS = slices.Clone(s.DNS)
+	s.Executor.Egress.Allow = slices.Clone(s.Executor.Egress.Allow)
+	s.Executor.Private = slices.Clone(s.Executor.Private)
 	return s
 }
