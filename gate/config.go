@@ -51,6 +51,9 @@ type Config struct {
 	// Credentials are headers the gate adds to what it forwards to their
 	// destinations; a credential's destination is allowed by that fact.
 	Credentials []Credential `json:"credentials,omitempty"`
+	// Executor is the executor's side when it has a door (executor.go);
+	// nil when it reaches out by itself.
+	Executor *Side `json:"executor,omitempty"`
 
 	// Hooks for tests, unexported so that they never travel in ConfigVar:
 	// the names the proxy resolves, the roots the routes trust, and where
@@ -113,7 +116,7 @@ func ParseConfig(data []byte) (Config, error) {
 // Validate reports what in c the gate cannot enforce, one error per line.
 func (c Config) Validate() error {
 	_, err := compile(c)
-	return err
+	return errors.Join(err, c.validateSide())
 }
 
 // routeName is what a credential's name may be: one segment of a URL path,
@@ -127,6 +130,7 @@ type compiled struct {
 	private     []rule
 	closed      []netip.Prefix
 	credentials []credential
+	side        string // "" for the agent's, SideExecutor
 }
 
 // rule is a Rule with its name normalized or its range parsed.

@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config, refusals io.Writer) error {
 		_ = proxyLn.Close()
 		return fmt.Errorf("listening for the routes: %w", err)
 	}
-	return Serve(ctx, cfg, proxyLn, routeLn, refusals)
+	return runSides(ctx, cfg, proxyLn, routeLn, refusals)
 }
 
 // Serve serves cfg's proxy on proxyLn and its routes on routeLn until ctx

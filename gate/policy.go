@@ -154,9 +154,21 @@ func (c *compiled) decide(d destination, header http.Header) verdict {
 		if r, ok := firstMatch(c.allow, d); ok {
 			return verdict{allowed: true, by: Match{Setting: ByEgress, Rule: r.src}, reason: "listed under egress"}
 		}
-		return verdict{rule: RuleNotAllowed, reason: fmt.Sprintf("%s is not a destination listed under the box's egress", d)}
+		return verdict{rule: RuleNotAllowed, reason: fmt.Sprintf("%s is not a destination listed under %s egress", d, c.whose())}
+	}
+	if c.side == SideExecutor {
+		return verdict{rule: RuleNone, reason: "the executor's egress is none: nothing but its private exceptions leaves it"}
 	}
 	return verdict{rule: RuleNone, reason: "the box's egress is none: nothing but its credentials and private exceptions leaves it"}
+}
+
+// whose names the side whose egress the policy is: the box's (the agent's)
+// or the executor's.
+func (c *compiled) whose() string {
+	if c.side == SideExecutor {
+		return "the executor's"
+	}
+	return "the box's"
 }
 
 // decider is the policy as smokescreen's ACL.

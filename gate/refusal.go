@@ -26,6 +26,8 @@ type Refusal struct {
 	Rule string `json:"rule"`
 	// Reason is a sentence for a person.
 	Reason string `json:"reason"`
+	// Side is SideExecutor for a request of the executor; "" for the agent's.
+	Side string `json:"side,omitempty"`
 }
 
 // ParseRefusals reads the refusals among the gate's output lines, skipping
@@ -53,12 +55,14 @@ func ParseRefusals(r io.Reader) ([]Refusal, error) {
 
 // refusalLog writes refusals as JSON lines, one at a time.
 type refusalLog struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	side string // the Refusal's Side
 }
 
 func (l *refusalLog) write(r Refusal) {
 	r.Time = time.Now().UTC()
+	r.Side = l.side
 	line, err := json.Marshal(r)
 	if err != nil {
 		return
