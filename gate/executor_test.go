@@ -189,7 +189,7 @@ func TestExecutorSideConfig(t *testing.T) {
 		`{"egress":"open","executor":{"egress":"none","allow":[{"host":"a.test"}],"listen":"g","relay":"executor:4788"}}`: `the executor's side: egress "none" takes no allow rules`,
 		`{"egress":"open","executor":{"egress":"list","allow":[{"host":"*"}],"listen":"g","relay":"executor:4788"}}`:      "the executor's side: allow rule 1",
 		`{"egress":"open","executor":{"egress":"none","relay":"executor:4788"}}`:                                          "the executor's side has no address to listen on",
-		`{"egress":"open","executor":{"egress":"none","listen":"g","relay":"executor"}}`:                                 `relay "executor" is not host:port`,
+		`{"egress":"open","executor":{"egress":"none","listen":"g","relay":"executor"}}`:                                  `relay "executor" is not host:port`,
 		`{"egress":"open","executor":{"egress":"none","listen":"g","relay":"executor:4788","extra":1}}`:                   "unknown field",
 	} {
 		if _, err := ParseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
