@@ -75,6 +75,7 @@ func GateConfig(b spec.Box, d Door, redact bool) gate.Config {
 		c.Allow = rules(b.Egress.Allow)
 	}
 	c.Private = rules(b.Private)
+	c.Executor = executorSide(b)
 	sort.Strings(c.Closed)
 	for _, cr := range b.Credentials {
 		value := d.Secrets[cr.Name]
@@ -125,7 +126,11 @@ func destinationHost(d spec.Destination) string {
 func gateService(in Input) map[string]any {
 	b := in.Box
 	cfg := gateJSON(GateConfig(b, in.Door, in.Token == ""))
-	labels := serviceLabels(b, GateService, 0)
+	keptPort := 0
+	if b.Executor.Door {
+		keptPort = in.HostPort
+	}
+	labels := serviceLabels(b, GateService, keptPort)
 	labels[CredentialsLabel] = credentialDigests(b, in.Door)
 	labels[ClosedLabel] = closedLabel(in.Door)
 	s := map[string]any{
@@ -151,6 +156,9 @@ func gateService(in Input) map[string]any {
 		},
 		"networks":          map[string]any{Network: nil, InsideNetwork: nil},
 		"stop_grace_period": "2s",
+	}
+	if b.Executor.Door {
+		gateExecutorSide(s, b, in.HostPort)
 	}
 	if len(b.DNS) > 0 {
 		var dns []any
@@ -282,5 +290,6 @@ func Addresses(cidrs []string) string {
 
 // IsGateKey reports whether settings field k shapes only the gate.
 func IsGateKey(k string) bool {
-	return k == "egress" || k == "private" || k == "dns" || strings.HasPrefix(k, "credentials.")
+	return k == "egress" || k == "private" || k == "dns" || strings.HasPrefix(k, "credentials.") ||
+		k == ExecutorEgressKey || k == ExecutorPrivateKey
 }

@@ -188,16 +188,26 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 				// agent the inside one alone.
 				nets := keys(req.NetworkingConfig.EndpointsConfig)
 				slices.Sort(nets)
-				if wantNets := ServiceNetworks(name, svc); !slices.Equal(nets, wantNets) || !slices.Contains(wantNets, string(h.NetworkMode)) {
+				if wantNets := ServiceNetworks(name, in.Box.Executor.Door, svc); !slices.Equal(nets, wantNets) || !slices.Contains(wantNets, string(h.NetworkMode)) {
 					t.Errorf("%s: network mode %q endpoints %v, want %v", svc, h.NetworkMode, nets, wantNets)
 				}
 				for n, ep := range req.NetworkingConfig.EndpointsConfig {
 					if ep == nil || !slices.Contains(ep.Aliases, svc) {
 						t.Errorf("%s: not reachable as %s on %s", svc, svc, n)
 					}
+					// The executor's proxy is named on the executor's network alone.
+					if ep != nil && slices.Contains(ep.Aliases, ExecutorGate) != (svc == GateService && n == ExecutorNetworkName(name)) {
+						t.Errorf("%s on %s: aliases %v", svc, n, ep.Aliases)
+					}
 				}
-				if svc != ExecutorService && len(h.PortBindings) != 0 {
+				if svc != PortService(in.Box) && len(h.PortBindings) != 0 {
 					t.Errorf("%s publishes %v", svc, h.PortBindings)
+				}
+				if svc == PortService(in.Box) {
+					b := h.PortBindings["4788/tcp"]
+					if len(h.PortBindings) != 1 || len(b) != 1 || b[0].HostIP != in.Box.Executor.Bind || b[0].HostPort != published(in) {
+						t.Errorf("%s publishes %v, want %s:%s", svc, h.PortBindings, in.Box.Executor.Bind, published(in))
+					}
 				}
 				switch svc {
 				case GateService:
@@ -257,11 +267,12 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 					}
 				}
 				if svc == ExecutorService {
-					b := h.PortBindings["4788/tcp"]
-					if len(h.PortBindings) != 1 || len(b) != 1 || b[0].HostIP != in.Box.Executor.Bind || b[0].HostPort != published(in) {
-						t.Errorf("executor publishes %v, want %s:%s", h.PortBindings, in.Box.Executor.Bind, published(in))
+					// Behind its door, it cannot forge packets either.
+					wantDrop := 0
+					if in.Box.Executor.Door {
+						wantDrop = 1
 					}
-					if len(h.CapDrop) != 0 {
+					if len(h.CapDrop) != wantDrop || (wantDrop == 1 && strings.TrimPrefix(h.CapDrop[0], "CAP_") != "NET_RAW") {
 						t.Errorf("executor: cap_drop %v", h.CapDrop)
 					}
 				}
@@ -274,13 +285,16 @@ func TestComposeWritesWhatWePredict(t *testing.T) {
 			if len(engine.volumes) != 2 {
 				t.Errorf("volumes %v, want 2", keys(engine.volumes))
 			}
-			for _, n := range []string{NetworkName(name), InsideNetworkName(name)} {
+			for _, n := range NetworkNames(name, in.Box.Executor.Door) {
 				if req, ok := engine.networks[n]; !ok || req.Labels[ManagedLabel] != "1" || req.Labels[BoxLabel] != name {
 					t.Errorf("network %s: created %v labels %v", n, ok, req.Labels)
 				}
 			}
-			if len(engine.networks) != 2 {
-				t.Errorf("networks %v, want 2", keys(engine.networks))
+			if len(engine.networks) != len(NetworkNames(name, in.Box.Executor.Door)) {
+				t.Errorf("networks %v, want %v", keys(engine.networks), NetworkNames(name, in.Box.Executor.Door))
+			}
+			if n, ok := engine.networks[ExecutorNetworkName(name)]; ok && (!n.Internal || n.Options["com.docker.network.bridge.inhibit_ipv4"] != "true") {
+				t.Errorf("network %s: internal %v options %v, want internal with inhibit_ipv4", ExecutorNetworkName(name), n.Internal, n.Options)
 			}
 			if n := engine.networks[NetworkName(name)]; n.Internal {
 				t.Errorf("network %s is internal: the executor and the gate lose their way out", NetworkName(name))

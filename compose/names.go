@@ -1,6 +1,10 @@
 package compose
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hermes-box/boxes/spec"
+)
 
 // The one table of names and labels that identify a box on Docker. Everything
 // that creates, finds or removes a box's resources goes through here.
@@ -53,6 +57,13 @@ const (
 	// InsideNetwork is the box's network with no route out: the agent is on
 	// it alone; the executor and the gate are on it and on Network.
 	InsideNetwork = "inside"
+	// ExecutorNetwork is the network, with no route out, that the gate
+	// shares with the executor alone when the executor has a door: the
+	// executor's proxy is on it, where the agent has no way.
+	ExecutorNetwork = "exec"
+	// ExecutorGate is the gate's name on ExecutorNetwork alone (a network
+	// alias): the executor's proxy listens at the address it resolves to.
+	ExecutorGate = "exec-gate"
 
 	// ExecutorPort is the port Executor listens on inside the box's network.
 	ExecutorPort = 4788
@@ -104,17 +115,47 @@ func InsideNetworkName(box string) string { return ProjectName(box) + "_" + Insi
 // ContainerName is the Docker name compose gives the box's container of service.
 func ContainerName(box, service string) string { return ProjectName(box) + "-" + service + "-1" }
 
+// ExecutorNetworkName is the Docker name of the network the gate shares
+// with the executor alone, when the executor has a door.
+func ExecutorNetworkName(box string) string { return ProjectName(box) + "_" + ExecutorNetwork }
+
 // Services are a box's services, in the order plans name them.
 var Services = []string{AgentService, ExecutorService, GateService}
 
 // ServiceNetworks are the Docker names of the networks box's container of
 // service is on: the agent only on the inside network, the executor and
-// the gate on both.
-func ServiceNetworks(box, service string) []string {
-	if service == AgentService {
+// the gate on both; with the executor's door (door), the executor leaves
+// the ordinary network for the one it shares with the gate alone. Sorted.
+func ServiceNetworks(box string, door bool, service string) []string {
+	switch {
+	case service == AgentService:
 		return []string{InsideNetworkName(box)}
+	case door && service == ExecutorService:
+		return []string{ExecutorNetworkName(box), InsideNetworkName(box)}
+	case door && service == GateService:
+		return []string{NetworkName(box), ExecutorNetworkName(box), InsideNetworkName(box)}
 	}
 	return []string{NetworkName(box), InsideNetworkName(box)}
+}
+
+// NetworkNames are the Docker names of box's networks; with the
+// executor's door, the one the gate shares with the executor too.
+func NetworkNames(box string, door bool) []string {
+	if door {
+		return []string{NetworkName(box), InsideNetworkName(box), ExecutorNetworkName(box)}
+	}
+	return []string{NetworkName(box), InsideNetworkName(box)}
+}
+
+// PortService is the service whose container publishes b's executor port
+// on the host: the executor itself, or, when it has a door, the gate,
+// which relays it (Docker publishes no port of a container that is on
+// networks with no route out alone).
+func PortService(b spec.Box) string {
+	if b.Executor.Door {
+		return GateService
+	}
+	return ExecutorService
 }
 
 // LeaseName is the name of box name's lease marker of kind (claim, reset),

@@ -213,6 +213,14 @@ func model(in Input) map[string]any {
 	executor := service(in, token, ExecutorService, ExecutorVolume)
 	executor["networks"] = map[string]any{Network: nil, InsideNetwork: nil}
 	executor["ports"] = []any{executorPort(b, in.HostPort)}
+	networks := map[string]any{
+		Network:       map[string]any{"labels": labels()},
+		InsideNetwork: insideNetwork(labels()),
+	}
+	if b.Executor.Door {
+		executorDoor(executor)
+		networks[ExecutorNetwork] = insideNetwork(labels())
+	}
 
 	return map[string]any{
 		"services": map[string]any{
@@ -224,10 +232,7 @@ func model(in Input) map[string]any {
 			AgentVolume:    map[string]any{"labels": labels()},
 			ExecutorVolume: map[string]any{"labels": labels()},
 		},
-		"networks": map[string]any{
-			Network:       map[string]any{"labels": labels()},
-			InsideNetwork: insideNetwork(labels()),
-		},
+		"networks": networks,
 	}
 }
 
@@ -323,7 +328,7 @@ func serviceLabels(b spec.Box, service string, keptPort int) map[string]any {
 	l[SettingsLabel] = SettingsJSON(b, service)
 	// A stopped container lists no published port; this label still tells a
 	// plan which auto-assigned port a recreate pinned.
-	if service == ExecutorService && keptPort != 0 && b.Executor.Port == 0 {
+	if service == PortService(b) && keptPort != 0 && b.Executor.Port == 0 {
 		l[HostPortLabel] = strconv.Itoa(keptPort)
 	}
 	return l

@@ -140,6 +140,16 @@ var cases = []struct {
 		return in
 	}},
 	{"door", func() Input { return doorInput(box("epsilon")) }},
+	{"executor-door", func() Input {
+		in := doorInput(box("zeta"))
+		in.Box.Executor.Door = true
+		in.Box.Executor.Egress = spec.Egress{Mode: spec.EgressList, Allow: []spec.Destination{
+			mustDestination("api.github.com"), mustDestination("*.npmjs.org"), mustDestination("198.51.100.7:8080"),
+		}}
+		in.Box.Executor.Private = []spec.Destination{mustDestination("10.0.0.0/8:5432")}
+		in.HostPort = 49153 // the gate keeps the port the executor had
+		return in
+	}},
 }
 
 // testSecret is a credential's value: it must reach the gate's environment
@@ -247,8 +257,14 @@ func TestContract(t *testing.T) {
 				}
 				slices.Sort(nets)
 				wantNets := []string{Network, InsideNetwork}
-				if sname == AgentService {
+				switch door := in.Box.Executor.Door; {
+				case sname == AgentService:
 					wantNets = []string{InsideNetwork}
+				case door && sname == ExecutorService:
+					// The executor's door: off the network with a route out.
+					wantNets = []string{ExecutorNetwork, InsideNetwork}
+				case door && sname == GateService:
+					wantNets = []string{Network, ExecutorNetwork, InsideNetwork}
 				}
 				if !slices.Equal(nets, wantNets) {
 					t.Errorf("%s: networks %v, want %v", sname, nets, wantNets)
@@ -315,8 +331,18 @@ func TestContract(t *testing.T) {
 			if len(p.Volumes) != 2 {
 				t.Errorf("volumes %v", p.VolumeNames())
 			}
-			if got := p.NetworkNames(); strings.Join(got, ",") != Network+","+InsideNetwork {
-				t.Errorf("networks %v, want %s and %s", got, Network, InsideNetwork)
+			wantNets := Network + "," + InsideNetwork
+			if in.Box.Executor.Door {
+				wantNets = Network + "," + ExecutorNetwork + "," + InsideNetwork
+			}
+			if got := p.NetworkNames(); strings.Join(got, ",") != wantNets {
+				t.Errorf("networks %v, want %s", got, wantNets)
+			}
+			// The network the gate shares with the executor alone is closed as the inside one is.
+			if n, ok := p.Networks[ExecutorNetwork]; in.Box.Executor.Door && (n.Name != ExecutorNetworkName(name) || !n.Internal || n.DriverOpts["com.docker.network.bridge.inhibit_ipv4"] != "true") {
+				t.Errorf("network %s: name %q internal %v driver_opts %v, want %q internal with inhibit_ipv4", ExecutorNetwork, n.Name, n.Internal, n.DriverOpts, ExecutorNetworkName(name))
+			} else if ok != in.Box.Executor.Door {
+				t.Errorf("network %s made %v, the executor's door %v", ExecutorNetwork, ok, in.Box.Executor.Door)
 			}
 			for nname, n := range p.Networks {
 				hasLabels(t, "network "+nname, n.Labels, want)
@@ -384,21 +410,21 @@ func TestContract(t *testing.T) {
 					t.Errorf("executor gets the box's env %s", k)
 				}
 			}
-			for k := range proxyEnv {
-				if _, ok := executor.Environment[k]; ok {
-					t.Errorf("executor gets the agent's proxy env %s", k)
+			if in.Box.Executor.Door {
+				checkExecutorDoor(t, in, executor, p.Services[GateService])
+			} else {
+				for k := range proxyEnv {
+					if _, ok := executor.Environment[k]; ok {
+						t.Errorf("executor gets the agent's proxy env %s", k)
+					}
 				}
-			}
-			if len(executor.CapDrop) != 0 || len(executor.DependsOn) != 0 {
-				t.Errorf("executor cap_drop %v depends_on %v", executor.CapDrop, executor.DependsOn)
-			}
-			if len(executor.Ports) != 1 {
-				t.Fatalf("executor ports %v", executor.Ports)
-			}
-			port := executor.Ports[0]
-			wantPublished := published(in)
-			if port.Target != ExecutorPort || port.Protocol != "tcp" || port.HostIP != in.Box.Executor.Bind || port.Published != wantPublished {
-				t.Errorf("executor port %+v, want %s:%s->%d/tcp", port, in.Box.Executor.Bind, wantPublished, ExecutorPort)
+				if len(executor.CapDrop) != 0 || len(executor.DependsOn) != 0 {
+					t.Errorf("executor cap_drop %v depends_on %v", executor.CapDrop, executor.DependsOn)
+				}
+				checkPublishes(t, in, "executor", executor)
+				if gate := p.Services[GateService]; len(gate.Ports) != 0 {
+					t.Errorf("gate publishes %v", gate.Ports)
+				}
 			}
 
 			checkGate(t, in, p.Services[GateService])
@@ -451,7 +477,9 @@ func checkGate(t *testing.T, in Input, g types.ServiceConfig) {
 	if len(g.Volumes) != 0 || len(g.Tmpfs) != 0 || len(g.VolumesFrom) != 0 {
 		t.Errorf("gate: volumes %v tmpfs %v volumes_from %v, want none", g.Volumes, g.Tmpfs, g.VolumesFrom)
 	}
-	if len(g.Ports) != 0 || len(g.Expose) != 0 {
+	// It publishes the executor's port when the executor has a door
+	// (checkExecutorDoor), nothing else.
+	if (len(g.Ports) != 0 && !in.Box.Executor.Door) || len(g.Expose) != 0 {
 		t.Errorf("gate: publishes %v / exposes %v", g.Ports, g.Expose)
 	}
 	if _, ok := g.Environment[TokenVar]; ok {
@@ -921,5 +949,69 @@ func TestYAMLEscapesDollars(t *testing.T) {
 	settings := back.Services[AgentService].Labels[SettingsLabel]
 	if !strings.Contains(settings, `"env.REF":"${HOME}"`) {
 		t.Errorf("settings label reads back as %s", settings)
+	}
+}
+
+// checkPublishes checks that s publishes the executor's port where in says.
+func checkPublishes(t *testing.T, in Input, what string, s types.ServiceConfig) {
+	t.Helper()
+	if len(s.Ports) != 1 {
+		t.Fatalf("%s ports %v", what, s.Ports)
+	}
+	port := s.Ports[0]
+	wantPublished := published(in)
+	if port.Target != ExecutorPort || port.Protocol != "tcp" || port.HostIP != in.Box.Executor.Bind || port.Published != wantPublished {
+		t.Errorf("%s port %+v, want %s:%s->%d/tcp", what, port, in.Box.Executor.Bind, wantPublished, ExecutorPort)
+	}
+}
+
+// checkExecutorDoor checks the executor's door: the executor publishes
+// nothing, cannot forge packets, and sends its tools to the gate's executor
+// side, which the gate answers for on the executor's network alone; the
+// gate publishes the executor's port and relays it; the gate's
+// configuration carries the executor's own rules.
+func checkExecutorDoor(t *testing.T, in Input, executor, g types.ServiceConfig) {
+	t.Helper()
+	if len(executor.Ports) != 0 || len(executor.Expose) != 0 {
+		t.Errorf("executor behind the gate publishes %v / exposes %v", executor.Ports, executor.Expose)
+	}
+	if !slices.Equal(executor.CapDrop, []string{"NET_RAW"}) || len(executor.DependsOn) != 0 {
+		t.Errorf("executor cap_drop %v depends_on %v, want NET_RAW and none", executor.CapDrop, executor.DependsOn)
+	}
+	names := "agent,executor,gate,exec-gate,localhost,127.0.0.1"
+	for k, v := range map[string]string{
+		"HTTP_PROXY": "http://exec-gate:3130", "HTTPS_PROXY": "http://exec-gate:3130",
+		"http_proxy": "http://exec-gate:3130", "https_proxy": "http://exec-gate:3130",
+		"NO_PROXY": names, "no_proxy": names, "NODE_USE_ENV_PROXY": "1",
+	} {
+		if got := executor.Environment[k]; got == nil || *got != v {
+			t.Errorf("executor env %s=%v, want %q", k, got, v)
+		}
+	}
+	if n := g.Networks[ExecutorNetwork]; n == nil || !slices.Equal(n.Aliases, []string{ExecutorGate}) {
+		t.Errorf("gate on %s: %+v, want alias %s", ExecutorNetwork, n, ExecutorGate)
+	}
+	for _, other := range []string{Network, InsideNetwork} {
+		if n := g.Networks[other]; n != nil && slices.Contains(n.Aliases, ExecutorGate) {
+			t.Errorf("gate is %s on %s too", ExecutorGate, other)
+		}
+	}
+	checkPublishes(t, in, "gate", g)
+	if g.Labels[HostPortLabel] != strconv.Itoa(in.HostPort) && in.Box.Executor.Port == 0 && in.HostPort != 0 {
+		t.Errorf("gate: %s=%q, want the kept port %d", HostPortLabel, g.Labels[HostPortLabel], in.HostPort)
+	}
+	cfg, err := gate.ParseConfig([]byte(*g.Environment[gate.ConfigVar]))
+	if err != nil {
+		t.Fatalf("the gate's configuration: %v", err)
+	}
+	s := cfg.Executor
+	if s == nil || s.Egress != in.Box.Executor.Egress.Mode.String() || len(s.Allow) != len(in.Box.Executor.Egress.Allow) ||
+		len(s.Private) != len(in.Box.Executor.Private) || s.Listen != ExecutorGate || s.Relay != "executor:4788" {
+		t.Errorf("the gate's executor side %+v, want the box's executor rules %+v", s, in.Box.Executor)
+	}
+	for _, svc := range []string{ExecutorService, GateService} {
+		if !HasExecutorDoor(map[string]string{SettingsLabel: SettingsJSON(in.Box, svc)}) {
+			t.Errorf("%s's settings do not record the executor's door", svc)
+		}
 	}
 }

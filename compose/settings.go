@@ -43,6 +43,7 @@ func Settings(b spec.Box) map[string]string {
 		s["env."+k] = v
 	}
 	doorSettings(s, b)
+	executorDoorSettings(s, b)
 	return s
 }
 
@@ -81,12 +82,14 @@ func joinDestinations(ds []spec.Destination) string {
 
 // ServiceSettings are the settings that shape one service's container: the
 // agent does not see the executor's port, the executor not the box's env,
-// and the gate's rules shape the gate alone.
+// and the gate's rules (the executor's among them) shape the gate alone;
+// the gate also publishes the executor's port when the executor has a door.
 func ServiceSettings(b spec.Box, service string) map[string]string {
 	s := Settings(b)
 	for k := range s {
 		if service == GateService {
-			if !IsGateKey(k) {
+			published := b.Executor.Door && (k == "executor.bind" || k == "executor.port")
+			if !IsGateKey(k) && !published {
 				delete(s, k)
 			}
 			continue

@@ -89,14 +89,14 @@ func appliedBox(o *engine.Observed, fleet string, b spec.Box, image, token, path
 		labels["com.docker.compose.config-hash"] = hashes[s]
 		name := compose.ContainerName(b.Name, s)
 		var ports []engine.Port
-		if s == compose.ExecutorService && state == engine.Running {
+		if s == compose.PortService(b) && state == engine.Running {
 			// A port: auto is whatever Docker chose: 0 stands for it, as the
 			// hashes above were made with it.
 			ports = []engine.Port{{HostIP: b.Executor.Bind, HostPort: b.Executor.Port, ContainerPort: compose.ExecutorPort}}
 		}
 		o.Containers = append(o.Containers, engine.Container{
 			Fleet:      fleet,
-			Networks:   compose.ServiceNetworks(b.Name, s),
+			Networks:   compose.ServiceNetworks(b.Name, b.Executor.Door, s),
 			Ports:      ports,
 			ID:         "", // unknown without the engine
 			Name:       name,
@@ -118,6 +118,8 @@ func appliedBox(o *engine.Observed, fleet string, b spec.Box, image, token, path
 		case compose.Network:
 		case compose.InsideNetwork:
 			name = compose.InsideNetworkName(b.Name)
+		case compose.ExecutorNetwork:
+			name = compose.ExecutorNetworkName(b.Name)
 		default:
 			return fmt.Errorf("box %s: unexpected network %s in its project", b.Name, key)
 		}

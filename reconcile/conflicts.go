@@ -160,6 +160,20 @@ func holdersOf(obs map[string]*engine.Observed) map[string][]string {
 	return out
 }
 
+// boxHostPort is the host port a box (resources r) publishes its
+// executor's port on, or kept when a recreate pinned it: the executor's
+// own, or, when the executor has a door, its gate's.
+func boxHostPort(r engine.Resources) int {
+	for _, s := range []string{compose.ExecutorService, compose.GateService} {
+		if c, ok := r.Container(s); ok {
+			if p := executorHostPort(c); p != 0 {
+				return p
+			}
+		}
+	}
+	return 0
+}
+
 func executorHostPort(c engine.Container) int {
 	if p, ok := c.Published(compose.ExecutorPort); ok {
 		return p.HostPort

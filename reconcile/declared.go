@@ -197,8 +197,8 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 	}
 	frozen := in.Frozen[b.Name] && len(r.Containers) > 0
 
-	if exec, ok := r.Container(compose.ExecutorService); ok && b.Executor.Port == 0 {
-		bp.HostPort = executorHostPort(exec)
+	if b.Executor.Port == 0 {
+		bp.HostPort = boxHostPort(r)
 	}
 	reasons, err := recreateReasons(in, b, r, bp.HostPort)
 	if err != nil {

@@ -40,6 +40,13 @@ func recreateReasons(in Input, b spec.Box, r engine.Resources, hostPort int) ([]
 			reasons = append(reasons, Reason{Kind: "network", Old: inside})
 		}
 	}
+	// The executor's network, once the gate was made with the executor's
+	// door (before, the door's settings make it).
+	if execNet := compose.ExecutorNetworkName(b.Name); b.Executor.Door && !hasNetwork(r, execNet) {
+		if g, ok := r.Container(compose.GateService); ok && compose.HasExecutorDoor(g.Labels) {
+			reasons = append(reasons, Reason{Kind: "network", Old: execNet})
+		}
+	}
 	named := map[string]bool{}
 	if door, ok := doorReason(b, r); ok {
 		reasons = append(reasons, door)
@@ -152,14 +159,17 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r engine.Resources, 
 		}
 	}
 	door := HasKind(reasons, "door")
-	for _, network := range compose.ServiceNetworks(b.Name, service) {
+	// The networks the container was made for: a container made with or
+	// without the executor's door that now must not be is remade for its
+	// settings, which say why.
+	for _, network := range compose.ServiceNetworks(b.Name, compose.HasExecutorDoor(c.Labels), service) {
 		if haveNetwork && !door && !contains(c.Networks, network) {
 			reasons = append(reasons, Reason{Kind: "disconnected", Service: service, Old: network})
 		}
 	}
 	// Published elsewhere with the configuration unchanged is drift; with
 	// it changed, the recreate's own reason says why.
-	if service == compose.ExecutorService && c.State == engine.Running && (!h.token() || h.matches(service, c.ConfigHash)) {
+	if publishesPort(service, c) && c.State == engine.Running && (!h.token() || h.matches(service, c.ConfigHash)) {
 		if got, want, ok := publishedDrift(b, c); ok {
 			reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
 		}
@@ -246,6 +256,14 @@ func (e *MissingVolumeError) Error() string {
 }
 
 func (e *MissingVolumeError) Unwrap() error { return ErrVolumeMissing }
+
+// publishesPort reports whether service's container c publishes its box's
+// executor port, as it was made: the executor, or the gate when it was made
+// with the executor's door.
+func publishesPort(service string, c engine.Container) bool {
+	door := compose.HasExecutorDoor(c.Labels)
+	return (service == compose.ExecutorService && !door) || (service == compose.GateService && door)
+}
 
 // publishedDrift compares where a running executor is published with what
 // boxes.yaml declares: the bind address, and the port when it is fixed.

@@ -20,7 +20,7 @@ func MadeWith(in Input, b spec.Box, r engine.Resources, token string) bool {
 	}
 	hostPort := 0
 	if b.Executor.Port == 0 {
-		hostPort = executorHostPort(c)
+		hostPort = boxHostPort(r)
 	}
 	in.Tokens = map[string]string{b.Name: token}
 	h := wantedHashes(in, b, hostPort)

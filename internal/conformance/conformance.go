@@ -277,7 +277,7 @@ func (s *suite) lifecycle(t *testing.T) {
 		}
 		nets := append([]string(nil), c.Networks...)
 		sort.Strings(nets)
-		want := append([]string(nil), compose.ServiceNetworks(Box, svc)...)
+		want := append([]string(nil), compose.ServiceNetworks(Box, false, svc)...)
 		sort.Strings(want)
 		if strings.Join(nets, " ") != strings.Join(want, " ") {
 			t.Errorf("%s container on networks %q; want %q", svc, nets, want)

@@ -99,12 +99,12 @@ func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image string, stat
 			State:      state,
 			ConfigHash: hashes[svc],
 			Labels:     labels,
-			Networks:   compose.ServiceNetworks(b.Name, svc),
+			Networks:   compose.ServiceNetworks(b.Name, b.Executor.Door, svc),
 		}
 		if svc != compose.GateService {
 			c.Mounts = []engine.Mount{{Volume: compose.VolumeName(b.Name, VolumeOf(svc)), Destination: "/data"}}
 		}
-		if svc == compose.ExecutorService && hostPort != 0 {
+		if svc == compose.PortService(b) && hostPort != 0 {
 			c.Ports = []engine.Port{{HostIP: "127.0.0.1", HostPort: hostPort, ContainerPort: compose.ExecutorPort}}
 		}
 		o.Containers = append(o.Containers, c)
@@ -114,6 +114,9 @@ func ObserveBox(t testing.TB, o *engine.Observed, b spec.Box, image string, stat
 	}
 	o.Networks = append(o.Networks, engine.Network{ID: "net-" + b.Name, Name: compose.NetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)},
 		engine.Network{ID: "inside-" + b.Name, Name: compose.InsideNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
+	if b.Executor.Door {
+		o.Networks = append(o.Networks, engine.Network{ID: "exec-" + b.Name, Name: compose.ExecutorNetworkName(b.Name), Box: b.Name, Fleet: fleet, Labels: compose.Labels(b.Name)})
+	}
 }
 
 // VolumeOf is the volume service mounts at /data.
