@@ -42,10 +42,16 @@ func (a *Applier) recreate(ctx context.Context, eng engine.Lifecycle, bp reconci
 		return nil, fmt.Errorf("recording the containers before replacing them: %w", err)
 	}
 	create := func() error { return eng.Create(ctx, project, true) }
-	if bp.GateOnly {
+	switch {
+	case bp.GateOnly:
 		a.Progress.Step(bp.Name, "replacing the gate (the agent keeps running)")
 		create = func() error { return eng.Replace(ctx, project, []string{compose.GateService}) }
-	} else {
+	case bp.ExecutorAndGate:
+		a.Progress.Step(bp.Name, "replacing the executor and the gate (the agent keeps running)")
+		create = func() error {
+			return eng.Replace(ctx, project, []string{compose.ExecutorService, compose.GateService})
+		}
+	default:
 		a.Progress.Step(bp.Name, "replacing containers (volumes kept)")
 	}
 	if err := create(); err != nil {

@@ -220,6 +220,7 @@ func planDeclared(in Input, b spec.Box) (BoxPlan, error) {
 		bp.Action = Recreate
 		bp.Reasons = reasons
 		bp.GateOnly = GateOnly(reasons)
+		bp.ExecutorAndGate = ExecutorDoorOnly(reasons)
 		bp.StrayNetworks = strayNets
 		for _, c := range r.Containers {
 			if (HasKind(reasons, "duplicate") && c.Name != compose.ContainerName(b.Name, c.Service)) || onStray[c.ID] {

@@ -119,12 +119,15 @@ func ruleSummary(field, v string) string {
 	case "open", "none":
 		return v
 	case "":
-		if field == "egress" {
+		switch field {
+		case "egress":
 			return "open"
+		case compose.ExecutorEgressKey:
+			return "open (no door)"
 		}
 		return "none"
 	}
-	if field == "private" {
+	if strings.HasSuffix(field, "private") {
 		return text.Plural(len(ruleSet(v)), "exception", "exceptions")
 	}
 	return text.Plural(len(ruleSet(v)), "destination", "destinations")
@@ -145,13 +148,45 @@ func GateOnly(reasons []Reason) bool {
 		return false
 	}
 	for _, r := range reasons {
-		switch {
-		case r.Kind == "credential" || r.Kind == "machine":
-		case r.Kind == "config" && (r.Service == compose.GateService || compose.IsGateKey(r.Field)):
-		case r.Service == compose.GateService && slices.Contains([]string{"missing", "dead", "exited", "restarting", "stopped", "paused", "created"}, r.Kind):
-		default:
+		if !gateReason(r) {
 			return false
 		}
 	}
 	return true
+}
+
+func gateReason(r Reason) bool {
+	switch {
+	case r.Kind == "credential" || r.Kind == "machine":
+	case r.Kind == "config" && (r.Service == compose.GateService || compose.IsGateKey(r.Field)):
+	case r.Service == compose.GateService && slices.Contains([]string{"missing", "dead", "exited", "restarting", "stopped", "paused", "created"}, r.Kind):
+	default:
+		return false
+	}
+	return true
+}
+
+// ExecutorDoorOnly reports whether a recreate's reasons are the executor's
+// door given or taken away, with what concerns the gate alone: the
+// executor and the gate are remade, and the agent keeps running.
+func ExecutorDoorOnly(reasons []Reason) bool {
+	door := false
+	for _, r := range reasons {
+		switch {
+		case r.Kind == "config" && r.Field == compose.ExecutorDoorKey:
+			door = true
+		case gateReason(r):
+		default:
+			return false
+		}
+	}
+	return door
+}
+
+// executorDoorChange renders the executor's door given (on) or taken away.
+func executorDoorChange(on bool) string {
+	if on {
+		return "the executor's door: the executor moves to a network with no route out and reaches out only through the gate, which publishes its port"
+	}
+	return "the executor's door goes: the executor gets its own network access back and publishes its port itself"
 }

@@ -85,6 +85,9 @@ func (p *Plan) markdownTable(w io.Writer) {
 		if b.GateOnly {
 			action += " the gate (the agent keeps running)"
 		}
+		if b.ExecutorAndGate {
+			action += " the executor and the gate (the agent keeps running)"
+		}
 		if b.Action == Delete {
 			name, action = "**`"+b.Name+"`**", "**delete, with its data**"
 		}

@@ -20,6 +20,19 @@ type Door struct {
 	Private []string `json:"private"`
 	// Credentials are the headers the gate adds, sorted by name.
 	Credentials []DoorCredential `json:"credentials"`
+	// Executor is the executor's door, when it has one: nil when it
+	// reaches out by itself.
+	Executor *ExecutorDoor `json:"executor,omitempty"`
+}
+
+// ExecutorDoor is what the executor may reach through the gate.
+type ExecutorDoor struct {
+	// Egress is open, none, or list.
+	Egress string `json:"egress"`
+	// Allow are the destinations of a list, as written.
+	Allow []string `json:"allow"`
+	// Private are the exceptions to the private ranges the gate closes.
+	Private []string `json:"private"`
 }
 
 // DoorCredential is one credential of a Door, without its value.
@@ -41,6 +54,15 @@ func DoorOf(s spec.Settings) *Door {
 	for _, c := range s.Credentials {
 		d.Credentials = append(d.Credentials, DoorCredential{Name: c.Name, Header: c.Header, To: c.To.String()})
 	}
+	if e := s.Executor; e.Door {
+		d.Executor = &ExecutorDoor{Egress: e.Egress.Mode.String(), Allow: []string{}, Private: []string{}}
+		for _, a := range e.Egress.Allow {
+			d.Executor.Allow = append(d.Executor.Allow, a.String())
+		}
+		for _, p := range e.Private {
+			d.Executor.Private = append(d.Executor.Private, p.String())
+		}
+	}
 	return d
 }
 
@@ -60,6 +82,20 @@ func (d *Door) lines() []string {
 	out := []string{"egress      = " + egress, "private     = " + private}
 	for _, c := range d.Credentials {
 		out = append(out, "credential  = "+c.Name+": header "+c.Header+" added on requests to "+c.To+" (value not shown)")
+	}
+	if e := d.Executor; e != nil {
+		egress := "every public address (executor: egress: open, through the gate)"
+		switch e.Egress {
+		case spec.EgressNone.String():
+			egress = "nothing outside the box (executor: egress: none)"
+		case spec.EgressList.String():
+			egress = strings.Join(e.Allow, ", ") + " (executor: egress:, through the gate)"
+		}
+		private := "private: none: private ranges and the engine's machine stay closed"
+		if len(e.Private) > 0 {
+			private = "private: " + strings.Join(e.Private, ", ")
+		}
+		out = append(out, "executor    = "+egress, "executor    = "+private)
 	}
 	return out
 }

@@ -52,6 +52,9 @@ type BoxPlan struct {
 	// GateOnly is a recreate or a start of the gate alone: the agent keeps
 	// running.
 	GateOnly bool `json:"gate_only,omitempty"`
+	// ExecutorAndGate is a recreate of the executor and the gate alone
+	// (the executor's door given or taken away): the agent keeps running.
+	ExecutorAndGate bool `json:"executor_and_gate,omitempty"`
 	// Delete lists what a delete removes; nil otherwise.
 	Delete *Deletion `json:"delete,omitempty"`
 	// Strays are containers of a recreated box that do not have their

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hermes-box/boxes/compose"
 )
 
 // Reason says why a box gets its action. Kind is one of: new, restore, state,
@@ -38,8 +40,11 @@ func (r Reason) String() string {
 	case "machine":
 		return machineChange(r)
 	case "config":
-		if r.Field == "egress" || r.Field == "private" {
+		switch r.Field {
+		case "egress", "private", compose.ExecutorEgressKey, compose.ExecutorPrivateKey:
 			return ruleChange(r.Field, r.Old, r.New)
+		case compose.ExecutorDoorKey:
+			return executorDoorChange(r.New != "")
 		}
 		if name, ok := strings.CutPrefix(r.Field, "credentials."); ok {
 			return credentialChange(name, r.Old, r.New)

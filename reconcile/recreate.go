@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,6 +194,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r engine.Resources, 
 func configReasons(reasons []Reason, in Input, b spec.Box, service string, c engine.Container, want string, named map[string]bool) []Reason {
 	changes := compose.SettingsDiff(c.Labels[compose.SettingsLabel], compose.ServiceSettings(b, service))
 	if service == compose.GateService {
+		changes = slices.DeleteFunc(changes, publishedByTheDoor)
 		machine := machineReasons(in, b, c)
 		reasons = append(reasons, machine...)
 		switch {
@@ -256,6 +258,13 @@ func (e *MissingVolumeError) Error() string {
 }
 
 func (e *MissingVolumeError) Unwrap() error { return ErrVolumeMissing }
+
+// publishedByTheDoor reports whether ch is the gate's record of the
+// executor's port coming or going with the executor's door, which the
+// executor's own record of the door names.
+func publishedByTheDoor(ch compose.FieldChange) bool {
+	return (ch.Field == "executor.bind" || ch.Field == "executor.port") && (ch.Old == "" || ch.New == "")
+}
 
 // publishesPort reports whether service's container c publishes its box's
 // executor port, as it was made: the executor, or the gate when it was made

@@ -114,6 +114,8 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 			title = fmt.Sprintf("  # %s's gate will be started: the agent keeps running", b.Name)
 		case b.GateOnly:
 			title = fmt.Sprintf("  # %s's gate must be replaced: the agent keeps running", b.Name)
+		case b.ExecutorAndGate:
+			title = fmt.Sprintf("  # %s's executor and gate must be replaced: the agent keeps running", b.Name)
 		}
 		switch {
 		case b.Move != nil:
@@ -128,7 +130,7 @@ func (p *Plan) RenderText(w io.Writer, colour bool) {
 		fmt.Fprintf(w, "%s box %q\n", paint(b.Action, fmt.Sprintf("%3s", symbols[b.Action])), b.Name)
 		for _, r := range b.Reasons {
 			line := "      " + r.String()
-			if b.Action == Recreate && forcesReplacement[r.Kind] && !b.GateOnly {
+			if b.Action == Recreate && forcesReplacement[r.Kind] && !b.GateOnly && !b.ExecutorAndGate {
 				line += " # forces replacement"
 			}
 			fmt.Fprintln(w, line)
@@ -250,6 +252,9 @@ type JSONBox struct {
 	// GateOnly is a recreate or a start of the gate alone: the agent keeps
 	// running.
 	GateOnly bool `json:"gate_only,omitempty"`
+	// ExecutorAndGate is a recreate of the executor and the gate alone:
+	// the agent keeps running.
+	ExecutorAndGate bool `json:"executor_and_gate,omitempty"`
 	// Door is what a box being created may reach through its gate.
 	Door *Door `json:"door,omitempty"`
 }
@@ -264,7 +269,7 @@ func (p *Plan) JSON() JSONPlan {
 	out.Pools = p.Pools
 	out.LeasedKept = p.LeasedKept
 	for _, b := range p.Boxes {
-		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, From: b.From, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly, Door: b.Door}
+		jb := JSONBox{Name: b.Name, Host: b.Host, Action: b.Action, Reasons: []string{}, Causes: b.Reasons, State: b.State, Restore: b.Restore, From: b.From, Delete: b.Delete, Move: b.Move, GateOnly: b.GateOnly, ExecutorAndGate: b.ExecutorAndGate, Door: b.Door}
 		if jb.Causes == nil {
 			jb.Causes = []Reason{}
 		}
@@ -274,7 +279,7 @@ func (p *Plan) JSON() JSONPlan {
 		switch b.Action {
 		case Recreate:
 			jb.Actions = []string{"delete", "create"}
-			if b.GateOnly {
+			if b.GateOnly || b.ExecutorAndGate {
 				jb.Actions = []string{"update"}
 			}
 		case Start, Stop:
