@@ -66,18 +66,29 @@ func (e *Engine) probe(ctx context.Context, box, token string) (string, error) {
 	default:
 		return "", fmt.Errorf("executor container is %s", c.State)
 	}
-	var hostIP string
-	var port uint16
-	for _, p := range c.Ports {
-		if int(p.PrivatePort) == compose.ExecutorPort && p.PublicPort != 0 {
-			hostIP, port = p.IP, p.PublicPort
-			break
+	hostIP, port := publishedAt(c)
+	if port == 0 {
+		// Behind the executor's door, the gate publishes its port and
+		// relays it: the probe goes through the relay.
+		if g, err := e.ServiceContainer(ctx, box, compose.GateService); err == nil {
+			hostIP, port = publishedAt(g)
 		}
 	}
 	if port == 0 {
 		return "", fmt.Errorf("executor publishes no port")
 	}
 	return e.remoteProbe(ctx, box, c, hostIP, int(port), token)
+}
+
+// publishedAt is where container c publishes the executor's port; port 0
+// when it does not.
+func publishedAt(c container.Summary) (string, uint16) {
+	for _, p := range c.Ports {
+		if int(p.PrivatePort) == compose.ExecutorPort && p.PublicPort != 0 {
+			return p.IP, p.PublicPort
+		}
+	}
+	return "", 0
 }
 
 func (e *Engine) executorContainer(ctx context.Context, box string) (container.Summary, error) {

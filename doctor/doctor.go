@@ -128,12 +128,22 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 		}
 	}
 	if haveExecutor && executor.State == engine.Running {
-		checkExecutorPort(ctx, rep, b, executor, p.Initialize)
+		// Behind the executor's door, the gate publishes its port.
+		publisher := executor
+		if _, ok := executor.Published(compose.ExecutorPort); !ok && haveGate {
+			if _, ok := gate.Published(compose.ExecutorPort); ok {
+				publisher = gate
+			}
+		}
+		checkExecutorPort(ctx, rep, b, publisher, p.Initialize)
 	}
 	if haveAgent && agent.State == engine.Running && p.Runner != nil {
 		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
 		if b.Door != nil && haveGate {
 			rep.Checks = append(rep.Checks, checkDoor(ctx, p.Runner, agent.ID, *b.Door)...)
+		}
+		if b.Door != nil && b.Door.Executor != nil && haveGate && haveExecutor && executor.State == engine.Running {
+			rep.Checks = append(rep.Checks, checkExecutorDoor(ctx, p.Runner, executor.ID, *b.Door.Executor)...)
 		}
 	} else if haveAgent && b.Stopped {
 		rep.add("box", "checks inside the box", "warn", "not run: the box is stopped, as declared (boxes start %s, then boxes doctor %s, runs them)", b.Name, b.Name)
@@ -204,6 +214,8 @@ func checkExecutorPort(ctx context.Context, rep *Report, b Box, c engine.Contain
 	detail := port.HostIP + ":" + strconv.Itoa(port.HostPort)
 	if b.Bind != "" && b.Bind != port.HostIP {
 		rep.add("host", "executor port", "error", "published on %s, boxes.yaml says %s (boxes plan shows the recreate)", detail, b.Bind)
+	} else if c.Service == compose.GateService {
+		rep.add("host", "executor port", "ok", "published on %s by the gate, which relays it (the executor's door)", detail)
 	} else {
 		rep.add("host", "executor port", "ok", "published on %s", detail)
 	}

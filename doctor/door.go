@@ -23,6 +23,10 @@ type Door struct {
 	// Machine are the public addresses of the engine's machine now, as
 	// CIDRs (compose.MachineAddresses): the gate must close every one.
 	Machine []string
+	// Executor is the executor's door, checked from inside the executor
+	// as the agent's is from inside the agent (its Machine unused); nil
+	// when the executor has none.
+	Executor *Door
 }
 
 // checkMachine compares the addresses of the engine's machine the gate
@@ -85,8 +89,29 @@ func doorProbes(d Door) string {
 
 // checkDoor runs the probes in the agent container id and reads them.
 func checkDoor(ctx context.Context, r engine.Runner, id string, d Door) []hb.Check {
+	return checkDoorOf(ctx, r, id, hb.AgentUser, "", d)
+}
+
+// checkExecutorDoor runs the probes in the executor container id, through
+// its own side of the gate, and reads them: each check's name begins
+// "executor: ".
+func checkExecutorDoor(ctx context.Context, r engine.Runner, id string, d Door) []hb.Check {
+	return checkDoorOf(ctx, r, id, "", "executor: ", d)
+}
+
+// checkDoorOf runs the probes in container id as user, naming each check
+// after who ("" for the agent).
+func checkDoorOf(ctx context.Context, r engine.Runner, id, user, who string, d Door) []hb.Check {
+	checks := readDoor(ctx, r, id, user, d)
+	for i := range checks {
+		checks[i].Name = who + checks[i].Name
+	}
+	return checks
+}
+
+func readDoor(ctx context.Context, r engine.Runner, id, user string, d Door) []hb.Check {
 	var out, errb bytes.Buffer
-	code, err := r.Run(ctx, id, hb.AgentUser, []string{"sh", "-c", doorProbes(d)}, &out, &errb)
+	code, err := r.Run(ctx, id, user, []string{"sh", "-c", doorProbes(d)}, &out, &errb)
 	if err != nil || code != 0 {
 		return []hb.Check{{Where: "box", Name: "network door", Severity: "error", Detail: fmt.Sprintf("the probes could not run (exit %d, %v): %s", code, err, strings.TrimSpace(errb.String()))}}
 	}

@@ -274,6 +274,18 @@ func (r Resources) Container(service string) (Container, bool) {
 	return Container{}, false
 }
 
+// Published is the box's container that publishes containerPort on the
+// host, and where: the executor's port is published by the executor, or
+// by the gate when the executor has a door (and reaches out through it).
+func (r Resources) Published(containerPort int) (Container, Port, bool) {
+	for _, c := range r.Containers {
+		if p, ok := c.Published(containerPort); ok {
+			return c, p, true
+		}
+	}
+	return Container{}, Port{}, false
+}
+
 // Of returns the labelled resources of box name.
 func (o *Observed) Of(name string) Resources {
 	if ix := o.indexed(); ix != nil {

@@ -85,6 +85,12 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 	}
 	port, ok := c.Published(compose.ExecutorPort)
 	if !ok {
+		// Behind the executor's door, the gate publishes its port.
+		if _, g, err := w.BoxContainer(ctx, name, compose.GateService, true, ""); err == nil {
+			port, ok = g.Published(compose.ExecutorPort)
+		}
+	}
+	if !ok {
 		return nil, hint.Wrap(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
 	}
 	token, ok, err := w.Tokens.Get(name)

@@ -166,11 +166,21 @@ func (w *Workspace) credentialValue(ctx context.Context, c spec.Credential) (str
 }
 
 // doorChecks is what doctor tries of b's network door: its egress mode and,
-// for a list, the first named destination it allows.
+// for a list, the first named destination it allows; the same of the
+// executor's door when it has one.
 func doorChecks(b spec.Box) *doctor.Door {
-	d := &doctor.Door{Egress: b.Egress.Mode.String()}
-	if b.Egress.Mode == spec.EgressList {
-		for _, a := range b.Egress.Allow {
+	d := sideChecks(b.Egress)
+	if b.Executor.Door {
+		d.Executor = sideChecks(b.Executor.Egress)
+	}
+	return d
+}
+
+// sideChecks is what doctor tries of one side's rules, egress.
+func sideChecks(egress spec.Egress) *doctor.Door {
+	d := &doctor.Door{Egress: egress.Mode.String()}
+	if egress.Mode == spec.EgressList {
+		for _, a := range egress.Allow {
 			if a.Prefix.IsValid() || a.Wildcard() {
 				continue
 			}

@@ -218,15 +218,15 @@ func (l lister) observed(row *Row, r engine.Resources) {
 			row.Image = "current"
 		}
 	}
-	if x, ok := r.Container(compose.ExecutorService); ok {
-		if p, ok := x.Published(compose.ExecutorPort); ok {
-			row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
-			// The engine knows the address a person here reaches it on,
-			// if any: a remote's loopback is not this machine's.
-			if e, ok := w.engines[row.Host]; ok {
-				r := e.ExecutorReach(p.HostIP, p.HostPort)
-				row.Reach, row.URL = r.How, r.URL
-			}
+	// The executor's port, published by the executor or, behind its
+	// door, by the gate.
+	if _, p, ok := r.Published(compose.ExecutorPort); ok {
+		row.Reach, row.URL = "direct", reconcile.ExecutorURL(p.HostIP, p.HostPort)
+		// The engine knows the address a person here reaches it on,
+		// if any: a remote's loopback is not this machine's.
+		if e, ok := w.engines[row.Host]; ok {
+			r := e.ExecutorReach(p.HostIP, p.HostPort)
+			row.Reach, row.URL = r.How, r.URL
 		}
 	}
 }

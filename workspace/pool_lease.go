@@ -199,8 +199,7 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resourc
 	if err != nil {
 		return row, err
 	}
-	exec, ok := r.Container(compose.ExecutorService)
-	if !ok {
+	if _, ok := r.Container(compose.ExecutorService); !ok {
 		return row, fmt.Errorf("box %s has no executor container", l.Box)
 	}
 	token, _, ok := w.containerToken(ctx, p.Host, r, compose.ExecutorService)
@@ -211,10 +210,8 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resourc
 		return row, err
 	}
 	row.TokenFile = w.opts.Shown(w.Tokens.Path(l.Box))
-	for _, port := range exec.Ports {
-		if port.ContainerPort == compose.ExecutorPort {
-			row.Executor = e.ExecutorReach(port.HostIP, port.HostPort).URL
-		}
+	if _, port, ok := r.Published(compose.ExecutorPort); ok {
+		row.Executor = e.ExecutorReach(port.HostIP, port.HostPort).URL
 	}
 	return row, nil
 }

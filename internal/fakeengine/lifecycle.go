@@ -328,6 +328,16 @@ func (e *Engine) ContainerID(_ context.Context, box, service string) (string, er
 	return id, err
 }
 
+// gateOf is box's gate container, which publishes the executor's port
+// when the executor has a door; nil when it has none.
+func gateOf(h *Host, box string) *Container {
+	c, err := serviceContainer(h, box, compose.GateService)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
 // WaitReady answers at once, as the Executor of a started box would: with
 // where it is reached, or why it is not ready.
 func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error) {
@@ -346,10 +356,15 @@ func (e *Engine) WaitReady(_ context.Context, box, token string) (string, error)
 		if !contains(c.Env, compose.TokenVar+"="+token) {
 			return fmt.Errorf("executor of %s refused the token: 401 Unauthorized", box)
 		}
-		for _, p := range c.Ports {
-			if p.ContainerPort == compose.ExecutorPort {
-				where = e.ExecutorReach(p.HostIP, p.HostPort).Where(e.host, box)
-				return nil
+		for _, c := range []*Container{c, gateOf(h, box)} {
+			if c == nil {
+				continue
+			}
+			for _, p := range c.Ports {
+				if p.ContainerPort == compose.ExecutorPort {
+					where = e.ExecutorReach(p.HostIP, p.HostPort).Where(e.host, box)
+					return nil
+				}
 			}
 		}
 		return fmt.Errorf("executor of %s is not ready: executor publishes no port", box)

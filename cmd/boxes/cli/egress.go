@@ -38,6 +38,21 @@ type egressReport struct {
 	Credentials   []egressCred     `json:"credentials"`
 	Machine       egressMachine    `json:"machine"`
 	Refusals      []egress.Refusal `json:"refusals"`
+	// Executor is the executor's side: its own rules when it has a door.
+	Executor egressExecutor `json:"executor"`
+}
+
+// egressExecutor is the executor's side of egress --json.
+type egressExecutor struct {
+	// Door is false for an executor that reaches out by itself (no
+	// executor: egress: in boxes.yaml): no rule of the gate applies to it.
+	Door bool `json:"door"`
+	// Egress is open, none or list with a door; "" without.
+	Egress  string   `json:"egress"`
+	Allow   []string `json:"allow"`
+	Private []string `json:"private"`
+	// Refusals are the gate's recent refusals of the executor's requests.
+	Refusals []egress.Refusal `json:"refusals"`
 }
 
 // egressMachine is the engine's machine as the box's gate closes it.
@@ -138,6 +153,16 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 		r.Private = append(r.Private, d.String())
 	}
 	r.Closed = append(egress.PrivateRanges(), "the engine's machine and every bridge gateway")
+	r.Executor = egressExecutor{Door: b.Executor.Door, Allow: []string{}, Private: []string{}, Refusals: []egress.Refusal{}}
+	if b.Executor.Door {
+		r.Executor.Egress = b.Executor.Egress.Mode.String()
+		for _, d := range b.Executor.Egress.Allow {
+			r.Executor.Allow = append(r.Executor.Allow, d.String())
+		}
+		for _, d := range b.Executor.Private {
+			r.Executor.Private = append(r.Executor.Private, d.String())
+		}
+	}
 	for _, c := range b.Credentials {
 		r.Credentials = append(r.Credentials, egressCred{Name: c.Name, To: c.To.String(), Header: c.Header, From: c.From,
 			Route: "http://" + compose.GateService + ":" + strconv.Itoa(egress.RoutePort) + "/" + c.Name + "/"})
@@ -173,11 +198,30 @@ func egressOf(cmd *cobra.Command, ws *workspace.Workspace, name string, last int
 	if err != nil {
 		return r, fmt.Errorf("reading the gate's refusals: %w", err)
 	}
-	if len(refusals) > last {
-		refusals = refusals[len(refusals)-last:]
-	}
-	r.Refusals = append(r.Refusals, refusals...)
+	agent, executor := bySide(refusals)
+	r.Refusals = append(r.Refusals, lastOf(agent, last)...)
+	r.Executor.Refusals = append(r.Executor.Refusals, lastOf(executor, last)...)
 	return r, nil
+}
+
+// bySide splits the gate's refusals into the agent's and the executor's.
+func bySide(all []egress.Refusal) (agent, executor []egress.Refusal) {
+	for _, f := range all {
+		if f.Side == egress.SideExecutor {
+			executor = append(executor, f)
+		} else {
+			agent = append(agent, f)
+		}
+	}
+	return agent, executor
+}
+
+// lastOf is the last n of refusals.
+func lastOf(refusals []egress.Refusal, n int) []egress.Refusal {
+	if len(refusals) > n {
+		return refusals[len(refusals)-n:]
+	}
+	return refusals
 }
 
 func writeEgress(w io.Writer, r egressReport) error {
@@ -209,16 +253,49 @@ func writeEgress(w io.Writer, r egressReport) error {
 	for _, c := range r.Credentials {
 		fmt.Fprintf(w, "  credential %s: %s added to requests to %s (value from %s); HTTPS through %s\n", c.Name, c.Header, c.To, c.From, c.Route)
 	}
-	if len(r.Refusals) == 0 {
-		fmt.Fprintln(w, "  no refusals in the gate's log")
+	if err := writeRefusals(w, "  ", r.Refusals); err != nil {
+		return err
+	}
+	return writeExecutorEgress(w, r.Executor)
+}
+
+// writeExecutorEgress writes the executor's side of egress.
+func writeExecutorEgress(w io.Writer, e egressExecutor) error {
+	if !e.Door {
+		fmt.Fprintln(w, "executor: reaches out by itself (boxes.yaml gives it no egress:), under no rule of the gate")
 		return nil
 	}
-	fmt.Fprintf(w, "  recent refusals (%d):\n", len(r.Refusals))
+	fmt.Fprintf(w, "executor: its one way out is the gate too (%s), under its own rules\n", compose.ExecutorGateURL)
+	switch e.Egress {
+	case "list":
+		fmt.Fprintf(w, "  egress:   %d allowed\n", len(e.Allow))
+		for _, d := range e.Allow {
+			fmt.Fprintf(w, "              %s\n", d)
+		}
+	case "none":
+		fmt.Fprintln(w, "  egress:   none (every destination refused)")
+	default:
+		fmt.Fprintln(w, "  egress:   open (any public address)")
+	}
+	fmt.Fprintln(w, "  closed:   as for the agent")
+	if len(e.Private) > 0 {
+		fmt.Fprintf(w, "  private:  open exceptions: %s\n", strings.Join(e.Private, ", "))
+	}
+	return writeRefusals(w, "  ", e.Refusals)
+}
+
+// writeRefusals writes one side's refusals, or that there are none.
+func writeRefusals(w io.Writer, indent string, refusals []egress.Refusal) error {
+	if len(refusals) == 0 {
+		fmt.Fprintln(w, indent+"no refusals in the gate's log")
+		return nil
+	}
+	fmt.Fprintf(w, "%srecent refusals (%d):\n", indent, len(refusals))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, f := range r.Refusals {
-		// What the agent asked for is printed as data: a terminal escape
+	for _, f := range refusals {
+		// What the box asked for is printed as data: a terminal escape
 		// or a bidirectional override in it is shown, not obeyed.
-		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", f.Time.Local().Format(time.DateTime), text.Printable(f.Destination), text.Printable(f.Rule), text.Printable(f.Reason))
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\n", indent, f.Time.Local().Format(time.DateTime), text.Printable(f.Destination), text.Printable(f.Rule), text.Printable(f.Reason))
 	}
 	return tw.Flush()
 }

@@ -74,3 +74,65 @@ func TestEgressPrintsRefusalsAsData(t *testing.T) {
 		}
 	}
 }
+
+// egress shows the executor's side: its own rules and refusals when it has
+// a door, that no rule applies when it has none; the gate's refusals are
+// split by side, each side's last N kept.
+func TestEgressShowsTheExecutorsSide(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	all := []egress.Refusal{
+		{Time: at, Destination: "a.test:443", Rule: egress.RuleNotAllowed, Reason: "agent 1"},
+		{Time: at, Destination: "x.test:443", Rule: egress.RuleNotAllowed, Reason: "executor 1", Side: egress.SideExecutor},
+		{Time: at, Destination: "b.test:443", Rule: egress.RuleNotAllowed, Reason: "agent 2"},
+		{Time: at, Destination: "y.test:443", Rule: egress.RuleNone, Reason: "executor 2", Side: egress.SideExecutor},
+	}
+	agent, executor := bySide(all)
+	if len(agent) != 2 || len(executor) != 2 || agent[1].Reason != "agent 2" || executor[1].Reason != "executor 2" {
+		t.Fatalf("bySide: %+v | %+v", agent, executor)
+	}
+	if got := lastOf(executor, 1); len(got) != 1 || got[0].Reason != "executor 2" {
+		t.Errorf("lastOf: %+v", got)
+	}
+	r := egressReport{FormatVersion: EgressFormat, Box: "alpha", Gate: "running", Current: true, Egress: "none", Refusals: agent,
+		Executor: egressExecutor{Door: true, Egress: "list", Allow: []string{"api.github.com"}, Private: []string{"10.0.0.0/8:5432"}, Refusals: executor}}
+	var out bytes.Buffer
+	if err := writeEgress(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	_, exec, ok := strings.Cut(text, "\nexecutor: its one way out is the gate too (http://exec-gate:3130)")
+	if !ok {
+		t.Fatalf("no executor section:\n%s", text)
+	}
+	for _, want := range []string{"egress:   1 allowed", "api.github.com", "private:  open exceptions: 10.0.0.0/8:5432", "recent refusals (2)", "y.test:443"} {
+		if !strings.Contains(exec, want) {
+			t.Errorf("executor section lacks %q:\n%s", want, exec)
+		}
+	}
+	if strings.Contains(exec, "a.test") || strings.Contains(strings.TrimSuffix(text, exec), "x.test") {
+		t.Errorf("refusals shown on the wrong side:\n%s", text)
+	}
+	data, _ := json.Marshal(r)
+	var back struct {
+		Executor struct {
+			Door     bool     `json:"door"`
+			Egress   string   `json:"egress"`
+			Allow    []string `json:"allow"`
+			Refusals []struct {
+				Side string `json:"side"`
+			} `json:"refusals"`
+		} `json:"executor"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil || !back.Executor.Door || back.Executor.Egress != "list" || len(back.Executor.Refusals) != 2 || back.Executor.Refusals[0].Side != "executor" {
+		t.Errorf("egress --json executor: %s", data)
+	}
+
+	r.Executor = egressExecutor{}
+	out.Reset()
+	if err := writeEgress(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "executor: reaches out by itself (boxes.yaml gives it no egress:), under no rule of the gate") {
+		t.Errorf("an executor without a door:\n%s", out.String())
+	}
+}
