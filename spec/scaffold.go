@@ -26,6 +26,8 @@ boxes:
   #   memory: 8GiB
   #   env: {TZ: Europe/Berlin}
   #   executor: {port: 4800}    # a fixed host port instead of auto
+  #   # egress: under executor: puts the executor behind the gate too,
+  #   # with rules of its own: executor: {port: 4800, egress: [api.github.com]}
   #   # The network door: the gate lets beta reach only these (default: every
   #   # public address); private ranges and this machine stay closed unless
   #   # private: opens one. API keys stay here: the gate adds them.
