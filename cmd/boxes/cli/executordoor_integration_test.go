@@ -20,7 +20,8 @@ import (
 // route; the agent is refused allowed.test, cannot reach the executor's
 // proxy by its name or its address, and still reaches the executor's MCP
 // port; the executor's port, published by the gate, answers on the host.
-// Then a change of the executor's rules remakes the gate alone.
+// Then a change of the executor's rules remakes the gate alone, and the
+// door taken away remakes the executor and the gate, the port kept.
 func TestIntegrationExecutorDoor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker engine test")
@@ -157,5 +158,31 @@ boxes:
 	}
 	if p := boxes(t, dir, "plan"); !strings.Contains(strings.ToLower(p.stdout), "no changes") {
 		t.Errorf("plan after apply is not empty:\n%s", p.stdout)
+	}
+
+	// The door taken away remakes the executor and the gate, not the agent:
+	// the executor reaches out by itself again and publishes its port itself,
+	// on the port the gate published.
+	agentBefore := dockerOut(t, "inspect", "-f", "{{.Id}} {{.State.StartedAt}}", compose.ContainerName(box, compose.AgentService))
+	port := strings.Fields(dockerOut(t, "port", gate, "4788/tcp"))[0]
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), strings.Replace(yaml("none"), "    executor: {egress: none}\n", "", 1))
+	p = boxes(t, dir, "plan")
+	for _, want := range []string{"# " + box + "'s executor and gate must be replaced: the agent keeps running", "the executor's door goes"} {
+		if !strings.Contains(p.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, p.stdout)
+		}
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply without the executor's door: %+v", r)
+	}
+	if after := dockerOut(t, "inspect", "-f", "{{.Id}} {{.State.StartedAt}}", compose.ContainerName(box, compose.AgentService)); after != agentBefore {
+		t.Errorf("the agent was remade or restarted for the executor's door: %s, then %s", agentBefore, after)
+	}
+	passes("the executor by itself, without its door", curlIn(compose.ExecutorService, "--noproxy", "*", "http://"+testhost.WebA+"/"))
+	if got := strings.Fields(dockerOut(t, "port", compose.ContainerName(box, compose.ExecutorService), "4788/tcp"))[0]; got != port {
+		t.Errorf("the executor publishes %s, the gate published %s", got, port)
+	}
+	if p := boxes(t, dir, "plan"); !strings.Contains(strings.ToLower(p.stdout), "no changes") {
+		t.Errorf("plan after the door went is not empty:\n%s", p.stdout)
 	}
 }
