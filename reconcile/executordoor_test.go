@@ -172,3 +172,22 @@ func TestNewDoorShowsTheExecutorsDoor(t *testing.T) {
 		t.Errorf("a box without the executor's door:\n%s", text.String())
 	}
 }
+
+// The executor's network gone from under a box whose gate was made with
+// the executor's door is a reason of its own, as the inside network's is.
+func TestPlanExecutorNetworkMissing(t *testing.T) {
+	b := withExecutorDoor(testBox("alpha"), spec.Egress{Mode: spec.EgressNone})
+	o := emptyObserved()
+	observeBox(t, o, b, testImage, "running", 0)
+	kept := o.Networks[:0]
+	for _, n := range o.Networks {
+		if n.Name != compose.ExecutorNetworkName(b.Name) {
+			kept = append(kept, n)
+		}
+	}
+	o.Networks = kept
+	_, bp := planOne(t, b, o, nil)
+	if bp.Action != reconcile.Recreate || !strings.Contains(strings.Join(reasonTexts(bp), "\n"), "network hbl-alpha_exec is missing") {
+		t.Errorf("plan %s %q", bp.Action, reasonTexts(bp))
+	}
+}
