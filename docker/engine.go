@@ -52,6 +52,22 @@ type Engine struct {
 type Options struct {
 	// CountCalls makes the engine count every HTTP request it sends (benchmarks).
 	CountCalls bool
+	// Trace, with CountCalls, is told of every request once its answer's
+	// headers are in (benchmarks: a timeline of an apply's calls). It may
+	// be called from several goroutines at once.
+	Trace func(Call)
+}
+
+// Call is one API request as Options.Trace is told of it.
+type Call struct {
+	Method string
+	// Path is the request's path without the API version, e.g. /containers/create.
+	Path  string
+	Start time.Time
+	// Took is the time to the answer's headers: for a stream (an exec's
+	// output, logs) not its end.
+	Took time.Duration
+	Err  error
 }
 
 // MinAPIVersion is the oldest engine API boxes works with (Docker Engine 20.10).
@@ -78,7 +94,7 @@ func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, e
 	e := &Engine{Host: ep.Host, Endpoint: ep, calls: new(atomic.Int64)}
 	apiOpts := append(slices.Clip(ep.opts), client.WithAPIVersionNegotiation())
 	if opts.CountCalls {
-		apiOpts = append(apiOpts, countCalls(e.calls))
+		apiOpts = append(apiOpts, countCalls(e.calls, opts.Trace))
 	}
 	c, err := client.NewClientWithOpts(apiOpts...)
 	if err != nil {
@@ -153,14 +169,14 @@ func decline(string, bool) (bool, error) { return false, nil }
 // countCalls, the last option, wraps the client's transport in a
 // countingTransport. The client picks https from the transport it is
 // given, which the wrapper hides: the scheme is set here, as it would be.
-func countCalls(calls *atomic.Int64) client.Opt {
+func countCalls(calls *atomic.Int64, trace func(Call)) client.Opt {
 	return func(c *client.Client) error {
 		hc := c.HTTPClient()
 		scheme := "http"
 		if tr, ok := hc.Transport.(*http.Transport); ok && tr.TLSClientConfig != nil {
 			scheme = "https"
 		}
-		hc.Transport = countingTransport{next: hc.Transport, calls: calls}
+		hc.Transport = countingTransport{next: hc.Transport, calls: calls, trace: trace}
 		if err := client.WithScheme(scheme)(c); err != nil {
 			return err
 		}
@@ -171,14 +187,32 @@ func countCalls(calls *atomic.Int64) client.Opt {
 type countingTransport struct {
 	next  http.RoundTripper
 	calls *atomic.Int64
+	trace func(Call)
 }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// The version negotiation ping is part of connecting, not of the work.
-	if !strings.HasSuffix(r.URL.Path, "/_ping") {
-		t.calls.Add(1)
+	if strings.HasSuffix(r.URL.Path, "/_ping") {
+		return t.next.RoundTrip(r)
 	}
-	return t.next.RoundTrip(r)
+	t.calls.Add(1)
+	if t.trace == nil {
+		return t.next.RoundTrip(r)
+	}
+	start := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	t.trace(Call{Method: r.Method, Path: unversioned(r.URL.Path), Start: start, Took: time.Since(start), Err: err})
+	return resp, err
+}
+
+// unversioned is an API path without its leading /vX.Y.
+func unversioned(path string) string {
+	if rest, ok := strings.CutPrefix(path, "/v"); ok {
+		if i := strings.IndexByte(rest, '/'); i > 0 {
+			return rest[i:]
+		}
+	}
+	return path
 }
 
 // Calls is the number of API requests sent so far (with Options.CountCalls).

@@ -48,7 +48,7 @@ func (e *Engine) WaitReady(ctx context.Context, box, token string) (string, erro
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("executor of %s not ready after %s: %w", box, ReadyTimeout, last)
-		case <-time.After(pollAfter(try)):
+		case <-time.After(PollAfter(try)):
 		}
 	}
 }
@@ -231,7 +231,7 @@ func (e *Engine) waitService(ctx context.Context, box, service, user string, che
 				return explainDown(fmt.Errorf("%s of %s: %s not ready after %s: %s; its last log lines: %s", service, box, what, ReadyTimeout, last, e.lastLogLines(context.WithoutCancel(ctx), c.ID, 3)))
 			}
 			return ctx.Err()
-		case <-time.After(pollAfter(try)):
+		case <-time.After(PollAfter(try)):
 		}
 	}
 }
@@ -245,12 +245,12 @@ func withExit(state string, code int) string {
 	return fmt.Sprintf("%s (exit %d)", state, code)
 }
 
-// pollAfter is how long a wait for a box's readiness sleeps after its
+// PollAfter is how long a wait for a box's readiness sleeps after its
 // try-th look (from 0): 25 ms, doubling up to 200 ms. A box is most often
 // ready within a few hundred milliseconds of its start, and a look at a
 // fixed 200 ms added 100 ms to every wait on average; after the first
 // second it looks five times a second, as before.
-func pollAfter(try int) time.Duration {
+func PollAfter(try int) time.Duration {
 	const first, most = 25 * time.Millisecond, 200 * time.Millisecond
 	if try >= 3 {
 		return most

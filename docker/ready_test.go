@@ -64,13 +64,13 @@ func TestPollAfter(t *testing.T) {
 	want := []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}
 	var sum time.Duration
 	for try, w := range want {
-		if got := pollAfter(try); got != w {
-			t.Errorf("pollAfter(%d) = %s, want %s", try, got, w)
+		if got := PollAfter(try); got != w {
+			t.Errorf("PollAfter(%d) = %s, want %s", try, got, w)
 		}
-		sum += pollAfter(try)
+		sum += PollAfter(try)
 	}
-	if pollAfter(1000) != 200*time.Millisecond {
-		t.Errorf("pollAfter(1000) = %s", pollAfter(1000))
+	if PollAfter(1000) != 200*time.Millisecond {
+		t.Errorf("PollAfter(1000) = %s", PollAfter(1000))
 	}
 	if sum != 775*time.Millisecond {
 		t.Errorf("six looks sleep %s in all", sum)
