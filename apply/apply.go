@@ -467,6 +467,16 @@ func (a *Applier) start(ctx context.Context, eng engine.Lifecycle, bp reconcile.
 		}
 	}
 	a.Progress.Step(bp.Name, "waiting for executor")
+	// hb init and the gate are waited for beside the executor, unless the
+	// agent must first be resumed (a seeded box's restore, a box a save
+	// left frozen): the wait is then the longest of the three, not the
+	// executor's and then hb init's. The checks are the same ones.
+	var inited func() error
+	if !seed && !a.mayBeFrozen(bp) {
+		var abandon func()
+		inited, abandon = waitBeside(ctx, func(ctx context.Context) error { return eng.WaitInit(ctx, bp.Name) })
+		defer abandon()
+	}
 	url, err := eng.WaitReady(ctx, bp.Name, token)
 	if err != nil {
 		return err
@@ -487,7 +497,10 @@ func (a *Applier) start(ctx context.Context, eng engine.Lifecycle, bp reconcile.
 	// Ready means both containers: the agent must have finished hb init
 	// (and not be restarting) as well as the executor answering.
 	a.Progress.Step(bp.Name, "waiting for the agent's hb init")
-	if err := eng.WaitInit(ctx, bp.Name); err != nil {
+	if inited == nil {
+		inited = func() error { return eng.WaitInit(ctx, bp.Name) }
+	}
+	if err := inited(); err != nil {
 		return err
 	}
 	if seed && state != spec.Running {
@@ -496,6 +509,37 @@ func (a *Applier) start(ctx context.Context, eng engine.Lifecycle, bp reconcile.
 	}
 	a.Progress.Step(bp.Name, "ready at "+url)
 	return nil
+}
+
+// waitBeside starts wait in the background: result returns its error
+// once it is done; abandon, once the caller no longer wants it, cancels it
+// and returns once it has ended (no request of it outlives the caller's
+// step).
+func waitBeside(ctx context.Context, wait func(context.Context) error) (result func() error, abandon func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- wait(ctx) }()
+	var err error
+	var once sync.Once
+	get := func() error {
+		once.Do(func() { err = <-done })
+		return err
+	}
+	return get, func() {
+		cancel()
+		get()
+	}
+}
+
+// mayBeFrozen reports whether box bp may be frozen by a save that died,
+// so that thaw has it resumed: its record is there (or cannot be read),
+// or the plan found it frozen.
+func (a *Applier) mayBeFrozen(bp reconcile.BoxPlan) bool {
+	if a.Thawer == nil {
+		return false
+	}
+	_, found, err := statedir.Beside(a.Config.Path).Freezes().Get(bp.Name)
+	return found || err != nil || reconcile.HasKind(bp.Reasons, "frozen")
 }
 
 // thaw resumes a box a save that died left frozen: found so by the plan,

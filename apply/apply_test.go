@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
 
@@ -76,6 +77,11 @@ type fakeEngine struct {
 	ready map[string]string
 	// noRename makes an engine that cannot rename (engine.Capabilities).
 	noRename bool
+	// readies and inits count each box's executors found ready and hb
+	// inits waited for: an agent here finishes hb init only once its
+	// executor answered, so that the journal's order does not depend on
+	// which of two waits side by side ends first.
+	readies, inits map[string]int
 }
 
 func (f *fakeEngine) Capabilities() engine.Capabilities {
@@ -167,9 +173,37 @@ func (f *fakeEngine) WaitReady(_ context.Context, box, token string) (string, er
 	}
 	f.ready[box] = token
 	f.mu.Unlock()
-	return "http://127.0.0.1:1", f.step(box, "ready")
+	if err := f.step(box, "ready"); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	if f.readies == nil {
+		f.readies = map[string]int{}
+	}
+	f.readies[box]++
+	f.mu.Unlock()
+	return "http://127.0.0.1:1", nil
 }
-func (f *fakeEngine) WaitInit(_ context.Context, box string) error {
+func (f *fakeEngine) WaitInit(ctx context.Context, box string) error {
+	for {
+		f.mu.Lock()
+		ready := f.readies[box] > f.inits[box]
+		if ready {
+			if f.inits == nil {
+				f.inits = map[string]int{}
+			}
+			f.inits[box]++
+		}
+		f.mu.Unlock()
+		if ready {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if err := f.step(box, "init"); err != nil {
 		return err
 	}
