@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -429,11 +428,4 @@ func rawExec(ctx context.Context, api client.APIClient, id, user string, cmd []s
 		return -1, "", err
 	}
 	return inspect.ExitCode, strings.TrimSpace(out.String()), nil
-}
-
-// sortedKeys is for messages.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := slices.Collect(maps.Keys(m))
-	sort.Strings(keys)
-	return keys
 }

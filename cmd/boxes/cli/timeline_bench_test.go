@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,19 +19,27 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// BenchmarkApplyTimeline: where one new box's apply spends its time. It
-// applies one box with every Docker API request timed (docker.Options.Trace)
-// and every progress line stamped, then makes the same box with the raw API
-// (rawFullBox) with its requests counted; it logs both timelines (go test
-// -v) and reports the apply's requests against the raw API's. With
-// -cpuprofile the profile is of the apply in this process.
+// BenchmarkApplyTimeline: where a new box's apply spends its time, for 1
+// box and for 10 (--parallelism 4). It applies with every Docker API
+// request timed (docker.Options.Trace) and every progress line stamped,
+// then makes the same boxes with the raw API (rawFullBox) with its
+// requests timed; it logs both timelines and their requests summed by kind
+// (go test -v), and reports the apply's requests against the raw API's.
+// With -cpuprofile the profile is of the applies in this process.
 func BenchmarkApplyTimeline(b *testing.B) {
 	image := benchImage(b)
-	names := benchNames(1)
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchTimeline(b, image, n) })
+	}
+}
+
+func benchTimeline(b *testing.B, image string, n int) {
+	names := benchNames(n)
 	cleanBench(b, names...)
 	f := newBenchFleet(b, image)
 	f.declare("", names, nil)
 	ctx := context.Background()
+	parallel := min(n, benchParallelism)
 	var applyCalls, rawCalls []float64
 	var applyTook, rawTook []time.Duration
 	for i := 0; i < b.N; i++ {
@@ -40,14 +49,15 @@ func BenchmarkApplyTimeline(b *testing.B) {
 			return docker.Connector{Options: docker.Options{CountCalls: true, Trace: tl.call}}
 		}
 		tl.start = time.Now()
-		code := cli.MainWith(ctx, cli.Streams{In: strings.NewReader(""), Out: tl, Err: tl}, []string{"-f", f.file(), "apply", "--auto-approve"}, c)
+		code := cli.MainWith(ctx, cli.Streams{In: strings.NewReader(""), Out: tl, Err: tl},
+			[]string{"-f", f.file(), "apply", "--auto-approve", "--parallelism", fmt.Sprint(parallel)}, c)
 		took := time.Since(tl.start)
 		if code != 0 {
 			b.Fatalf("boxes apply: exit %d\n%s", code, tl.text())
 		}
 		applyTook = append(applyTook, took)
 		applyCalls = append(applyCalls, float64(tl.count()))
-		b.Logf("boxes apply, 1 new box: %s, %d API requests\n%s", took.Round(time.Millisecond), tl.count(), tl.text())
+		b.Logf("boxes apply, %d new boxes: %s, %d API requests\n%s\n%s", n, took.Round(time.Millisecond), tl.count(), tl.text(), tl.summary())
 		removeBench(names...)
 
 		raw := &timeline{}
@@ -56,8 +66,8 @@ func BenchmarkApplyTimeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		projects := f.projects(e.Client(), image, names)
-		raw.start = time.Now()
-		err = rawBoxesOf(ctx, e.Client(), projects, rawToken, 1)
+		raw.reset()
+		err = rawBoxesOf(ctx, e.Client(), projects, rawToken, parallel)
 		took = time.Since(raw.start)
 		e.Close()
 		if err != nil {
@@ -65,13 +75,13 @@ func BenchmarkApplyTimeline(b *testing.B) {
 		}
 		rawTook = append(rawTook, took)
 		rawCalls = append(rawCalls, float64(raw.count()))
-		b.Logf("raw engine API, the same box: %s, %d API requests\n%s", took.Round(time.Millisecond), raw.count(), raw.text())
+		b.Logf("raw engine API, the same %d boxes: %s, %d API requests\n%s\n%s", n, took.Round(time.Millisecond), raw.count(), raw.text(), raw.summary())
 		removeBench(names...)
 	}
-	benchtable.Report(b, benchtable.Row{Figure: "boxes apply, 1 new box: Docker API requests", Value: slices.Max(applyCalls), Unit: "calls",
-		Baseline: "raw engine API, the same box to the same readiness", Base: slices.Max(rawCalls)})
-	benchtable.Report(b, benchtable.Row{Figure: "boxes apply, 1 new box, traced", Value: seconds(median(applyTook)), Unit: "s",
-		Baseline: "raw engine API, the same box, traced", Base: seconds(median(rawTook))})
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes apply, %d new boxes: Docker API requests", n), Value: slices.Max(applyCalls), Unit: "calls",
+		Baseline: "raw engine API, the same boxes to the same readiness", Base: slices.Max(rawCalls)})
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes apply, %d new boxes, traced", n), Value: seconds(median(applyTook)), Unit: "s",
+		Baseline: "raw engine API, the same boxes, traced", Base: seconds(median(rawTook))})
 }
 
 // timeline records API requests and progress lines, stamped from start.
@@ -116,6 +126,54 @@ func (t *timeline) Write(p []byte) (int, error) {
 		t.buf = t.buf[i+1:]
 	}
 	return len(p), nil
+}
+
+// reset forgets what was recorded and starts the clock again.
+func (t *timeline) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events, t.start = nil, time.Now()
+}
+
+// namePart is a path element naming one object: an ID or a box's name.
+var namePart = regexp.MustCompile(`^([0-9a-f]{8}|hbl-.*)$`)
+
+// summary sums the requests by kind (method and path, names left out):
+// how many, and their time.
+func (t *timeline) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	type sum struct {
+		n    int
+		took time.Duration
+	}
+	by := map[string]*sum{}
+	for _, e := range t.events {
+		if !e.request {
+			continue
+		}
+		method, path, _ := strings.Cut(e.what, " ")
+		path, _, _ = strings.Cut(path, " (")
+		parts := strings.Split(path, "/")
+		for i, p := range parts {
+			if namePart.MatchString(p) {
+				parts[i] = "*"
+			}
+		}
+		k := method + " " + strings.Join(parts, "/")
+		if by[k] == nil {
+			by[k] = &sum{}
+		}
+		by[k].n++
+		by[k].took += e.took
+	}
+	keys := slices.Sorted(maps.Keys(by))
+	slices.SortStableFunc(keys, func(a, b string) int { return int(by[b].took - by[a].took) })
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%4d× %8.1f ms  %s\n", by[k].n, ms(by[k].took), k)
+	}
+	return sb.String()
 }
 
 func (t *timeline) count() int {
