@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hermes-box/boxes/spec"
 )
@@ -21,8 +22,9 @@ const (
 var (
 	// gitRef is a tag or branch name provision.sh accepts as HERMES_REF.
 	gitRef = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._/-]*$`)
-	// commitSHA is a full commit hash.
-	commitSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	// commitSHA is a full commit hash, compiled on first use (its bounded
+	// length makes a long program: every command would pay for it).
+	commitSHA = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 )
 
 // uv returns the pin of uv's latest GitHub release: its tag, and the
@@ -78,7 +80,7 @@ func (r *Resolver) hermes(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	sha := strings.TrimSpace(string(body))
-	if !commitSHA.MatchString(sha) {
+	if !commitSHA().MatchString(sha) {
 		return Result{}, fmt.Errorf("%s: %.60q is not a 40-hex commit hash", url, sha)
 	}
 	return Result{

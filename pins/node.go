@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hermes-box/boxes/spec"
 )
@@ -154,10 +155,12 @@ func shasumFor(content []byte, file string) (string, error) {
 
 // sha256Hex checks that sum is 64 hex digits and returns it in lower case.
 func sha256Hex(sum, file string) (string, error) {
-	if !sha256Pattern.MatchString(sum) {
+	if !sha256Pattern().MatchString(sum) {
 		return "", fmt.Errorf("checksum %q for %s is not 64 hex digits", sum, file)
 	}
 	return strings.ToLower(sum), nil
 }
 
-var sha256Pattern = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
+// sha256Pattern is compiled on first use: its bounded length makes a long
+// program, which every command would pay for.
+var sha256Pattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Fa-f]{64}$`) })

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/hint"
@@ -49,11 +50,13 @@ func (t ImageTransfer) Size() string {
 	return " (" + HumanSize(t.Bytes) + ")"
 }
 
-var digestRef = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+// digestRef is compiled on first use: its bounded length makes a long
+// program, which every command would pay for.
+var digestRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`) })
 
 // PinnedByDigest reports whether ref is a registry reference pinned by
 // digest (NAME@sha256:…), which pulls the same image wherever it is pulled.
-func PinnedByDigest(ref string) bool { return digestRef.MatchString(ref) }
+func PinnedByDigest(ref string) bool { return digestRef().MatchString(ref) }
 
 // usesImage reports whether applying bp runs containers of the locked
 // image on its host.

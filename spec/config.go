@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"filippo.io/age"
 	"gopkg.in/yaml.v3"
@@ -64,14 +65,22 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// lazyRegexp is expr compiled on first use. A pattern of bounded length
+// ({0,62}) compiles to a long program, tens of microseconds each: compiled
+// when the package is initialised, every command, boxes version included,
+// would pay for the patterns of files it never reads.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 // DefaultBind is where a box's Executor is published unless boxes.yaml says otherwise.
 const DefaultBind = "127.0.0.1"
 
 var (
-	boxNamePattern   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
-	fleetNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	boxNamePattern   = lazyRegexp(`^[a-z][a-z0-9-]{0,30}$`)
+	fleetNamePattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 	// namespacePattern is a Kubernetes namespace: an RFC 1123 label.
-	namespacePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	namespacePattern = lazyRegexp(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	envNamePattern   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	sizePattern      = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$`)
 )
@@ -230,7 +239,7 @@ func (p *parser) fleet(cfg *Config, top map[string]entry, path string) {
 		return
 	}
 	if v, ok := p.str(f.value); ok {
-		if fleetNamePattern.MatchString(v) {
+		if fleetNamePattern().MatchString(v) {
 			cfg.Fleet = v
 		} else {
 			p.errorf(f.value, "a fleet name is letters, digits, '.', '_' and '-', up to 63 of them, starting with a letter or digit", "bad fleet name %q", v)
@@ -517,7 +526,7 @@ func (p *parser) env(f entry, s *Settings) {
 
 func (p *parser) box(name string, e entry, defaults Settings, _ fieldSet, cfg *Config) (Box, bool) {
 	ok := true
-	if !boxNamePattern.MatchString(name) {
+	if !boxNamePattern().MatchString(name) {
 		p.errorf(e.key, "a box name is a lowercase DNS label: a letter, then up to 30 letters, digits or dashes (so hbl-NAME is a valid compose project name)", "bad box name %q", name)
 		ok = false
 	}

@@ -10,7 +10,7 @@ import (
 
 var (
 	// A credential's name is a path segment of the gate's route for it.
-	credentialNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	credentialNamePattern = lazyRegexp(`^[a-z][a-z0-9-]{0,62}$`)
 	// headerNamePattern is an RFC 7230 token.
 	headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
@@ -54,7 +54,7 @@ func (p *parser) credentials(box string, n *yaml.Node, s *Settings) {
 func (p *parser) credential(name string, e entry) (Credential, bool) {
 	c := Credential{Name: name}
 	errs := len(p.errs)
-	if !credentialNamePattern.MatchString(name) {
+	if !credentialNamePattern().MatchString(name) {
 		p.errorf(e.key, "a credential name is lower-case letters, digits and '-', starting with a letter (it names the gate's route for it)", "bad credential name %q", name)
 	}
 	if !p.kind(e.value, yaml.MappingNode, "a mapping with to:, header: and from:") {

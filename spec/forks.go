@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -13,10 +12,10 @@ import (
 // leaves it.
 
 // snapshotLabelPattern is what a snapshot label is (boxes snapshot NAME LABEL).
-var snapshotLabelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+var snapshotLabelPattern = lazyRegexp(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // ValidSnapshotLabel reports whether label can label a snapshot.
-func ValidSnapshotLabel(label string) bool { return snapshotLabelPattern.MatchString(label) }
+func ValidSnapshotLabel(label string) bool { return snapshotLabelPattern().MatchString(label) }
 
 // SplitFrom splits a from: value into the box it names and the snapshot
 // label, "" when it names the box's /data as it is.
@@ -33,7 +32,7 @@ func (p *parser) fromOf(b *Box, n *yaml.Node) bool {
 	}
 	src, label, hasLabel := strings.Cut(v, "@")
 	switch {
-	case !boxNamePattern.MatchString(src):
+	case !boxNamePattern().MatchString(src):
 		p.errorf(n, "from: is a box's name, and @ with one of its snapshots' labels: from: alpha, or from: alpha@before-upgrade", "from: %q does not name a box", v)
 		return false
 	case hasLabel && !ValidSnapshotLabel(label):
@@ -93,8 +92,8 @@ func (p *parser) forks(cfg *Config) {
 // fromPattern is the JSON Schema pattern of a from: value; a pool's names
 // a snapshot.
 func fromPattern(snapshot bool) string {
-	box := strings.TrimSuffix(boxNamePattern.String(), "$")
-	label := "@" + strings.TrimPrefix(strings.TrimSuffix(snapshotLabelPattern.String(), "$"), "^")
+	box := strings.TrimSuffix(boxNamePattern().String(), "$")
+	label := "@" + strings.TrimPrefix(strings.TrimSuffix(snapshotLabelPattern().String(), "$"), "^")
 	if snapshot {
 		return box + label + "$"
 	}

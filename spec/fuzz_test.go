@@ -38,7 +38,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatal("no config and no error")
 			}
 			for _, b := range cfg.Boxes {
-				if !boxNamePattern.MatchString(b.Name) || (b.State != Running && b.State != Stopped) || b.Fleet != cfg.Fleet {
+				if !boxNamePattern().MatchString(b.Name) || (b.State != Running && b.State != Stopped) || b.Fleet != cfg.Fleet {
 					t.Fatalf("accepted box %+v", b)
 				}
 				// Every number handed to the engine is one it takes.

@@ -52,7 +52,7 @@ func checkDockerURL(raw string, hasTLS bool) (string, error) {
 // hosts reads the hosts: mapping n; tls: is relative to the file at path.
 func (p *parser) hosts(cfg *Config, n *yaml.Node, path string) {
 	for name, e := range p.mapping(n, nil) {
-		if !boxNamePattern.MatchString(name) {
+		if !boxNamePattern().MatchString(name) {
 			p.errorf(e.key, "use a lowercase name of letters, digits and dashes", "bad host name %q", name)
 		}
 		if !p.kind(e.value, yaml.MappingNode, "a mapping with docker:, context: or kubernetes:") {
@@ -111,7 +111,7 @@ func (p *parser) kubernetes(name string, e entry, path string) *Kubernetes {
 		k.Context, _ = p.str(f.value)
 	}
 	if f, ok := fields["namespace"]; ok {
-		if k.Namespace, _ = p.str(f.value); k.Namespace != "" && !namespacePattern.MatchString(k.Namespace) {
+		if k.Namespace, _ = p.str(f.value); k.Namespace != "" && !namespacePattern().MatchString(k.Namespace) {
 			p.errorf(f.value, "a namespace is up to 63 lowercase letters, digits and '-', starting and ending with a letter or digit", "host %s: bad namespace %q", name, k.Namespace)
 		}
 	}

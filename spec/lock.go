@@ -16,7 +16,7 @@ import (
 
 const lockHeader = "# boxes.lock: written by boxes build / boxes lock. Review changes in pull requests; do not edit by hand.\n"
 
-var imageIDPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var imageIDPattern = lazyRegexp(`^sha256:[0-9a-f]{64}$`)
 
 // The on-disk shape of boxes.lock; field order is the file's key order.
 type lockFile struct {
@@ -131,7 +131,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 // positions in at (root when a field has none).
 func (p *parser) lockedImage(img *lockImage, at map[string]*yaml.Node, root *yaml.Node) *Image {
 	li := &Image{ID: img.ID, Ref: img.Ref, Inputs: img.Inputs, Tools: map[string]string{}}
-	if !imageIDPattern.MatchString(img.ID) {
+	if !imageIDPattern().MatchString(img.ID) {
 		p.errorf(nodeOr(at["image.id"], root), "run boxes build or boxes lock image REF", "image.id %q is not sha256:<64 hex digits>", img.ID)
 	}
 	if img.Built != "" {
@@ -240,8 +240,8 @@ func WriteLock(path string, l *Lock) error {
 var (
 	versionPattern   = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 	gitRefPattern    = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z._/-]*$`)
-	sha256Pattern    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	sriPattern       = regexp.MustCompile(`^sha512-[A-Za-z0-9+/]{86}==$`)
+	sha256Pattern    = imageIDPattern // the same form
+	sriPattern       = lazyRegexp(`^sha512-[A-Za-z0-9+/]{86}==$`)
 	npmPackagPattern = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$`)
 )
 
@@ -265,7 +265,7 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 		if b.Image == "" {
 			p.errorf(at("base", "image"), updateHint, "pins.base.image is empty")
 		}
-		if b.Digest != "" && !sha256Pattern.MatchString(b.Digest) {
+		if b.Digest != "" && !sha256Pattern().MatchString(b.Digest) {
 			p.errorf(at("base", "digest"), updateHint, "pins.base.digest %q is not sha256:<64 hex digits>", b.Digest)
 		}
 	}
@@ -286,11 +286,11 @@ func (p *parser) checkPins(pins Pins, nodes map[string]pinNode) {
 		}
 		switch d.Kind {
 		case Download:
-			if t.Integrity != "" && !sha256Pattern.MatchString(t.Integrity) {
+			if t.Integrity != "" && !sha256Pattern().MatchString(t.Integrity) {
 				p.errorf(at(name, "integrity"), updateHint, "%s %q is not sha256:<64 hex digits>", field("integrity"), t.Integrity)
 			}
 		case NPMPackage:
-			if t.Integrity != "" && !sriPattern.MatchString(t.Integrity) {
+			if t.Integrity != "" && !sriPattern().MatchString(t.Integrity) {
 				p.errorf(at(name, "integrity"), updateHint, "%s %q is not npm's sha512-<base64> integrity", field("integrity"), t.Integrity)
 			}
 			if t.Package != "" && !npmPackagPattern.MatchString(t.Package) {

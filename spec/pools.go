@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,7 +40,7 @@ const maxPoolBoxes = 999
 var poolKeys = append([]string{"size", "host", "from"}, settingKeys...)
 
 // A pool's name leaves room for "-999" within a box name's 31 characters.
-var poolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,26}$`)
+var poolNamePattern = lazyRegexp(`^[a-z][a-z0-9-]{0,26}$`)
 
 // PoolBoxName is the name of box number n of pool pool: scratch-1.
 func PoolBoxName(pool string, n int) string { return pool + "-" + strconv.Itoa(n) }
@@ -102,7 +101,7 @@ func (p *parser) pools(cfg *Config, n *yaml.Node, defaults Settings) {
 
 func (p *parser) pool(name string, e entry, defaults Settings, cfg *Config) (Pool, bool) {
 	ok := true
-	if !poolNamePattern.MatchString(name) {
+	if !poolNamePattern().MatchString(name) {
 		p.errorf(e.key, "a pool name is a letter, then up to 26 letters, digits or dashes: its boxes are named NAME-1, NAME-2, …", "bad pool name %q", name)
 		return Pool{}, false
 	}

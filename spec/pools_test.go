@@ -67,7 +67,7 @@ func TestPoolBoxNames(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("a", 27)
-	if !boxNamePattern.MatchString(PoolBoxName(long, maxPoolBoxes)) {
+	if !boxNamePattern().MatchString(PoolBoxName(long, maxPoolBoxes)) {
 		t.Errorf("the last box of a pool with the longest name, %s, is not a box name", PoolBoxName(long, maxPoolBoxes))
 	}
 }

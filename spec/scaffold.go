@@ -105,7 +105,7 @@ func Schema() []byte {
 		"credentials": map[string]any{
 			"description":          "Headers the gate adds to the requests it forwards to one destination, by name (lower-case letters, digits and -, starting with a letter). A box's credential replaces the defaults' one of the same name; it inherits the others.",
 			"type":                 "object",
-			"propertyNames":        map[string]any{"pattern": credentialNamePattern.String()},
+			"propertyNames":        map[string]any{"pattern": credentialNamePattern().String()},
 			"additionalProperties": credential,
 		},
 		"dns": map[string]any{
@@ -148,16 +148,16 @@ func Schema() []byte {
 		"required":             []any{"version"},
 		"properties": map[string]any{
 			"version":  map[string]any{"const": 1},
-			"fleet":    map[string]any{"type": "string", "pattern": fleetNamePattern.String()},
+			"fleet":    map[string]any{"type": "string", "pattern": fleetNamePattern().String()},
 			"defaults": map[string]any{"type": "object", "additionalProperties": false, "properties": settings},
 			"boxes": map[string]any{
 				"type":                 []any{"object", "null"},
-				"propertyNames":        map[string]any{"pattern": boxNamePattern.String()},
+				"propertyNames":        map[string]any{"pattern": boxNamePattern().String()},
 				"additionalProperties": map[string]any{"type": []any{"object", "null"}, "additionalProperties": false, "properties": boxProps},
 			},
 			"pools": map[string]any{
 				"type":          []any{"object", "null"},
-				"propertyNames": map[string]any{"pattern": poolNamePattern.String()},
+				"propertyNames": map[string]any{"pattern": poolNamePattern().String()},
 				"additionalProperties": map[string]any{
 					"type": "object", "additionalProperties": false, "required": []any{"size"}, "properties": poolProps,
 				},
@@ -170,7 +170,7 @@ func Schema() []byte {
 						"docker": map[string]any{"type": "string", "pattern": "^(ssh|tcp|unix)://"}, "context": map[string]any{"type": "string"}, "tls": map[string]any{"type": "string"},
 						"kubernetes": map[string]any{
 							"type": "object", "additionalProperties": false, "required": []any{"context", "namespace"},
-							"properties": map[string]any{"context": map[string]any{"type": "string"}, "namespace": map[string]any{"type": "string", "pattern": namespacePattern.String()}, "kubeconfig": map[string]any{"type": "string"}},
+							"properties": map[string]any{"context": map[string]any{"type": "string"}, "namespace": map[string]any{"type": "string", "pattern": namespacePattern().String()}, "kubeconfig": map[string]any{"type": "string"}},
 						},
 					},
 					"oneOf": []any{map[string]any{"required": []any{"docker"}}, map[string]any{"required": []any{"context"}}, map[string]any{"required": []any{"kubernetes"}}},
