@@ -133,15 +133,16 @@ func newEngine(h spec.Host, cfg *rest.Config) (*Engine, error) {
 	return &Engine{host: h, namespace: h.Kubernetes.Namespace, cfg: cfg, core: core, sandboxes: sb, refs: map[string]string{}}, nil
 }
 
-// scheme knows the Sandbox types, for the Sandbox client.
-var scheme = func() *runtime.Scheme {
+// scheme knows the Sandbox types, for the Sandbox client: made when a
+// Kubernetes host is first reached, not by every command.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := sandboxv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	metav1.AddToGroupVersion(s, sandboxv1.GroupVersion)
 	return s
-}()
+})
 
 // sandboxClient is a REST client of agent-sandbox's API group.
 func sandboxClient(base *rest.Config) (rest.Interface, error) {
@@ -149,7 +150,7 @@ func sandboxClient(base *rest.Config) (rest.Interface, error) {
 	gv := sandboxv1.GroupVersion
 	cfg.GroupVersion = &gv
 	cfg.APIPath = "/apis"
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme()).WithoutConversion()
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

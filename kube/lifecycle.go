@@ -157,7 +157,7 @@ func (e *Engine) sandbox(ctx context.Context, name string) (*sandboxv1.Sandbox, 
 func (e *Engine) boxSandboxes(ctx context.Context, box string) ([]sandboxv1.Sandbox, error) {
 	var list sandboxv1.SandboxList
 	opts := metav1.ListOptions{LabelSelector: compose.ManagedLabel + "=1," + compose.BoxLabel + "=" + box}
-	if err := e.sandboxes.Get().Namespace(e.namespace).Resource("sandboxes").VersionedParams(&opts, parameterCodec).Do(ctx).Into(&list); err != nil {
+	if err := e.sandboxes.Get().Namespace(e.namespace).Resource("sandboxes").VersionedParams(&opts, parameterCodec()).Do(ctx).Into(&list); err != nil {
 		return nil, e.apiError("listing the sandboxes of "+box, err)
 	}
 	return list.Items, nil

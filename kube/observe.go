@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var list sandboxv1.SandboxList
-		err := e.sandboxes.Get().Namespace(e.namespace).Resource("sandboxes").VersionedParams(&managed, parameterCodec).Do(gctx).Into(&list)
+		err := e.sandboxes.Get().Namespace(e.namespace).Resource("sandboxes").VersionedParams(&managed, parameterCodec()).Do(gctx).Into(&list)
 		l.sandboxes = list.Items
 		return err
 	})
@@ -274,4 +275,4 @@ func nameOf(m metav1.ObjectMeta) string {
 func objectName(n string) string { return strings.ToLower(strings.ReplaceAll(n, "_", "-")) }
 
 // parameterCodec encodes list options for the Sandbox client.
-var parameterCodec = runtime.NewParameterCodec(scheme)
+var parameterCodec = sync.OnceValue(func() runtime.ParameterCodec { return runtime.NewParameterCodec(scheme()) })
