@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/boxes/internal/benchtable"
+)
+
+// startupRuns is how many times each program is run, for each figure.
+const startupRuns = 25
+
+// BenchmarkStartup measures what boxes costs before it does anything:
+// boxes version against its floor, internal/initfloor, a program linking
+// exactly the packages of other modules boxes links and doing nothing
+// else. For each, the time its packages take to initialise (the clock
+// times GODEBUG=inittrace=1 reports, added up) and the whole run, from
+// starting the process to its end; medians of startupRuns runs, the two
+// programs run in turn so that a load that comes and goes weighs on both.
+// The 8 packages whose initialisation costs most are logged (go test
+// keeps 10 lines of a benchmark's log).
+func BenchmarkStartup(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds two binaries")
+	}
+	if runtime.GOOS != "linux" {
+		b.Skip("the floor's imports are those boxes links on Linux")
+	}
+	bin := benchBinary(b)
+	floor := filepath.Join(b.TempDir(), "initfloor")
+	if out, err := exec.Command("go", "build", "-o", floor, "github.com/hermes-box/boxes/internal/initfloor").CombinedOutput(); err != nil {
+		b.Fatalf("go build initfloor: %v\n%s", err, out)
+	}
+	var (
+		boxesInit, floorInit, ownInit, boxesRun, floorRun []time.Duration
+		byPackage                                         = map[string][]time.Duration{}
+	)
+	for range startupRuns {
+		total, own, pkgs := initTrace(b, bin, "version")
+		boxesInit, ownInit = append(boxesInit, total), append(ownInit, own)
+		for p, d := range pkgs {
+			byPackage[p] = append(byPackage[p], d)
+		}
+		total, _, _ = initTrace(b, floor)
+		floorInit = append(floorInit, total)
+		boxesRun = append(boxesRun, timedRun(b, bin, "version"))
+		floorRun = append(floorRun, timedRun(b, floor))
+	}
+	b.Logf("the packages whose initialisation costs most in boxes version (median of %d):\n%s", startupRuns, topPackages(byPackage, 8))
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version: package initialisation (inittrace, median of %d)", startupRuns),
+		Value: ms(median(boxesInit)), Unit: "ms",
+		Baseline: "the floor: the same packages of other modules, and nothing else", Base: ms(median(floorInit))})
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version: boxes' own packages' initialisation (median of %d)", startupRuns),
+		Value: ms(median(ownInit)), Unit: "ms"})
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version, the whole run (median of %d)", startupRuns),
+		Value: ms(median(boxesRun)), Unit: "ms",
+		Baseline: "the floor's whole run", Base: ms(median(floorRun))})
+}
+
+// initLine is a line of GODEBUG=inittrace=1: a package and the clock
+// time its initialisation took.
+var initLine = regexp.MustCompile(`^init (\S+) @\S+ ms, ([0-9.]+) ms clock`)
+
+// initTrace runs bin with args under GODEBUG=inittrace=1, and returns the
+// clock time of every package's initialisation added up, that of boxes'
+// own packages, and each package's.
+func initTrace(b *testing.B, bin string, args ...string) (total, own time.Duration, pkgs map[string]time.Duration) {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", bin, args, err, stderr.String())
+	}
+	pkgs = map[string]time.Duration{}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		m := initLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			b.Fatalf("inittrace line %q: %v", line, err)
+		}
+		d := time.Duration(v * float64(time.Millisecond))
+		pkgs[m[1]] += d
+		total += d
+		if m[1] == "github.com/hermes-box/boxes" || strings.HasPrefix(m[1], "github.com/hermes-box/boxes/") {
+			own += d
+		}
+	}
+	if len(pkgs) == 0 {
+		b.Fatalf("%s %v printed no inittrace lines:\n%s", bin, args, stderr.String())
+	}
+	return total, own, pkgs
+}
+
+// timedRun is how long bin with args takes, from starting the process to
+// its end.
+func timedRun(b *testing.B, bin string, args ...string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", bin, args, err, out)
+	}
+	return time.Since(start)
+}
+
+// topPackages are the n packages of the highest median, one a line.
+func topPackages(byPackage map[string][]time.Duration, n int) string {
+	type cost struct {
+		pkg string
+		d   time.Duration
+	}
+	var cs []cost
+	for p, ds := range byPackage {
+		cs = append(cs, cost{p, median(ds)})
+	}
+	slices.SortFunc(cs, func(a, b cost) int {
+		return cmp.Or(cmp.Compare(b.d, a.d), strings.Compare(a.pkg, b.pkg))
+	})
+	var sb strings.Builder
+	for _, c := range cs[:min(n, len(cs))] {
+		fmt.Fprintf(&sb, "%8.3f ms  %s\n", ms(c.d), c.pkg)
+	}
+	return sb.String()
+}
