@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,16 +37,26 @@ type Engine struct {
 	Host string
 	// Endpoint is how the engine was reached.
 	Endpoint Endpoint
-	id       string
-	name     string
-	// cpus and memory are the machine's (docker info's NCPU and MemTotal).
-	cpus   int
-	memory int64
-	// runtimes are the names of the engine's OCI runtimes (docker info's Runtimes).
-	runtimes []string
 	api      client.APIClient
 	compose  api.Compose
 	calls    *atomic.Int64
+
+	// info is what docker info says, read once, when first needed
+	// (Observe, ID): docker info is the engine's slowest answer, several
+	// milliseconds, and a command that only lists some containers (a
+	// lease) does not need it.
+	infoMu sync.Mutex
+	info   *engineInfo
+}
+
+// engineInfo is what boxes reads of docker info.
+type engineInfo struct {
+	id, name string
+	// cpus and memory are the machine's (NCPU and MemTotal).
+	cpus   int
+	memory int64
+	// runtimes are the names of the engine's OCI runtimes, sorted.
+	runtimes []string
 }
 
 // Options tune how an engine is reached.
@@ -126,8 +137,8 @@ func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, e
 	return e, nil
 }
 
-// verify pings the engine, negotiates the API version and reads its
-// identity, all within ConnectTimeout.
+// verify pings the engine and negotiates the API version, within
+// ConnectTimeout. Its identity is read when first needed (readInfo).
 func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
@@ -142,24 +153,45 @@ func (e *Engine) verify(ctx context.Context, c *client.Client) error {
 			Hint: "upgrade Docker Engine on that machine"}
 	}
 	c.NegotiateAPIVersionPing(ping)
-	info, err := c.Info(ctx)
-	if err != nil {
-		return e.Endpoint.explain(ctx, time.Since(began), err)
-	}
-	e.id, e.name = info.ID, info.Name
-	e.cpus, e.memory = info.NCPU, info.MemTotal
-	for name := range info.Runtimes {
-		e.runtimes = append(e.runtimes, name)
-	}
-	sort.Strings(e.runtimes)
 	return nil
 }
 
+// readInfo reads docker info the first time it is called successfully,
+// and returns what it read.
+func (e *Engine) readInfo(ctx context.Context) (engineInfo, error) {
+	e.infoMu.Lock()
+	defer e.infoMu.Unlock()
+	if e.info != nil {
+		return *e.info, nil
+	}
+	info, err := e.api.Info(ctx)
+	if err != nil {
+		return engineInfo{}, err
+	}
+	in := &engineInfo{id: info.ID, name: info.Name, cpus: info.NCPU, memory: info.MemTotal}
+	for name := range info.Runtimes {
+		in.runtimes = append(in.runtimes, name)
+	}
+	sort.Strings(in.runtimes)
+	e.info = in
+	return *in, nil
+}
+
+// infoNow is readInfo for the methods that take no context, within
+// ConnectTimeout; an engine that does not answer has no ID or name. Every
+// workflow that compares IDs has observed the engines first, which read it.
+func (e *Engine) infoNow() engineInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	in, _ := e.readInfo(ctx)
+	return in
+}
+
 // ID is the engine's own ID (docker info): two hosts with one ID are one engine.
-func (e *Engine) ID() string { return e.id }
+func (e *Engine) ID() string { return e.infoNow().id }
 
 // Name is the engine's machine name (docker info), for messages.
-func (e *Engine) Name() string { return e.name }
+func (e *Engine) Name() string { return e.infoNow().name }
 
 // decline answers every compose prompt with no. Its one prompt on our path is
 // "volume config diverged, recreate it?", and yes would lose the box's data;

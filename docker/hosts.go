@@ -393,7 +393,7 @@ func (e *Engine) SameEngineAs(first string) error {
 		a, b = b, a
 	}
 	return &HostError{Host: e.Host, URL: e.Endpoint.URL,
-		Err:  fmt.Errorf("%s and %s %w (ID %s)", a, b, ErrSameEngine, e.id),
+		Err:  fmt.Errorf("%s and %s %w (ID %s)", a, b, ErrSameEngine, e.ID()),
 		Hint: "keep one host entry per engine in boxes.yaml"}
 }
 

@@ -343,7 +343,7 @@ func TestConnectBounded(t *testing.T) {
 // A second host entry of one engine is refused naming both, the host
 // first in name order, its own address and the engine's ID.
 func TestSameEngineAs(t *testing.T) {
-	c := &Engine{Host: "alias", id: "ONE", Endpoint: Endpoint{URL: "unix:///var/run/docker.sock"}}
+	c := &Engine{Host: "alias", info: &engineInfo{id: "ONE"}, Endpoint: Endpoint{URL: "unix:///var/run/docker.sock"}}
 	err := c.SameEngineAs("")
 	if !errors.Is(err, ErrSameEngine) || err.Error() != "host alias (unix:///var/run/docker.sock): host alias and the local host reach the same Docker engine (ID ONE)" {
 		t.Errorf("err = %v", err)

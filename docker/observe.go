@@ -34,16 +34,16 @@ func (e *Engine) parallelCalls() int {
 // Observe takes one snapshot of the engine: three list calls (containers,
 // volumes, networks) however many boxes there are, plus one inspect per image
 // asked about (whether the engine has it, and its size). The machine's CPUs
-// and memory and the engine's runtimes come from the docker info read when
-// the engine was connected.
+// and memory and the engine's runtimes come from docker info, read with the
+// lists the first time.
 func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observed, error) {
-	l, err := e.list(ctx, images)
+	var info engineInfo
+	l, err := e.list(ctx, images, &info)
 	if err != nil {
 		return nil, e.observing(err)
 	}
 	o := l.Observed(e.Host)
-	// Read when the engine was connected, with its ID.
-	o.CPUs, o.Memory, o.Runtimes = e.cpus, e.memory, e.runtimes
+	o.CPUs, o.Memory, o.Runtimes = info.cpus, info.memory, info.runtimes
 	if err := e.inspectTroubled(ctx, o.Containers, l.statuses()); err != nil {
 		return nil, e.observing(err)
 	}
@@ -81,8 +81,9 @@ func (l Listing) statuses() map[string]string {
 	return out
 }
 
-// list makes Observe's calls, at once where the endpoint allows.
-func (e *Engine) list(ctx context.Context, images []string) (Listing, error) {
+// list makes Observe's calls, at once where the endpoint allows, and
+// reads docker info into info (once for the engine's life: readInfo).
+func (e *Engine) list(ctx context.Context, images []string, info *engineInfo) (Listing, error) {
 	var (
 		l       = Listing{Images: images, Sizes: map[string]int64{}}
 		volumes volume.ListResponse
@@ -91,6 +92,10 @@ func (e *Engine) list(ctx context.Context, images []string) (Listing, error) {
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.parallelCalls())
+	g.Go(func() (err error) {
+		*info, err = e.readInfo(gctx)
+		return err
+	})
 	g.Go(func() (err error) {
 		l.Containers, err = e.api.ContainerList(gctx, container.ListOptions{All: true})
 		return err
