@@ -8,8 +8,12 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// A Docker engine is what a workspace needs of a host.
-var _ engine.Engine = (*Engine)(nil)
+// A Docker engine is what a workspace needs of a host, and observes a
+// pool alone.
+var (
+	_ engine.Engine       = (*Engine)(nil)
+	_ engine.PoolObserver = (*Engine)(nil)
+)
 
 // Connector reaches the hosts of a workspace as Docker engines, with Options.
 type Connector struct{ Options Options }

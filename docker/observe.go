@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
@@ -44,6 +45,24 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 	}
 	o := l.Observed(e.Host)
 	o.CPUs, o.Memory, o.Runtimes = info.cpus, info.memory, info.runtimes
+	if err := e.inspectTroubled(ctx, o.Containers, l.statuses()); err != nil {
+		return nil, e.observing(err)
+	}
+	o.Sort()
+	return o, nil
+}
+
+// ObservePool observes pool of fleet alone (engine.PoolObserver): one
+// list, of the containers labelled with both, read as Observe reads them,
+// troubled ones inspected; no volumes, networks, images or docker info.
+func (e *Engine) ObservePool(ctx context.Context, fleet, pool string) (*engine.Observed, error) {
+	labels := filters.NewArgs(filters.Arg("label", compose.FleetLabel+"="+fleet), filters.Arg("label", compose.PoolLabel+"="+pool))
+	cs, err := e.api.ContainerList(ctx, container.ListOptions{All: true, Filters: labels})
+	if err != nil {
+		return nil, e.observing(err)
+	}
+	l := Listing{Containers: cs}
+	o := l.Observed(e.Host)
 	if err := e.inspectTroubled(ctx, o.Containers, l.statuses()); err != nil {
 		return nil, e.observing(err)
 	}

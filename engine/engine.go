@@ -66,6 +66,15 @@ type Engine interface {
 	Close() error
 }
 
+// PoolObserver is an engine that observes one pool alone: the containers
+// labelled with its fleet and its name (its boxes' and their lease
+// markers), read as Observe reads them, and nothing else (no volumes,
+// networks, images, nor the machine's size). It is all a lease needs to
+// claim a free box; an engine without it is observed whole.
+type PoolObserver interface {
+	ObservePool(ctx context.Context, fleet, pool string) (*Observed, error)
+}
+
 // Connector reaches the engine of one host of boxes.yaml (spec.Host{} is
 // the local engine).
 type Connector interface {

@@ -40,8 +40,12 @@ const (
 	projectLabel = api.ProjectLabel
 )
 
-// The fake engine is what a workspace needs of a host.
-var _ engine.Engine = (*Engine)(nil)
+// The fake engine is what a workspace needs of a host, and observes a pool
+// alone as a Docker engine does.
+var (
+	_ engine.Engine       = (*Engine)(nil)
+	_ engine.PoolObserver = (*Engine)(nil)
+)
 
 // Connector connects the hosts of boxes.yaml to fake engines whose state
 // is the file at Path; every host it connects shares that state.
@@ -230,13 +234,41 @@ func (e *Engine) Close() error { return nil }
 // and reads them with docker's own reading (docker.Listing.Observed), so
 // that the planner sees exactly what docker.Engine.Observe would give it.
 func (e *Engine) Observe(_ context.Context, images ...string) (*engine.Observed, error) {
+	l, err := e.listing("Observe", images, nil)
+	if err != nil {
+		return nil, err
+	}
+	o := l.Observed(e.host)
+	o.CPUs, o.Memory, o.Runtimes = 4, 16<<30, []string{"runc"}
+	o.Sort()
+	return o, nil
+}
+
+// ObservePool is Observe narrowed as docker.Engine's is: the containers
+// labelled with fleet and pool alone.
+func (e *Engine) ObservePool(_ context.Context, fleet, pool string) (*engine.Observed, error) {
+	l, err := e.listing("ObservePool", nil, func(c *Container) bool {
+		return c.Labels[compose.FleetLabel] == fleet && c.Labels[compose.PoolLabel] == pool
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := l.Observed(e.host)
+	o.Sort()
+	return o, nil
+}
+
+// listing is what the engine lists, as the engine call named call: the
+// images of images it has and every container, volume and network; only
+// the containers keep says, when keep is not nil.
+func (e *Engine) listing(call string, images []string, keep func(c *Container) bool) (docker.Listing, error) {
 	l := docker.Listing{Images: images, Sizes: map[string]int64{}}
-	look := func(fn func(h *Host) error) error { return e.read("Observe", fn) }
+	look := func(fn func(h *Host) error) error { return e.read(call, fn) }
 	_ = e.peek(func(h *Host) error {
 		for _, c := range h.Containers {
-			if c.Unlisted > 0 {
+			if c.Unlisted > 0 && (keep == nil || keep(c)) {
 				// This look counts down its Unlisted.
-				look = func(fn func(h *Host) error) error { return e.edit("Observe", fn) }
+				look = func(fn func(h *Host) error) error { return e.edit(call, fn) }
 			}
 		}
 		return nil
@@ -248,11 +280,17 @@ func (e *Engine) Observe(_ context.Context, images ...string) (*engine.Observed,
 			}
 		}
 		for _, c := range h.Containers {
+			if keep != nil && !keep(c) {
+				continue
+			}
 			if c.Unlisted > 0 {
 				c.Unlisted--
 				continue
 			}
 			l.Containers = append(l.Containers, summary(c))
+		}
+		if keep != nil {
+			return nil
 		}
 		for _, v := range h.Volumes {
 			l.Volumes = append(l.Volumes, &volume.Volume{Name: v.Name, Labels: maps.Clone(v.Labels), CreatedAt: Created.Format(time.RFC3339Nano)})
@@ -263,12 +301,9 @@ func (e *Engine) Observe(_ context.Context, images ...string) (*engine.Observed,
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("observing %s: %w", e.describe(), err)
+		return docker.Listing{}, fmt.Errorf("observing %s: %w", e.describe(), err)
 	}
-	o := l.Observed(e.host)
-	o.CPUs, o.Memory, o.Runtimes = 4, 16<<30, []string{"runc"}
-	o.Sort()
-	return o, nil
+	return l, nil
 }
 
 // summary is container c as Docker's container list shows it: a stopped
