@@ -62,6 +62,57 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// Keep writes a token the file does not hold, private; one it holds is
+// left as it is (the same file), the directory's mode put right.
+func TestTokenKeep(t *testing.T) {
+	store := Tokens{Dir: filepath.Join(t.TempDir(), "secrets")}
+	file := store.Path("web")
+	if err := store.Keep("web", testToken); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := store.Get("web"); !ok || err != nil || got != testToken {
+		t.Fatalf("after Keep of a new token: %q %v %v", got, ok, err)
+	}
+	before, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(store.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Keep("web", testToken); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("Keep of the token held rewrote the file")
+	}
+	if fi, err := os.Stat(store.Dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("directory after Keep: %v %v", fi.Mode(), err)
+	}
+
+	// Another token, or the same one in a file others may read, is written.
+	other := strings.Repeat("f", 64)
+	if err := store.Keep("web", other); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := store.Get("web"); got != other {
+		t.Errorf("after Keep of another token: %q", got)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Keep("web", other); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a readable file holding the token is left %v (%v)", fi.Mode(), err)
+	}
+}
+
 func TestTokenGetMalformed(t *testing.T) {
 	store := Tokens{Dir: t.TempDir()}
 	if err := os.WriteFile(filepath.Join(store.Dir, "web.env"), []byte("OTHER=1\n"), 0o600); err != nil {

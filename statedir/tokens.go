@@ -57,6 +57,19 @@ func (t Tokens) Put(name, token string) error {
 	return t.records().write(name, []byte(compose.TokenVar+"="+token))
 }
 
+// Keep stores token for box name as Put does, unless the file holds it
+// already, private (mode 0600): a lease of a box this directory made
+// writes nothing, where Put syncs a file and its directory, milliseconds
+// on some disks. The directory gets its mode 0700 back either way.
+func (t Tokens) Keep(name, token string) error {
+	if fi, err := os.Lstat(t.Path(name)); err == nil && fi.Mode() == 0o600 {
+		if stored, ok, err := t.Get(name); err == nil && ok && stored == token {
+			return os.Chmod(t.Dir, 0o700)
+		}
+	}
+	return t.Put(name, token)
+}
+
 // Remove forgets the token of a deleted box; a missing one is no error.
 func (t Tokens) Remove(name string) error { return t.records().remove(name) }
 
