@@ -8,17 +8,17 @@ import (
 	"github.com/hermes-box/boxes/spec"
 )
 
-// FreeBoxes are the boxes of pool p, among cfg's boxes, that a lease may
+// FreeBoxes are the boxes of pool p, among boxes (of fleet), that a lease may
 // claim on obs, p's host as last observed: those no mark holds and whose
 // containers all run (BoxReady), the lowest numbers first. The others are
 // counted in the NoFreeBoxError a lease that finds none returns. A box in
 // lost counts as leased: the engine refused its claim, another's being
 // made first, though obs may not list that claim yet.
-func FreeBoxes(cfg *spec.Config, p spec.Pool, obs *engine.Observed, lost map[string]bool) ([]string, *NoFreeBoxError) {
-	leases := obs.Leases(cfg.Fleet)
+func FreeBoxes(fleet string, boxes []spec.Box, p spec.Pool, obs *engine.Observed, lost map[string]bool) ([]string, *NoFreeBoxError) {
+	leases := obs.Leases(fleet)
 	none := &NoFreeBoxError{Pool: p.Name, Size: p.Size}
 	var ready []string
-	for _, b := range cfg.Boxes {
+	for _, b := range boxes {
 		if b.Pool != p.Name {
 			continue
 		}

@@ -47,7 +47,7 @@ func TestFreeBoxes(t *testing.T) {
 	obs.LeaseMarks = append(obs.LeaseMarks, engine.LeaseMark{Box: "scratch-2", Fleet: "g", Kind: engine.LeaseClaim, Lease: "c"})
 	// scratch-1 is not made yet.
 
-	ready, none := FreeBoxes(cfg, p, obs, nil)
+	ready, none := FreeBoxes(cfg.Fleet, cfg.Boxes, p, obs, nil)
 	if want := []string{"scratch-2", "scratch-9", "scratch-10"}; !reflect.DeepEqual(ready, want) {
 		t.Errorf("ready %v, want %v (lowest numbers first)", ready, want)
 	}
@@ -57,7 +57,7 @@ func TestFreeBoxes(t *testing.T) {
 
 	// A box whose claim the engine refused counts as leased, though no
 	// claim of it is observed yet.
-	ready, none = FreeBoxes(cfg, p, obs, map[string]bool{"scratch-2": true, "scratch-10": true})
+	ready, none = FreeBoxes(cfg.Fleet, cfg.Boxes, p, obs, map[string]bool{"scratch-2": true, "scratch-10": true})
 	if want := []string{"scratch-9"}; !reflect.DeepEqual(ready, want) {
 		t.Errorf("with two lost: ready %v, want %v", ready, want)
 	}
@@ -66,7 +66,7 @@ func TestFreeBoxes(t *testing.T) {
 	}
 
 	// Nothing observed: every box not made yet.
-	ready, none = FreeBoxes(cfg, p, &engine.Observed{}, nil)
+	ready, none = FreeBoxes(cfg.Fleet, cfg.Boxes, p, &engine.Observed{}, nil)
 	if len(ready) != 0 || none.Absent != 10 || none.Leased+none.Unready != 0 {
 		t.Errorf("on an empty engine: %v %+v", ready, *none)
 	}

@@ -58,6 +58,9 @@ func (w *Workspace) Lease(ctx context.Context, name string, o LeaseOptions) (poo
 		return pool.LeaseRow{}, err
 	}
 	start := time.Now()
+	if row, claimed, err := w.quickClaim(ctx, p, o); claimed || err != nil {
+		return row, err
+	}
 	reaped := false
 	for {
 		if err := w.Observe(ctx, p.Host); err != nil {
@@ -88,6 +91,43 @@ func (w *Workspace) Lease(ctx context.Context, name string, o LeaseOptions) (poo
 	}
 }
 
+// quickClaim claims a free box of p seen on a look at p alone, where its
+// host's engine can take one (engine.PoolObserver): a warm pool needs no
+// more than its boxes' containers and lease markers, one list. claimed is
+// false when no box was claimed: none was free and ready, or others were
+// first to each one tried. Lease then looks at the host whole, where the
+// pool's counts, the reset of expired leases and the wait are.
+func (w *Workspace) quickClaim(ctx context.Context, p spec.Pool, o LeaseOptions) (row pool.LeaseRow, claimed bool, err error) {
+	e, err := w.Engine(ctx, p.Host)
+	if err != nil {
+		return pool.LeaseRow{}, false, err
+	}
+	po, ok := e.(engine.PoolObserver)
+	if !ok {
+		return pool.LeaseRow{}, false, nil
+	}
+	obs, err := po.ObservePool(ctx, w.Config.Fleet, p.Name)
+	if err != nil {
+		return pool.LeaseRow{}, false, err
+	}
+	// The pool's boxes as that look shows them; the workspace's own view of
+	// the host (Observed, Config.Boxes) is left as it was.
+	boxes := reconcile.WithPools(w.Config, w.declared, map[string]*engine.Observed{p.Host: obs})
+	ready, _ := pool.FreeBoxes(w.Config.Fleet, boxes, p, obs, nil)
+	if len(ready) == 0 {
+		return pool.LeaseRow{}, false, nil
+	}
+	id, err := pool.NewLeaseID()
+	if err != nil {
+		return pool.LeaseRow{}, false, err
+	}
+	row, err = w.claimFirst(ctx, e, p, obs, ready, id, o, map[string]bool{})
+	if errors.Is(err, errClaimsLost) {
+		return pool.LeaseRow{}, false, nil
+	}
+	return row, true, err
+}
+
 // claim claims the first ready free box of p as observed. When other
 // claims take every box it tries, it looks at p's host again, once the
 // engine lists them: a box come free meanwhile is tried, and a failure
@@ -106,11 +146,11 @@ func (w *Workspace) claim(ctx context.Context, p spec.Pool, o LeaseOptions) (poo
 	// once, so that this ends.
 	lost := map[string]bool{}
 	for {
-		ready, none := pool.FreeBoxes(w.Config, p, w.Observed[p.Host], lost)
+		ready, none := pool.FreeBoxes(w.Config.Fleet, w.Config.Boxes, p, w.Observed[p.Host], lost)
 		if len(ready) == 0 {
 			return pool.LeaseRow{}, none
 		}
-		row, err := w.claimFirst(ctx, e, p, ready, id, o, lost)
+		row, err := w.claimFirst(ctx, e, p, w.Observed[p.Host], ready, id, o, lost)
 		if !errors.Is(err, errClaimsLost) {
 			return row, err
 		}
@@ -153,10 +193,10 @@ func (w *Workspace) observeClaims(ctx context.Context, host string, lost map[str
 // every box it tried.
 var errClaimsLost = errors.New("every box tried was claimed by another first")
 
-// claimFirst claims the first of ready, boxes of p on engine e, that it
-// can, for lease id; a box another claimed first is added to lost.
-func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool, ready []string, id string, o LeaseOptions, lost map[string]bool) (pool.LeaseRow, error) {
-	obs := w.Observed[p.Host]
+// claimFirst claims the first of ready, boxes of p on engine e as obs
+// shows them, that it can, for lease id; a box another claimed first is
+// added to lost.
+func (w *Workspace) claimFirst(ctx context.Context, e engine.Engine, p spec.Pool, obs *engine.Observed, ready []string, id string, o LeaseOptions, lost map[string]bool) (pool.LeaseRow, error) {
 	var lastErr error
 	for _, name := range ready {
 		r := obs.Of(name)
@@ -206,7 +246,7 @@ func (w *Workspace) leasedRow(ctx context.Context, p spec.Pool, r engine.Resourc
 	if !ok {
 		return row, fmt.Errorf("box %s's token cannot be read from its executor container (gone since it was looked at?)", l.Box)
 	}
-	if err := w.Tokens.Put(l.Box, token); err != nil {
+	if err := w.Tokens.Keep(l.Box, token); err != nil {
 		return row, err
 	}
 	row.TokenFile = w.opts.Shown(w.Tokens.Path(l.Box))
