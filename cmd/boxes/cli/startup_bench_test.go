@@ -34,14 +34,8 @@ func BenchmarkStartup(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds two binaries")
 	}
-	if runtime.GOOS != "linux" {
-		b.Skip("the floor's imports are those boxes links on Linux")
-	}
+	floor := floorBinary(b)
 	bin := benchBinary(b)
-	floor := filepath.Join(b.TempDir(), "initfloor")
-	if out, err := exec.Command("go", "build", "-o", floor, "github.com/hermes-box/boxes/internal/initfloor").CombinedOutput(); err != nil {
-		b.Fatalf("go build initfloor: %v\n%s", err, out)
-	}
 	var (
 		boxesInit, floorInit, ownInit, boxesRun, floorRun []time.Duration
 		byPackage                                         = map[string][]time.Duration{}
@@ -66,6 +60,21 @@ func BenchmarkStartup(b *testing.B) {
 	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version, the whole run (median of %d)", startupRuns),
 		Value: ms(median(boxesRun)), Unit: "ms",
 		Baseline: "the floor's whole run", Base: ms(median(floorRun))})
+}
+
+// floorBinary builds internal/initfloor, boxes' start-up floor; a
+// benchmark that needs it is skipped where it links other packages than
+// boxes (it imports those boxes links on Linux).
+func floorBinary(b *testing.B) string {
+	b.Helper()
+	if runtime.GOOS != "linux" {
+		b.Skip("the start-up floor imports the packages boxes links on Linux")
+	}
+	floor := filepath.Join(b.TempDir(), "initfloor")
+	if out, err := exec.Command("go", "build", "-o", floor, "github.com/hermes-box/boxes/internal/initfloor").CombinedOutput(); err != nil {
+		b.Fatalf("go build initfloor: %v\n%s", err, out)
+	}
+	return floor
 }
 
 // initLine is a line of GODEBUG=inittrace=1: a package and the clock
