@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -56,11 +57,12 @@ type Config struct {
 	Executor *Side `json:"executor,omitempty"`
 
 	// Hooks for tests, unexported so that they never travel in ConfigVar:
-	// the names the proxy resolves, the roots the routes trust, and where
-	// the gate's own diagnostics go (nil: standard error).
-	resolver smokescreen.Resolver
-	rootCAs  *x509.CertPool
-	logs     io.Writer
+	// the names the proxy resolves, the roots the routes trust, where the
+	// gate's own diagnostics go (nil: standard error), and the authority.
+	resolver  smokescreen.Resolver
+	rootCAs   *x509.CertPool
+	logs      io.Writer
+	authority *authority // nil: made by Serve
 }
 
 // Rule is one destination: a host name or a CIDR, on one port or any.
@@ -88,6 +90,10 @@ type Credential struct {
 	// Value is the header's whole value, prefix included. It never appears
 	// in an error, a log line or a refusal.
 	Value string `json:"value"`
+	// CA is the PEM of the certificates the destination's own must chain
+	// to, in place of the system's roots; "" trusts the system's. It is no
+	// secret.
+	CA string `json:"ca,omitempty"`
 }
 
 // ParseConfig reads a Config from its JSON and validates it. Its errors
@@ -144,8 +150,9 @@ type rule struct {
 
 type credential struct {
 	Credential
-	host string // normalized as rule.host
-	port int    // Port, or 443
+	host  string         // normalized as rule.host
+	port  int            // Port, or 443
+	roots *x509.CertPool // CA's certificates; nil for the system's roots
 }
 
 func compile(c Config) (compiled, error) {
@@ -222,9 +229,44 @@ func compile(c Config) (compiled, error) {
 		} else if !httpguts.ValidHeaderFieldValue(cred.Value) {
 			bad("%s: its value holds a character a header cannot carry (a line break or a control character)", label)
 		}
-		out.credentials = append(out.credentials, credential{Credential: cred, host: host, port: port})
+		roots, err := caPool(cred.CA)
+		if err != nil {
+			bad("%s: ca: %w", label, err)
+		}
+		out.credentials = append(out.credentials, credential{Credential: cred, host: host, port: port, roots: roots})
 	}
 	return out, errors.Join(errs...)
+}
+
+// caPool reads a credential's CA, PEM certificates and nothing else, as the
+// roots its destination's certificate must chain to; nil for "".
+func caPool(data string) (*x509.CertPool, error) {
+	if data == "" {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	rest := []byte(data)
+	n := 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		n++
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("PEM block %d is a %s, not a CERTIFICATE: the ca: file holds the certificates alone", n, block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d cannot be read: %w", n, err)
+		}
+		pool.AddCert(c)
+	}
+	if n == 0 {
+		return nil, errors.New("holds no PEM certificate")
+	}
+	return pool, nil
 }
 
 func compileRule(r Rule) (rule, error) {

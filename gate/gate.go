@@ -9,7 +9,11 @@
 // closed unless listed under private, so a name cannot be pointed at the
 // inside after it was allowed. RoutePort carries the credential routes:
 // plain HTTP from the agent, TLS onwards with the credential's header, the
-// onward connection made through the same proxy and the same checks.
+// onward connection made through the same proxy and the same checks. A
+// CONNECT to a credential's destination is ended by the gate, with a
+// certificate of an authority it makes when it starts (RoutePort serves
+// the authority's certificate at CAPath, for the agent to trust), and each
+// request in it goes on as a route's does; every other CONNECT is a tunnel.
 //
 // Every refusal is one JSON line on the refusals writer (ParseRefusals
 // reads them back); smokescreen's own log goes to standard error at warning
@@ -82,7 +86,24 @@ func Serve(ctx context.Context, cfg Config, proxyLn, routeLn net.Listener, refus
 	if logs == nil {
 		logs = os.Stderr
 	}
-	g := &gate{policy: &policy, refusals: &refusalLog{w: refusals}, logs: logs, resolver: cfg.resolver}
+	g := &gate{
+		policy:    &policy,
+		refusals:  &refusalLog{w: refusals},
+		logs:      logs,
+		resolver:  cfg.resolver,
+		proxyAddr: loopback(proxyLn.Addr()),
+		tunnels:   newTunnelListener(),
+		authority: cfg.authority,
+	}
+	if g.token, err = newToken(); err == nil && g.authority == nil && len(policy.credentials) > 0 {
+		g.authority, err = newAuthority(policy.credentials, nil)
+	}
+	if err != nil {
+		_ = proxyLn.Close()
+		_ = routeLn.Close()
+		return err
+	}
+	g.onwardTransport = g.transports(cfg)
 	errorLog := log.New(logs, "gate: ", log.LstdFlags)
 	proxySrv := &http.Server{
 		Handler:           g.proxy(proxyLn.Addr()),
@@ -90,21 +111,23 @@ func Serve(ctx context.Context, cfg Config, proxyLn, routeLn net.Listener, refus
 		ErrorLog:          errorLog,
 	}
 	routeSrv := &http.Server{
-		Handler:           g.routes(loopback(proxyLn.Addr()), cfg),
+		Handler:           g.routes(),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          errorLog,
 	}
+	interceptSrv := g.interceptServer(errorLog)
 
-	served := make(chan error, 2)
+	served := make(chan error, 3)
 	go func() { served <- proxySrv.Serve(proxyLn) }()
 	go func() { served <- routeSrv.Serve(routeLn) }()
+	go func() { served <- interceptSrv.Serve(g.tunnels) }()
 	var failed error
 	select {
 	case <-ctx.Done():
 	case failed = <-served:
 	}
 	var wg sync.WaitGroup
-	for _, s := range []*http.Server{proxySrv, routeSrv} {
+	for _, s := range []*http.Server{proxySrv, routeSrv, interceptSrv} {
 		wg.Go(func() {
 			stop, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
@@ -115,6 +138,9 @@ func Serve(ctx context.Context, cfg Config, proxyLn, routeLn net.Listener, refus
 	}
 	wg.Wait()
 	g.closeTunnels()
+	for _, tr := range g.onwardTransport {
+		tr.CloseIdleConnections()
+	}
 	if failed != nil && !errors.Is(failed, http.ErrServerClosed) {
 		return fmt.Errorf("serving the gate: %w", failed)
 	}
@@ -158,6 +184,18 @@ type gate struct {
 	// dial connects the proxy to the address it allowed; nil: a real
 	// connection (Check notes the address instead).
 	dial func(ctx context.Context, network, addr string, timeout time.Duration) (net.Conn, error)
+
+	// The interception of CONNECTs to the credentials' destinations: the
+	// authority (nil without a credential), the token of the gate's own
+	// CONNECTs, the proxy they go to, each credential's onward transport,
+	// and the connections ended here on their way to their server, with
+	// their credential until it takes them.
+	authority       *authority
+	token           string
+	proxyAddr       string
+	onwardTransport map[string]*http.Transport
+	tunnels         *tunnelListener
+	ended           sync.Map // *tls.Conn → credential
 
 	mu       sync.Mutex
 	trackers []conntrack.TrackerInterface // of each proxy's CONNECT tunnels
@@ -203,12 +241,21 @@ func (p dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// and a trace ID it would log.
 	r.Header.Del("X-Smokescreen-Role")
 	r.Header.Del("X-Smokescreen-Trace-ID")
+	onward := p.isOnward(r)
 	d, err := destinationOf(r)
 	if err == nil && len(r.Header.Values(upstreamProxyHeader)) > 0 {
 		// Refused here, not by the ACL: smokescreen logs the header's
 		// value before it asks.
 		p.refuse(w, d, p.policy.decide(d, r.Header))
 		return
+	}
+	// The agent's CONNECT to a credential's destination, once the policy
+	// allowed it, is ended here; the gate's own goes on as a tunnel.
+	if err == nil && r.Method == http.MethodConnect && !onward && p.authority != nil {
+		if cred, ok := p.policy.credentialFor(d); ok && p.policy.decide(d, r.Header).allowed {
+			p.intercept(w, cred)
+			return
+		}
 	}
 	if err == nil && p.policy.privateName(d) {
 		p.names.ServeHTTP(w, r)

@@ -18,6 +18,7 @@ const (
 	RuleClosed        = "closed"         // an address closed whatever the rules say
 	RuleUpstreamProxy = "upstream-proxy" // the request names a further proxy
 	RuleResolveFailed = "resolve-failed" // the name did not resolve
+	RuleUntrusted     = "untrusted"      // a credential's destination's certificate did not verify
 )
 
 // upstreamProxyHeader is how a client asks smokescreen (and goproxy) to
