@@ -45,6 +45,9 @@ const (
 type Door struct {
 	// Secrets are the credentials' values by name, prefix included.
 	Secrets map[string]string
+	// CAs are the PEM certificates of the credentials that name a ca:,
+	// by name: what their destinations' certificates must chain to.
+	CAs map[string]string
 	// Closed are CIDRs of the engine's machine (its public addresses; the
 	// private ranges are closed anyway).
 	Closed []string
@@ -83,7 +86,7 @@ func GateConfig(b spec.Box, d Door, redact bool) gate.Config {
 			value = Redacted
 		}
 		c.Credentials = append(c.Credentials, gate.Credential{
-			Name: cr.Name, Host: destinationHost(cr.To), Port: cr.To.Port, Header: cr.Header, Value: value,
+			Name: cr.Name, Host: destinationHost(cr.To), Port: cr.To.Port, Header: cr.Header, Value: value, CA: d.CAs[cr.Name],
 		})
 	}
 	return c
@@ -175,13 +178,22 @@ func closedLabel(d Door) string {
 	return strings.Join(slices.Sorted(slices.Values(d.Closed)), ",")
 }
 
+// CADigest is the CredentialsLabel key of the digest of credential name's
+// CA, beside that of its value: "/" is in no credential's name.
+func CADigest(name string) string { return name + "/ca" }
+
 // credentialDigests is the CredentialsLabel value: name → the first 12 hex
-// digits of the value's SHA-256, as compact JSON with sorted keys.
+// digits of the value's SHA-256, and CADigest(name) → its CA's for a
+// credential with a ca:, as compact JSON with sorted keys.
 func credentialDigests(b spec.Box, d Door) string {
 	m := map[string]string{}
 	for _, c := range b.Credentials {
 		sum := sha256.Sum256([]byte(d.Secrets[c.Name]))
 		m[c.Name] = hex.EncodeToString(sum[:6])
+		if c.CA != "" {
+			sum := sha256.Sum256([]byte(d.CAs[c.Name]))
+			m[CADigest(c.Name)] = hex.EncodeToString(sum[:6])
+		}
 	}
 	out, _ := json.Marshal(m) // a map of strings always marshals
 	return string(out)

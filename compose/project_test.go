@@ -771,6 +771,35 @@ func TestServiceHashes(t *testing.T) {
 		}
 	})
 
+	// A credential's CA is in the gate's configuration, and so in its hash
+	// alone; its file is named in the settings a plan compares.
+	t.Run("credential ca", func(t *testing.T) {
+		without, with, other := base(), base(), base()
+		for _, in := range []*Input{&without, &with, &other} {
+			withCredential(in, "value")
+		}
+		for in, pem := range map[*Input]string{&with: "-----BEGIN CERTIFICATE-----\none\n", &other: "-----BEGIN CERTIFICATE-----\ntwo\n"} {
+			in.Box.Credentials[0].CA = "file:ca.pem"
+			in.Door.CAs = map[string]string{"api": pem}
+		}
+		p := mustProject(t, with)
+		if got := gateConfig(t, p.Services[GateService]).Credentials[0].CA; got != with.Door.CAs["api"] {
+			t.Errorf("the gate's credential has CA %q", got)
+		}
+		if got := ServiceSettings(with.Box, GateService)["credentials.api"]; got != "X-Key to api.example.com from env:API_KEY ca file:ca.pem" {
+			t.Errorf("the credential's settings: %q", got)
+		}
+		h0, h1, h2 := mustHashes(t, mustProject(t, without)), mustHashes(t, p), mustHashes(t, mustProject(t, other))
+		for s := range h0 {
+			if changed := h0[s] != h1[s]; changed != (s == GateService) {
+				t.Errorf("%s: changed=%v with a ca:", s, changed)
+			}
+			if changed := h1[s] != h2[s]; changed != (s == GateService) {
+				t.Errorf("%s: changed=%v with the CA file's content", s, changed)
+			}
+		}
+	})
+
 	// Reordering boxes.yaml's lists changes nothing.
 	t.Run("rule order", func(t *testing.T) {
 		ab, ba := base(), base()

@@ -66,6 +66,9 @@ func doorSettings(s map[string]string, b spec.Box) {
 	s["dns"] = strings.Join(dns, ", ")
 	for _, c := range b.Credentials {
 		s["credentials."+c.Name] = fmt.Sprintf("%s to %s from %s", c.Header, c.To, c.From)
+		if c.CA != "" {
+			s["credentials."+c.Name] += " ca " + c.CA
+		}
 	}
 }
 

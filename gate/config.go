@@ -238,6 +238,13 @@ func compile(c Config) (compiled, error) {
 	return out, errors.Join(errs...)
 }
 
+// CheckCA reports why pem cannot be a credential's CA: it must be PEM
+// certificates and nothing else.
+func CheckCA(pem string) error {
+	_, err := caPool(pem)
+	return err
+}
+
 // caPool reads a credential's CA, PEM certificates and nothing else, as the
 // roots its destination's certificate must chain to; nil for "".
 func caPool(data string) (*x509.CertPool, error) {
@@ -255,11 +262,11 @@ func caPool(data string) (*x509.CertPool, error) {
 		}
 		n++
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %d is a %s, not a CERTIFICATE: the ca: file holds the certificates alone", n, block.Type)
+			return nil, fmt.Errorf("holds a %s (PEM block %d): a CA is certificates alone", block.Type, n)
 		}
 		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("certificate %d cannot be read: %w", n, err)
+			return nil, fmt.Errorf("holds a certificate that cannot be read (PEM block %d): %w", n, err)
 		}
 		pool.AddCert(c)
 	}

@@ -535,9 +535,9 @@ func TestConfigReadsACredentialsCA(t *testing.T) {
 	}
 	for pemText, want := range map[string]string{
 		"not pem":       `credential "api": ca: holds no PEM certificate`,
-		keyPEM:          "PEM block 1 is a EC PRIVATE KEY, not a CERTIFICATE",
-		ca.pem + keyPEM: "PEM block 2 is a EC PRIVATE KEY",
-		"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n": "certificate 1 cannot be read",
+		keyPEM:          `credential "api": ca: holds a EC PRIVATE KEY (PEM block 1): a CA is certificates alone`,
+		ca.pem + keyPEM: "holds a EC PRIVATE KEY (PEM block 2)",
+		"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n": "holds a certificate that cannot be read (PEM block 1)",
 	} {
 		err := cred(pemText).Validate()
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -361,6 +361,25 @@ func TestPlanCredentialValueChanged(t *testing.T) {
 	})
 }
 
+// A credential's ca: file whose content changed on this machine remakes
+// the gate alone, and the plan says so.
+func TestPlanCredentialCAChanged(t *testing.T) {
+	b := testBox("alpha")
+	b.Credentials = []spec.Credential{{Name: "corp", To: destinations(t, "git.corp.example")[0], Header: "Authorization", From: "env:CORP_TOKEN", CA: "file:corp-ca.pem"}}
+	was := compose.Door{Secrets: map[string]string{"corp": "v-0123456789"}, CAs: map[string]string{"corp": "-----BEGIN CERTIFICATE-----\none\n"}}
+	o := emptyObserved()
+	observeWithDoor(t, o, b, was)
+	if _, bp := planOne(t, b, o, map[string]compose.Door{"alpha": was}); bp.Action != reconcile.NoOp {
+		t.Errorf("the same CA: plan %s %q, want no change", bp.Action, reasonTexts(bp))
+	}
+	now := was
+	now.CAs = map[string]string{"corp": "-----BEGIN CERTIFICATE-----\ntwo\n"}
+	_, bp := planOne(t, b, o, map[string]compose.Door{"alpha": now})
+	if got := reasonTexts(bp); bp.Action != reconcile.Recreate || !bp.GateOnly || !reflect.DeepEqual(got, []string{"credential corp: its ca: file changed on this machine"}) {
+		t.Errorf("plan %s gate only %v %q, want a gate-only recreate naming the ca: file", bp.Action, bp.GateOnly, got)
+	}
+}
+
 // ruleChange renders egress and private: each side summed up, then what
 // was added (+) and removed (−).
 func TestRuleChangeRendering(t *testing.T) {

@@ -36,6 +36,9 @@ func (r Reason) String() string {
 	case "door":
 		return fmt.Sprintf("the network door: the box gets its gate (egress: %s, private ranges closed) and the agent moves to a network with no route out", r.New)
 	case "credential":
+		if name, ok := strings.CutSuffix(r.Field, "/ca"); ok {
+			return fmt.Sprintf("credential %s: its ca: file changed on this machine", name)
+		}
 		return fmt.Sprintf("credential %s: its value changed on this machine", r.Field)
 	case "machine":
 		return machineChange(r)

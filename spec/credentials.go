@@ -17,7 +17,7 @@ var (
 
 // credentialKeys are the keys of one credential. value: is not among them:
 // it is refused with a message of its own.
-var credentialKeys = []string{"to", "header", "prefix", "from"}
+var credentialKeys = []string{"to", "header", "prefix", "from", "ca"}
 
 // headersRefused frame or route a request: the gate sets them itself, so a
 // credential that set them would break the request or send it elsewhere.
@@ -96,6 +96,9 @@ func (p *parser) credential(name string, e entry) (Credential, bool) {
 	}
 	if f, ok := fields["from"]; ok {
 		c.From = p.from(name, f.value)
+	}
+	if f, ok := fields["ca"]; ok {
+		c.CA = p.caFile(name, f.value)
 	}
 	return c, len(p.errs) == errs
 }
@@ -181,6 +184,28 @@ func (p *parser) from(name string, n *yaml.Node) string {
 		return ""
 	}
 	return v
+}
+
+// caFile reads a credential's ca:, file:PATH: the PEM certificates its
+// destination's certificate must chain to, in place of the system's roots.
+func (p *parser) caFile(name string, n *yaml.Node) string {
+	const hint = "ca: file:PATH names a PEM file of the certificates the destination's must chain to, e.g. ca: file:~/.config/corp/ca.pem"
+	v, ok := p.str(n)
+	if !ok {
+		return ""
+	}
+	path, isFile := strings.CutPrefix(v, "file:")
+	switch {
+	case !isFile:
+		p.errorf(n, hint, "credential %s: ca: is file:PATH, not %q", name, v)
+	case path == "":
+		p.errorf(n, hint, "credential %s: ca: file: needs a path", name)
+	case path[0] == '~' && !strings.HasPrefix(path, "~/"):
+		p.errorf(n, "write ~/PATH for your home directory, or the full path", "credential %s: ca: file: takes ~/ only, not ~user", name)
+	default:
+		return v
+	}
+	return ""
 }
 
 // credentialClashes reports two credentials of box (or of defaults: box

@@ -172,7 +172,7 @@ boxes:
     credentials:
       github: {to: "api.github.com:443", header: authorization, from: env:GH_TOKEN}
       npm: {to: registry.npmjs.org, header: Authorization, prefix: "Bearer ", from: file:secrets/npm}
-      other-port: {to: "api.github.com:8443", header: Authorization, from: "env:GH_TOKEN"}
+      other-port: {to: "api.github.com:8443", header: Authorization, from: "env:GH_TOKEN", ca: "file:~/.config/corp/ca.pem"}
       by-address: {to: 192.0.2.7/32, header: x-token, from: "env:T"}
 `
 
@@ -195,6 +195,9 @@ func TestParseNetwork(t *testing.T) {
 		out := make([]string, len(cs))
 		for i, c := range cs {
 			out[i] = c.Name + "=" + c.To.String() + "|" + c.Header + "|" + c.Prefix + "|" + c.From
+			if c.CA != "" {
+				out[i] += "|" + c.CA
+			}
 		}
 		return strings.Join(out, " ")
 	}
@@ -217,7 +220,7 @@ func TestParseNetwork(t *testing.T) {
 		t.Errorf("closed: egress %v, private %s, credentials %s, dns %v", b.Egress, text(b.Private), creds(b.Credentials), b.DNS)
 	}
 	wantOpen := anthropic + " by-address=192.0.2.7|x-token||env:T github=api.github.com:443|authorization||env:GH_TOKEN" +
-		" npm=registry.npmjs.org|Authorization|Bearer |file:secrets/npm other-port=api.github.com:8443|Authorization||env:GH_TOKEN"
+		" npm=registry.npmjs.org|Authorization|Bearer |file:secrets/npm other-port=api.github.com:8443|Authorization||env:GH_TOKEN|file:~/.config/corp/ca.pem"
 	if b := open; b.Egress.Mode != EgressOpen || b.Egress.String() != "open" || text(b.Private) != "10.20.0.0/16 [fd00::5]:8443 db.lan" ||
 		creds(b.Credentials) != wantOpen || len(b.DNS) != 1 {
 		t.Errorf("open: egress %v, private %s, credentials %s, dns %v", b.Egress, text(b.Private), creds(b.Credentials), b.DNS)
@@ -330,6 +333,11 @@ func TestParseNetworkErrors(t *testing.T) {
 		{"credential from env empty", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:"}`), 5, 51, "from: env: needs an environment variable name", ""},
 		{"credential from file empty", cred(`      x: {to: api.x.com, header: x-api-key, from: "file:"}`), 5, 51, "credential x: from: file: needs a path", ""},
 		{"credential from another home", cred(`      x: {to: api.x.com, header: x-api-key, from: "file:~bob/key"}`), 5, 51, "from: file: takes ~/ only, not ~user", "~/PATH"},
+		{"credential ca env", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:X", ca: "env:CA"}`), 5, 64, `credential x: ca: is file:PATH, not "env:CA"`, "a PEM file"},
+		{"credential ca path", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:X", ca: /etc/ca.pem}`), 5, 64, `credential x: ca: is file:PATH, not "/etc/ca.pem"`, "ca: file:~/"},
+		{"credential ca empty", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:X", ca: "file:"}`), 5, 64, "credential x: ca: file: needs a path", ""},
+		{"credential ca another home", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:X", ca: "file:~bob/ca.pem"}`), 5, 64, "credential x: ca: file: takes ~/ only, not ~user", "~/PATH"},
+		{"credential ca list", cred(`      x: {to: api.x.com, header: x-api-key, from: "env:X", ca: [file:a]}`), 5, 64, "found a list", ""},
 		{"credential prefix", box(`    credentials:`, `      x:`, `        to: api.x.com`, `        header: Authorization`, `        prefix: "Bearer\n"`, `        from: env:X`), 8, 17, "credential x: prefix holds a control character, which a header cannot carry", ""},
 		{"credential clash", box(`    credentials:`, `      a: {to: api.x.com, header: X-Api-Key, from: "env:A"}`, `      b: {to: "api.x.com:443", header: x-api-key, from: "env:B"}`), 6, 7,
 			"credential b sets header x-api-key on api.x.com:443, as credential a (line 5) does", "one value per header and destination"},

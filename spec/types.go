@@ -312,6 +312,10 @@ type Credential struct {
 	// home directory; a relative PATH is relative to boxes.yaml's
 	// directory, where COMMAND runs too).
 	From string
+	// CA is "file:PATH", a PEM file of the certificates the destination's
+	// own must chain to in place of the system's roots (read as From is);
+	// "" for the system's roots. It is no secret.
+	CA string
 }
 
 // clone is s with its own map and lists, so that changing a box's cannot

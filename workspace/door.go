@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/doctor"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/gate"
 	"github.com/hermes-box/boxes/internal/hint"
 	"github.com/hermes-box/boxes/reconcile"
 	"github.com/hermes-box/boxes/spec"
@@ -49,6 +51,19 @@ func (w *Workspace) Doors(ctx context.Context, names map[string]bool) (doors map
 				continue
 			}
 			d.Secrets[c.Name] = c.Prefix + v
+			if c.CA == "" {
+				continue
+			}
+			pem, err := credentialCA(c, filepath.Dir(w.Path))
+			if err != nil {
+				errs = append(errs, hint.Wrap(fmt.Errorf("box %s, credential %s: %w", b.Name, c.Name, err),
+					"ca: file:PATH names a PEM file of the certificates the destination's must chain to, read on this machine"))
+				continue
+			}
+			if d.CAs == nil {
+				d.CAs = map[string]string{}
+			}
+			d.CAs[c.Name] = pem
 		}
 		out[b.Name] = d
 		if len(errs) > 0 {
@@ -138,15 +153,9 @@ func (w *Workspace) credentialValue(ctx context.Context, c spec.Credential) (str
 		}
 		v = val
 	case "file":
-		path := where
-		if rest, ok := strings.CutPrefix(path, "~/"); ok {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", err
-			}
-			path = filepath.Join(home, rest)
-		} else if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
+		path, err := localPath(where, dir)
+		if err != nil {
+			return "", err
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -163,6 +172,52 @@ func (w *Workspace) credentialValue(ctx context.Context, c spec.Credential) (str
 		return "", fmt.Errorf("%s holds a line break or NUL, which no header value may", c.From)
 	}
 	return v, nil
+}
+
+// localPath is a path as boxes.yaml writes it, on this machine: ~/ is the
+// home directory, and a relative path is from dir, boxes.yaml's.
+func localPath(where, dir string) (string, error) {
+	if rest, ok := strings.CutPrefix(where, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, rest), nil
+	}
+	if !filepath.IsAbs(where) {
+		return filepath.Join(dir, where), nil
+	}
+	return where, nil
+}
+
+// maxCA bounds a ca: file: it travels in the gate's environment, where one
+// variable may hold 128 KiB at most, and it is a few certificates.
+const maxCA = 64 << 10
+
+// credentialCA reads a credential's ca: file (file:PATH, read as from:
+// reads one), which must be PEM certificates and nothing else.
+func credentialCA(c spec.Credential, dir string) (string, error) {
+	where := strings.TrimPrefix(c.CA, "file:")
+	path, err := localPath(where, dir)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("ca: reading %s: %w", where, errors.Unwrap(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCA+1))
+	if err != nil {
+		return "", fmt.Errorf("ca: reading %s: %w", where, err)
+	}
+	if len(data) > maxCA {
+		return "", fmt.Errorf("ca: %s is over %d KiB: a ca: file holds the few certificates the destination's chain to, not a whole bundle", where, maxCA>>10)
+	}
+	if err := gate.CheckCA(string(data)); err != nil {
+		return "", fmt.Errorf("ca: %s %w", where, err)
+	}
+	return string(data), nil
 }
 
 // doorChecks is what doctor tries of b's network door: its egress mode and,
