@@ -82,6 +82,10 @@ func Schema() []byte {
 				"type": "string", "pattern": credentialFromPattern,
 				"description": "Where the value is read on the machine running boxes: env:NAME, an environment variable; file:PATH, a file (~/ is the home directory; a relative path is relative to boxes.yaml's directory); or cmd:COMMAND, what a command prints (run by sh -c in boxes.yaml's directory, within 30 s; one trailing line break dropped). The value itself never goes in boxes.yaml.",
 			},
+			"ca": map[string]any{
+				"type": "string", "pattern": `^file:(~/|[^~]).*$`,
+				"description": "file:PATH, a PEM file (read on the machine running boxes, as from: is) of the certificates the destination's certificate must chain to, in place of the system's roots.",
+			},
 		},
 	}
 	settings := map[string]any{
