@@ -56,6 +56,16 @@ FROM tools AS assets
 # in the image. hb is executable because boxes build writes every file that
 # starts with #! with mode 0755.
 COPY guest/hb guest/profile.sh guest/tmux.conf /opt/hermes-box/guest/
+# Every TLS client of the box reads the system's bundle, to which hb trust
+# adds the authority of the box's gate (the credentials' destinations over
+# HTTPS): Node, Python's requests, curl and git told so, Go and OpenSSL by
+# default. In the gate's container the same file holds the system's roots
+# alone, which is what the gate checks its destinations against.
+ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
+    GIT_SSL_CAINFO=/etc/ssl/certs/ca-certificates.crt \
+    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 # The box's network gate is boxes itself (boxes gate), a static binary that
 # boxes build puts into the context as boxes-gate: its own layer, last, so
 # that a new boxes rebuilds this layer alone. By hand: a static build of
