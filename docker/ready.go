@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -158,6 +159,12 @@ func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, 
 // restarts or is restarted meanwhile fails at once with its last log lines:
 // a container whose hb init fails restarts forever, and waiting cannot help.
 // Of two failures, the agent's is the one returned.
+//
+// A gate that answers only after the agent was ready (one remade or
+// started alone) has an authority the agent may not trust yet: hb trust
+// has it trusted before WaitInit returns. That is best effort: an image
+// whose hb has no trust fails it, and the agent's healthcheck trusts the
+// gate's authority within its interval anyway.
 func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
@@ -169,7 +176,18 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 		<-gate
 		return agent
 	}
-	return <-gate
+	select {
+	case err := <-gate:
+		return err
+	default:
+	}
+	if err := <-gate; err != nil {
+		return err
+	}
+	if c, err := e.ServiceContainer(ctx, box, compose.AgentService); err == nil {
+		_, _ = e.Run(ctx, c.ID, "root", []string{hb.Path, "trust", "--wait", "5"}, io.Discard, io.Discard)
+	}
+	return nil
 }
 
 // waitGate returns once box's gate answers. A box without a gate is one put
