@@ -75,12 +75,12 @@ func (l *lockedBuffer) String() string {
 
 // running is a gate serving on loopback for one test.
 type running struct {
-	t              *testing.T
+	t              testing.TB
 	proxy, route   string // host:port
 	refusals, logs *lockedBuffer
 }
 
-func start(t *testing.T, cfg Config) *running {
+func start(t testing.TB, cfg Config) *running {
 	t.Helper()
 	if cfg.resolver == nil {
 		cfg.resolver = dns(nil)
