@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -41,10 +42,6 @@ const onwardHeader = "X-Boxes-Gate-Onward"
 // so no TLS the gate ends.
 const CAPath = "/_ca.pem"
 
-// onwardTimeout bounds making one onward connection: reaching the proxy,
-// its answer to the CONNECT and the TLS handshake.
-const onwardTimeout = 20 * time.Second
-
 // newToken is 16 random bytes in hex.
 func newToken() (string, error) {
 	b := make([]byte, 16)
@@ -67,19 +64,39 @@ func (g *gate) isOnward(r *http.Request) bool {
 
 // transports are the credentials' onward transports, by name: one each,
 // shared by its route and its intercepted CONNECTs, so that their
-// connections to the destination are reused.
+// connections to the destination are reused. Each reaches the destination
+// through the gate's own proxy (a CONNECT with the gate's token, which
+// the proxy decides and checks as any other), then makes TLS with it.
 func (g *gate) transports(cfg Config) map[string]*http.Transport {
+	proxy := &url.URL{Scheme: "http", Host: g.proxyAddr}
 	out := map[string]*http.Transport{}
 	for _, c := range g.policy.credentials {
-		tlsCfg := &tls.Config{ServerName: c.host, RootCAs: c.roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
-		if c.roots == nil {
-			tlsCfg.RootCAs = cfg.rootCAs // nil: the system's
+		roots := c.roots
+		if roots == nil {
+			roots = cfg.rootCAs // nil: the system's
 		}
 		out[c.Name] = &http.Transport{
-			DialTLSContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return g.onward(ctx, c, addr, tlsCfg)
+			Proxy:              http.ProxyURL(proxy),
+			ProxyConnectHeader: http.Header{onwardHeader: {g.token}},
+			OnProxyConnectResponse: func(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+				if msg := resp.Header.Get(smokescreenErrorHeader); msg != "" {
+					return &refusedError{msg: msg}
+				}
+				return &refusedError{msg: "the gate's proxy answered " + resp.Status}
+			},
+			DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig: &tls.Config{
+				MinVersion: tls.VersionTLS12,
+				// Verified by verifyUpstream, as crypto/tls would, so that
+				// a certificate that does not verify is a refusal too.
+				InsecureSkipVerify: true,
+				VerifyConnection:   g.verifyUpstream(c, roots),
 			},
 			ForceAttemptHTTP2:   true,
+			TLSHandshakeTimeout: 10 * time.Second,
 			IdleConnTimeout:     90 * time.Second,
 			MaxIdleConnsPerHost: 16,
 		}
@@ -92,60 +109,32 @@ type refusedError struct{ msg string }
 
 func (e *refusedError) Error() string { return e.msg }
 
-// onward connects to addr, credential c's destination, through the gate's
-// own proxy, and makes TLS with it under tlsCfg. A certificate that does
-// not verify is a refusal, written with the rest.
-func (g *gate) onward(ctx context.Context, c credential, addr string, tlsCfg *tls.Config) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, onwardTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", g.proxyAddr)
-	if err != nil {
-		return nil, fmt.Errorf("reaching the gate's proxy: %w", err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: addr}, Host: addr, Header: http.Header{onwardHeader: {g.token}}}
-	if err := req.Write(conn); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("asking the gate's proxy for %s: %w", addr, err)
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("asking the gate's proxy for %s: %w", addr, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		conn.Close()
-		msg := resp.Header.Get(smokescreenErrorHeader)
-		if msg == "" {
-			msg = "the gate's proxy answered " + resp.Status
-		}
-		return nil, &refusedError{msg: msg}
-	}
-	var raw net.Conn = conn
-	if br.Buffered() > 0 {
-		raw = &bufferedConn{Conn: conn, r: br}
-	}
-	tc := tls.Client(raw, tlsCfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		conn.Close()
-		var verr *tls.CertificateVerificationError
-		if errors.As(err, &verr) {
-			roots := "the system's roots"
-			if c.roots != nil {
-				roots = fmt.Sprintf("credential %s's ca:", c.Name)
+// verifyUpstream checks the certificate credential c's destination
+// presented against roots (nil: the system's) and the name the connection
+// was made for, as crypto/tls does; one that does not verify is refused,
+// and written as a refusal.
+func (g *gate) verifyUpstream(c credential, roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		err := errors.New("it presented no certificate")
+		if len(cs.PeerCertificates) > 0 {
+			opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: roots, Intermediates: x509.NewCertPool()}
+			for _, cert := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(cert)
 			}
-			reason := fmt.Sprintf("%s presented a certificate the gate does not trust (checked against %s): %v", addr, roots, verr.Err)
-			g.refusals.write(Refusal{Destination: destination{host: c.host, port: c.port}.String(), Rule: RuleUntrusted, Reason: reason})
-			return nil, errors.New(reason)
+			_, err = cs.PeerCertificates[0].Verify(opts)
 		}
-		return nil, fmt.Errorf("TLS with %s: %w", addr, err)
+		if err == nil {
+			return nil
+		}
+		against := "the system's roots"
+		if c.roots != nil {
+			against = fmt.Sprintf("credential %s's ca:", c.Name)
+		}
+		dest := destination{host: c.host, port: c.port}.String()
+		reason := fmt.Sprintf("%s presented a certificate the gate does not trust (checked against %s): %v", dest, against, err)
+		g.refusals.write(Refusal{Destination: dest, Rule: RuleUntrusted, Reason: reason})
+		return errors.New(reason)
 	}
-	_ = conn.SetDeadline(time.Time{})
-	return tc, nil
 }
 
 // bufferedConn is a connection whose first bytes were read into r.
