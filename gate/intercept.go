@@ -110,14 +110,16 @@ type refusedError struct{ msg string }
 func (e *refusedError) Error() string { return e.msg }
 
 // verifyUpstream checks the certificate credential c's destination
-// presented against roots (nil: the system's) and the name the connection
-// was made for, as crypto/tls does; one that does not verify is refused,
-// and written as a refusal.
+// presented against roots (nil: the system's) and the destination's host,
+// as crypto/tls does; one that does not verify is refused, and written as
+// a refusal.
 func (g *gate) verifyUpstream(c credential, roots *x509.CertPool) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		err := errors.New("it presented no certificate")
 		if len(cs.PeerCertificates) > 0 {
-			opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: roots, Intermediates: x509.NewCertPool()}
+			// The credential's host, not cs.ServerName: that is empty for
+			// an address, which sends no server name.
+			opts := x509.VerifyOptions{DNSName: c.host, Roots: roots, Intermediates: x509.NewCertPool()}
 			for _, cert := range cs.PeerCertificates[1:] {
 				opts.Intermediates.AddCert(cert)
 			}

@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -72,11 +73,17 @@ func (ca *testCA) serverCert(t testing.TB, names ...string) tls.Certificate {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -109,6 +116,8 @@ func newUpstream(t testing.TB, ca *testCA, name string, h2 bool) *upstream {
 	}))
 	u.EnableHTTP2 = h2
 	u.TLS = &tls.Config{Certificates: []tls.Certificate{u.cert}}
+	// The gate ends the handshake of a certificate it does not trust.
+	u.Config.ErrorLog = log.New(io.Discard, "", 0)
 	u.StartTLS()
 	t.Cleanup(u.Close)
 	return u
@@ -664,5 +673,39 @@ func TestInterceptCarriesAnUpgrade(t *testing.T) {
 	got, _ := bufio.NewReader(rw).ReadString('\n')
 	if key := <-gotKey; got != "echo: ping\n" || key != secret {
 		t.Errorf("through the upgraded connection: %q, upstream X-Api-Key %q", got, key)
+	}
+}
+
+// A credential to an address: the gate's leaf is for the address, and the
+// destination's certificate must name it (a certificate for a name alone,
+// however trusted its issuer, is refused).
+func TestInterceptToAnAddress(t *testing.T) {
+	ca := newTestCA(t, "private test CA")
+	for _, tc := range []struct {
+		cert string
+		ok   bool
+	}{{"127.0.0.1", true}, {"api.test", false}} {
+		up := newUpstream(t, ca, tc.cert, false)
+		g := start(t, Config{
+			Egress:      EgressNone,
+			Private:     []Rule{{CIDR: "127.0.0.1/32", Port: up.port()}},
+			Credentials: []Credential{{Name: "api", Host: "127.0.0.1", Port: up.port(), Header: "X-Api-Key", Value: secret, CA: ca.pem}},
+		})
+		roots := x509.NewCertPool()
+		roots.AddCert(g.authorityOf())
+		resp, body := do(t, g.agent(roots, false), http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/", up.port()), nil, "")
+		if !tc.ok {
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "127.0.0.1") {
+				t.Errorf("an upstream whose certificate is for %s: %s %q, want 502", tc.cert, resp.Status, body)
+			}
+			g.lastRefusal(fmt.Sprintf("127.0.0.1:%d", up.port()), RuleUntrusted)
+			continue
+		}
+		if resp.StatusCode != 200 || resp.TLS.PeerCertificates[0].IPAddresses[0].String() != "127.0.0.1" {
+			t.Errorf("an upstream whose certificate is for %s: %s %q", tc.cert, resp.Status, body)
+		}
+		if v := up.requests()[0].Header.Get("X-Api-Key"); v != secret {
+			t.Errorf("upstream got X-Api-Key %q", v)
+		}
 	}
 }
