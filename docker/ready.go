@@ -160,11 +160,11 @@ func (e *Engine) ContainerID(ctx context.Context, box, service string) (string, 
 // a container whose hb init fails restarts forever, and waiting cannot help.
 // Of two failures, the agent's is the one returned.
 //
-// A gate that answers only after the agent was ready (one remade or
-// started alone) has an authority the agent may not trust yet: hb trust
-// has it trusted before WaitInit returns. That is best effort: an image
-// whose hb has no trust fails it, and the agent's healthcheck trusts the
-// gate's authority within its interval anyway.
+// Once both answer, the agent trusts the gate's authority (hb trust): the
+// gate made one when it started, and the agent asks for it only once the
+// gate answers, not while it starts beside it. That is best effort: an
+// image whose hb has no trust fails it, and the agent's healthcheck trusts
+// the gate's authority within its interval anyway.
 func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
@@ -175,11 +175,6 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 		cancel()
 		<-gate
 		return agent
-	}
-	select {
-	case err := <-gate:
-		return err
-	default:
 	}
 	if err := <-gate; err != nil {
 		return err

@@ -100,7 +100,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // WaitInit returns once the box's agent has finished hb init and its gate
-// answers: both pods ready.
+// answers: both pods ready. Then the agent trusts the gate's authority (hb
+// trust), best effort, as on Docker (docker.Engine.WaitInit says why).
 func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	gate := make(chan error, 1)
 	go func() {
@@ -111,7 +112,13 @@ func (e *Engine) WaitInit(ctx context.Context, box string) error {
 	if agent != nil {
 		return agent
 	}
-	return <-gate
+	if err := <-gate; err != nil {
+		return err
+	}
+	if id, err := e.ContainerID(ctx, box, compose.AgentService); err == nil {
+		_, _ = e.Run(ctx, id, "root", []string{compose.HB, "trust", "--wait", "5"}, io.Discard, io.Discard)
+	}
+	return nil
 }
 
 // WaitReady returns once the box's executor answers an authenticated MCP

@@ -121,6 +121,16 @@ func readyTime(b *testing.B, e *docker.Engine, box, image string, change func(*t
 	if err := <-gate; err != nil {
 		b.Fatal(err)
 	}
+	// As WaitInit: then the agent trusts the gate's authority.
+	if gated {
+		id, err := e.ContainerID(ctx, box, compose.AgentService)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, err := e.Run(ctx, id, "root", []string{hb.Path, "trust", "--wait", "5"}, nil, nil); err != nil || code != 0 {
+			b.Fatalf("hb trust: exit %d, %v", code, err)
+		}
+	}
 	return time.Since(start)
 }
 

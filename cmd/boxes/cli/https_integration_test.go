@@ -221,11 +221,31 @@ boxes:
 			t.Fatalf("curl trusted the restarted gate before the agent was told: %q", out)
 		}
 		// The healthcheck as Docker runs it, once its interval has passed
-		// (the mark of its last look removed).
+		// (the mark of its last look removed, the box ready a while).
 		dockerOut(t, "exec", agent, "rm", "-f", "/run/hb-trust.at")
+		dockerOut(t, "exec", agent, "touch", "-d", "-1 min", "/run/hb-ready")
 		dockerOut(t, "exec", agent, "hb", "health", "agent")
 		if out, err := inAgent("curl", "-sS", "-m", "10", "https://secure.test/curl"); err != nil || out != "hello from secure.test" {
 			t.Fatalf("curl https://secure.test/ after the healthcheck: %v %q", err, out)
+		}
+		// One block of the gate's in the bundle, however often it changed.
+		if n := dockerOut(t, "exec", agent, "grep", "-c", "^# hb trust: ", "/etc/ssl/certs/ca-certificates.crt"); n != "1" {
+			t.Errorf("the bundle has %s blocks of the gate's", n)
+		}
+	})
+
+	// A box with no credential left has a gate with no authority, and the
+	// agent trusts none.
+	t.Run("no credential", func(t *testing.T) {
+		writeFile(t, filepath.Join(dir, "boxes.yaml"), fmt.Sprintf("version: 1\nfleet: it-https\nboxes:\n  %s:\n    egress: none\n    dns: [%s]\n", box, testhost.DNSServer))
+		if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+			t.Fatalf("apply without the credential: %+v", r)
+		}
+		if out, _ := inAgent("curl", "-s", "-m", "5", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "http://gate:3129/_ca.pem"); out != "404" {
+			t.Errorf("the gate's authority without a credential: HTTP %s, want 404", out)
+		}
+		if out, err := exec.Command("docker", "exec", agent, "grep", "-c", "^# hb trust: ", "/etc/ssl/certs/ca-certificates.crt").CombinedOutput(); strings.TrimSpace(string(out)) != "0" {
+			t.Errorf("the bundle still has the gate's block: %s %v", out, err)
 		}
 	})
 }
