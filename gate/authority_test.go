@@ -32,7 +32,11 @@ func TestTheAuthoritysKeyIsNeverServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(a.key)
-	secrets := [][]byte{a.key.D.Bytes(), keyDER, pkcs8, []byte("PRIVATE KEY")}
+	raw, err := a.key.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := [][]byte{raw, keyDER, pkcs8, []byte("PRIVATE KEY")}
 	get := func(c *http.Client, u string) []byte {
 		resp, err := c.Get(u)
 		if err != nil {
