@@ -1,6 +1,7 @@
 package workspace_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -71,7 +72,7 @@ boxes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	doors, unread := w.Doors(nil)
+	doors, unread := w.Doors(context.Background(), nil)
 	if err := unread["good"]; err != nil {
 		t.Errorf("good: %v", err)
 	}
