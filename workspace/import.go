@@ -432,14 +432,7 @@ func (w *Workspace) importFailed(ctx context.Context, e engine.Helpers, im *Impo
 
 // startAgain starts the box the import stopped, as boxes start does.
 func (w *Workspace) startAgain(ctx context.Context, im *Importing, o ApplyOptions) error {
-	p, err := w.StartPlan(im.Host, im.Box, im.r)
-	if err == nil {
-		err = w.ApplyOne(ctx, p, o)
-	}
-	if err != nil {
-		return fmt.Errorf("starting %s again failed: %w", im.Box, err)
-	}
-	return nil
+	return w.startStopped(ctx, im.Host, im.Box, im.r, o)
 }
 
 // stagingName is the name of a new copy beside tool's place in the home:

@@ -472,12 +472,18 @@ func (w *Workspace) Revert(ctx context.Context, rv *Reversion, o ApplyOptions, s
 
 // start starts the reverted box again, as boxes start does.
 func (w *Workspace) start(ctx context.Context, rv *Reversion, o ApplyOptions) error {
-	p, err := w.StartPlan(rv.Host, rv.Box, rv.r)
+	return w.startStopped(ctx, rv.Host, rv.Box, rv.r, o)
+}
+
+// startStopped starts box name on host, which a revert or an import
+// stopped (r is what it had then), as boxes start does.
+func (w *Workspace) startStopped(ctx context.Context, host, name string, r engine.Resources, o ApplyOptions) error {
+	p, err := w.StartPlan(host, name, r)
 	if err == nil {
 		err = w.ApplyOne(ctx, p, o)
 	}
 	if err != nil {
-		return fmt.Errorf("starting %s again: %w", rv.Box, err)
+		return fmt.Errorf("starting %s again: %w", name, err)
 	}
 	return nil
 }
