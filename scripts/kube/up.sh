@@ -379,14 +379,18 @@ start agent-sandbox-controller env KUBECONFIG="$E/admin.kubeconfig" agent-sandbo
 # service proxy, no CNI, no ports. Its chains have fixed names, so one runs
 # per machine: refuse when another's are there (not this cluster's own
 # from an earlier start). It leaves its rules when stopped; down.sh removes
-# them ---
+# them. It rewrites the filter table when a pod or a policy changes, and
+# every --iptables-sync-period besides: Docker's own rules written at that
+# moment can be lost, so no periodic rewrite while Docker tests run (the
+# cluster's tests run alone, scripts/test.sh) ---
 if [ ! -e "$R/kube-router.used" ] && iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; then
 	kube_die "up: another kube-router's chains (KUBE-ROUTER-*) are in iptables: is a cluster of another kind running?"
 fi
 touch "$R/kube-router.used"
 start kube-router kube-router --kubeconfig "$E/admin.kubeconfig" --hostname-override "$KUBE_NODE" \
 	--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
-	--service-cluster-ip-range "$KUBE_SVC_CIDR" --health-port 0 --metrics-port 0 --v 1
+	--service-cluster-ip-range "$KUBE_SVC_CIDR" --health-port 0 --metrics-port 0 --v 1 \
+	--iptables-sync-period 24h
 await "kube-router's chains" iptables -S KUBE-ROUTER-FORWARD
 
 wait "$importing" || kube_die "up: importing images failed"
