@@ -25,15 +25,11 @@ rm -f "$out"/*.log
 # ssh engine took over 10 s to answer; in-box checks of 2 s timed out).
 parts=(
 	# The shared it-alpha … it-delta boxes, one test after the other, and
-	# the moves of it-h9-mv and its kin; then, so that the parts take about
-	# as long, a long trial on boxes of its own (it-f*).
-	'TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP|TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward|TestIntegrationForks'
+	# the moves of it-h9-mv and its kin; then, so that the two parts take
+	# about as long, two long trials on boxes of their own (it-h10-*, it-f*).
+	'TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP|TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward|TestIntegrationArchiveCrashes|TestIntegrationForks'
 )
-# The random kills, on boxes of their own (it-k-*, it-h11c-*): a part run
-# once the packages' tests are done, in their place and at their priority,
-# so that no more than two parts and one lower-priority job run at once.
-after='TestIntegrationRandomKills|TestIntegrationRandomKillsMove|TestIntegrationRandomKillsRestore'
-all=$(IFS='|'; echo "${parts[*]}|${after}")
+all=$(IFS='|'; echo "${parts[*]}")
 # Tests that change what every box on the engine sees (a new address of
 # the engine's machine, which every gate must then close): run alone, once
 # the parts are done, so that no other test's plan meets the change.
@@ -71,24 +67,13 @@ done
 run_part "cli-$((${#parts[@]} + 1))" -test.skip "^(${all}|${alone}|${kube_cli})\$"
 
 mapfile -t pkgs < <($GO list ./... | grep -v -e '/cmd/boxes/cli$' -e '/kube$' -e '/internal/testkube$')
-after_part=cli-$((${#parts[@]} + 2))
-rm -f "$out/failed-after"
-(
-	nice -n 10 "$GO" test -p 1 -count=1 -timeout 40m "${pkgs[@]}" >"$out/packages.log" 2>&1 || echo packages >>"$out/failed-after"
-	echo "test: packages done ($(($(date +%s) - started)) s in); then $after_part" >&2
-	(cd cmd/boxes/cli && BOXES_TEST_SHARD=${after_part#cli-} nice -n 10 "../../../$out/cli.test" -test.v -test.count=1 -test.timeout 40m -test.run "^(${after})\$") \
-		>"$out/$after_part.log" 2>&1 || echo "$after_part" >>"$out/failed-after"
-	[ ! -s "$out/failed-after" ]
-) &
-pids+=($!) names+=("packages+$after_part")
+nice -n 10 "$GO" test -p 1 -count=1 -timeout 40m "${pkgs[@]}" >"$out/packages.log" 2>&1 &
+pids+=($!) names+=(packages)
 
 wait_parts() {
 	for i in "${!pids[@]}"; do
 		if wait "${pids[$i]}"; then
 			echo "test: ${names[$i]} passed ($(($(date +%s) - started)) s in)" >&2
-		elif [ "${names[$i]}" = "packages+$after_part" ]; then
-			mapfile -t -O "${#failed[@]}" failed <"$out/failed-after"
-			echo "test: ${names[$i]} FAILED ($(($(date +%s) - started)) s in)" >&2
 		else
 			failed+=("${names[$i]}")
 			echo "test: ${names[$i]} FAILED ($(($(date +%s) - started)) s in)" >&2
