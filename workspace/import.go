@@ -96,17 +96,8 @@ func (w *Workspace) LockedImport(ctx context.Context, name string, tool toolstat
 	if now == nil {
 		now = time.Now
 	}
-	if err := w.LockBox(name, "boxes import"); err != nil {
-		return nil, err
-	}
-	host, r, err := w.ObserveBox(ctx, name)
+	host, r, err := w.lockBoxWithData(ctx, name, "boxes import")
 	if err != nil {
-		return nil, err
-	}
-	if _, declared := w.Config.Box(name); !declared {
-		return nil, w.Undeclared(name)
-	}
-	if err := w.hasData(name, host, r); err != nil {
 		return nil, err
 	}
 	agent, ok := r.Container(compose.AgentService)

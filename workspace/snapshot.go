@@ -389,17 +389,8 @@ func (w *Workspace) LockedReversion(ctx context.Context, name, label string) (*R
 	if err := snapshot.CheckLabel(label); err != nil {
 		return nil, err
 	}
-	if err := w.LockBox(name, "boxes revert"); err != nil {
-		return nil, err
-	}
-	host, r, err := w.ObserveBox(ctx, name)
+	host, r, err := w.lockBoxWithData(ctx, name, "boxes revert")
 	if err != nil {
-		return nil, err
-	}
-	if _, declared := w.Config.Box(name); !declared {
-		return nil, w.Undeclared(name)
-	}
-	if err := w.hasData(name, host, r); err != nil {
 		return nil, err
 	}
 	var s *engine.Snapshot
@@ -486,4 +477,23 @@ func (w *Workspace) startStopped(ctx context.Context, host, name string, r engin
 		return fmt.Errorf("starting %s again: %w", name, err)
 	}
 	return nil
+}
+
+// lockBoxWithData takes box name's lock for what, and observes it: a box
+// boxes.yaml declares, with its data volume there.
+func (w *Workspace) lockBoxWithData(ctx context.Context, name, what string) (string, engine.Resources, error) {
+	if err := w.LockBox(name, what); err != nil {
+		return "", engine.Resources{}, err
+	}
+	host, r, err := w.ObserveBox(ctx, name)
+	if err != nil {
+		return "", engine.Resources{}, err
+	}
+	if _, declared := w.Config.Box(name); !declared {
+		return "", engine.Resources{}, w.Undeclared(name)
+	}
+	if err := w.hasData(name, host, r); err != nil {
+		return "", engine.Resources{}, err
+	}
+	return host, r, nil
 }
