@@ -167,6 +167,7 @@ func TestPodState(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}},
 		}}}}, engine.Restarting, 3, 4},
 		{"image missing", corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}}}}, engine.Dead, 0, 0},
+		{"secret not synced yet: the kubelet retries", corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: "failed to sync secret cache: timed out waiting for the condition"}}}}}}, engine.Created, 0, 0},
 		{"ended", corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}}}}, engine.Exited, 137, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,6 +209,11 @@ func containerOf(s sandboxv1.Sandbox, p *corev1.Pod, box string) engine.Containe
 	return c
 }
 
+// kubeletRetries are the reasons a container waits that the kubelet
+// retries on its own at the pod's next sync: "failed to sync secret cache:
+// timed out waiting for the condition" is one on a busy node, and passes.
+var kubeletRetries = map[string]bool{"CreateContainerConfigError": true, "CreateContainerError": true}
+
 // podState is the state of a pod's one container.
 func podState(p *corev1.Pod) (engine.State, int, int, string) {
 	if len(p.Status.ContainerStatuses) == 0 {
@@ -230,6 +235,10 @@ func podState(p *corev1.Pod) (engine.State, int, int, string) {
 			code = int(t.ExitCode)
 		}
 		return engine.Restarting, code, restarts, cs.State.Waiting.Message
+	case cs.State.Waiting != nil && kubeletRetries[cs.State.Waiting.Reason]:
+		// Not made yet, and the kubelet tries again by itself: a Secret
+		// its cache has not synced, a runtime's passing refusal.
+		return engine.Created, 0, restarts, cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
 	case cs.State.Waiting != nil && cs.State.Waiting.Reason != "ContainerCreating" && cs.State.Waiting.Reason != "PodInitializing":
 		// The image cannot be pulled, the container cannot be made: it
 		// will not start by itself.

@@ -64,6 +64,7 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 	ctx, cancel := context.WithTimeout(ctx, WaitTimeout)
 	defer cancel()
 	last := "it has no pod yet"
+	var refusedSince time.Time
 	for {
 		p, err := e.pod(ctx, id)
 		if err != nil && ctx.Err() == nil {
@@ -71,9 +72,18 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 		}
 		if p != nil {
 			state, code, restarts, why := podState(p)
+			if state != engine.Created || why == "" {
+				refusedSince = time.Time{}
+			} else if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			}
 			switch {
 			case state == engine.Exited || state == engine.Dead || restarts > 0:
 				return nil, fmt.Errorf("%s of %s: the container is %s (exit %d, %d restarts) %s; its last log lines: %s", service, box, state, code, restarts, why, e.lastLines(ctx, id, 3))
+			case !refusedSince.IsZero() && time.Since(refusedSince) > RetriedFor:
+				return nil, fmt.Errorf("%s of %s: the container could not be made for %s, the kubelet trying again: %s", service, box, RetriedFor, why)
+			case !refusedSince.IsZero():
+				last = "the kubelet has not made its container yet (" + why + ")"
 			case podReady(p):
 				return p, nil
 			case state == engine.Running:
@@ -89,6 +99,10 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 		}
 	}
 }
+
+// RetriedFor is how long a container the kubelet cannot make yet, and
+// retries (kubeletRetries), is waited for before ready says why.
+var RetriedFor = 45 * time.Second
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
