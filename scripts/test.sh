@@ -26,8 +26,9 @@ rm -f "$out"/*.log
 parts=(
 	# The shared it-alpha … it-delta boxes, one test after the other, and
 	# the moves of it-h9-mv and its kin; then, so that the two parts take
-	# about as long, two long trials on boxes of their own (it-h10-*, it-f*).
-	'TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP|TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward|TestIntegrationArchiveCrashes|TestIntegrationForks'
+	# about as long, three long trials on boxes of their own (it-h10-*,
+	# it-f*, it-k-*).
+	'TestIntegrationCrashSafety|TestIntegrationPlanApply|TestIntegrationHostErrors|TestIntegrationHostsPlanApply|TestIntegrationRemoteReadiness|TestIntegrationMCP|TestIntegrationMoveKilled|TestIntegrationMoveKilledStreamingImage|TestIntegrationMove|TestIntegrationMovePutBack|TestIntegrationOpenThroughForward|TestIntegrationArchiveCrashes|TestIntegrationForks|TestIntegrationRandomKills'
 )
 all=$(IFS='|'; echo "${parts[*]}")
 # Tests that change what every box on the engine sees (a new address of
