@@ -52,6 +52,27 @@ kube_who="test"
 . scripts/kube/session.sh
 kube_session_start
 
+# Bridges whose containers iptables keeps apart (scripts/firewall-watch.sh),
+# noted while the tests run: printed at the end when there were any. The
+# watch stops with the script, however it ends.
+watch_pid=''
+stop_watch() {
+	[ -n "$watch_pid" ] || return 0
+	kill "$watch_pid" 2>/dev/null || true
+	wait "$watch_pid" 2>/dev/null || true
+	watch_pid=''
+	if [ -s "$out/firewall.log" ]; then
+		echo "test: Docker bridges whose containers could not reach each other for a while ($out/firewall.log):" >&2
+		cat "$out/firewall.log" >&2
+	fi
+}
+if [ "$(id -u)" -eq 0 ] && command -v iptables >/dev/null; then
+	: >"$out/firewall.log"
+	bash scripts/firewall-watch.sh "$out/firewall.log" &
+	watch_pid=$!
+	trap 'stop_watch; kube_session_stop' EXIT
+fi
+
 echo "test: building the command line's tests" >&2
 $GO test -c -o "$out/cli.test" ./cmd/boxes/cli
 
@@ -99,6 +120,7 @@ echo "test: the command line's slowest tests:" >&2
 grep -h -E '^--- (PASS|FAIL): ' "$out"/cli-*.log | sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)$/\2 \1/' |
 	sort -rn | head -15 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }' >&2 || true
 kube_session_stop
+stop_watch
 for name in "${failed[@]}"; do
 	echo "==== $out/$name.log"
 	cat "$out/$name.log"
