@@ -74,7 +74,12 @@ func doorProbes(d Door) string {
 	s.WriteString("( if [ -n \"$gw\" ]; then gw=$(printf '%d.%d.%d.%d' 0x$(echo $gw | cut -c7-8) 0x$(echo $gw | cut -c5-6) 0x$(echo $gw | cut -c3-4) 0x$(echo $gw | cut -c1-2)); " +
 		"out=$(curl -sv -m 1 --noproxy '*' -o /dev/null http://$gw:9/ 2>&1); code=$?; " +
 		"echo \"direct $gw $code $(echo \"$out\" | grep -oi 'connection refused\\|no route to host\\|timed out' | head -n 1)\"; else echo 'direct none'; fi ) &\n")
-	s.WriteString(probe("health", "http://gate:3129/_health", "--noproxy '*' "))
+	// The gate's health route, then what the network showed of the gate:
+	// the address its name resolves to, the flags of the neighbour entry
+	// for it (0x2: its MAC address answered) and the seconds curl took to
+	// connect (0 when it never did).
+	s.WriteString("( r=$(curl -s -m 8 --noproxy '*' -o /dev/null -w '%{http_code} %{http_connect} %{time_connect}' 'http://gate:3129/_health'); c=$?; set -- $r; echo \"health $1 $2 $c\"; " +
+		"ip=$(getent hosts gate | awk '{print $1; exit}'); echo \"gatenet ${ip:--} $(awk -v ip=\"$ip\" '$1 == ip {f = $3} END {print (f == \"\" ? \"-\" : f)}' /proc/net/arp) ${3:-0}\" ) &\n")
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))
 	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
 	if d.Egress != "open" {
@@ -85,6 +90,30 @@ func doorProbes(d Door) string {
 	}
 	s.WriteString("wait\n")
 	return s.String()
+}
+
+// gateUnanswered says what the network showed of a gate that did not
+// answer (health: curl's HTTP status, CONNECT status and exit; gatenet:
+// the address the name gate resolved to, its neighbour entry's flags and
+// the seconds to connect), "" when it showed nothing to go by.
+func gateUnanswered(health, gatenet []string) string {
+	if len(gatenet) != 3 {
+		return ""
+	}
+	ip, flags := gatenet[0], gatenet[1]
+	connected := strings.Trim(gatenet[2], "0.") != ""
+	timedOut := len(health) == 3 && health[2] == "28"
+	switch {
+	case ip == "-":
+		return "; the name gate does not resolve there (the engine's DNS for the box's network)"
+	case connected && timedOut:
+		return fmt.Sprintf("; the connection to %s was made, but the gate did not answer within 8 s: it is stuck (paused, or starved of CPU)", ip)
+	case flags == "-" || flags == "0x0":
+		return fmt.Sprintf("; nothing on the box's network answers for the gate's address %s (no neighbour entry): the gate is not on that network", ip)
+	case timedOut:
+		return fmt.Sprintf("; the gate's address %s had answered on the box's network (the agent holds its MAC address), but the connection got no answer: something drops traffic inside the box's network (a firewall on the engine's machine: iptables FORWARD), or the gate left it", ip)
+	}
+	return fmt.Sprintf("; its address is %s", ip)
 }
 
 // checkDoor runs the probes in the agent container id and reads them.
@@ -135,7 +164,7 @@ func readDoor(ctx context.Context, r engine.Runner, id, user string, d Door) []h
 		fmt.Sprintf("a direct connection from the agent reached a machine (%s): traffic can bypass the gate (boxes apply remakes the box on its inside network)", strings.Join(seen["direct"], " ")))
 	health := seen["health"]
 	add("gate answers", len(health) > 0 && health[0] == "200", "the gate answers on gate:3129",
-		fmt.Sprintf("the gate does not answer from the agent (%s): boxes logs %s", strings.Join(health, " "), "NAME gate"))
+		fmt.Sprintf("the gate does not answer from the agent (%s)%s: boxes logs %s", strings.Join(health, " "), gateUnanswered(health, seen["gatenet"]), "NAME gate"))
 	for _, p := range []struct{ key, what string }{{"private", "a private address (10.255.255.1)"}, {"linklocal", "a link-local address, where cloud metadata lives (169.254.0.1)"}} {
 		add("gate refuses "+p.key, refusedByGate(seen[p.key]), "the gate refuses "+p.what,
 			fmt.Sprintf("%s was not refused by the gate (%s)", p.what, strings.Join(seen[p.key], " ")))

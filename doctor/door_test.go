@@ -84,6 +84,16 @@ ok box gate allows: http://api.example.com/ answers through the gate
 			"error box no way around the gate: a direct connection from the agent reached a machine (): traffic can bypass the gate (boxes apply remakes the box on its inside network)\n"},
 		{"the gate does not answer", Door{Egress: "open"}, directNone + "health 000 000 7\n" + refusedPriv + refusedLink,
 			"error box gate answers: the gate does not answer from the agent (000 000 7): boxes logs NAME gate\n"},
+		{"the gate's name does not resolve", Door{Egress: "open"}, directNone + "health 000 000 6\ngatenet - - 0.000000\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 6); the name gate does not resolve there (the engine's DNS for the box's network): boxes logs NAME gate\n"},
+		{"the gate is not on the box's network", Door{Egress: "open"}, directNone + "health 000 000 28\ngatenet 172.20.0.3 0x0 0.000000\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 28); nothing on the box's network answers for the gate's address 172.20.0.3 (no neighbour entry): the gate is not on that network: boxes logs NAME gate\n"},
+		{"a firewall drops what the agent sends the gate", Door{Egress: "open"}, directNone + "health 000 000 28\ngatenet 172.20.0.3 0x2 0\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 28); the gate's address 172.20.0.3 had answered on the box's network (the agent holds its MAC address), but the connection got no answer: something drops traffic inside the box's network (a firewall on the engine's machine: iptables FORWARD), or the gate left it: boxes logs NAME gate\n"},
+		{"the gate is stuck", Door{Egress: "open"}, directNone + "health 000 000 28\ngatenet 172.20.0.3 0x2 0.000211\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 28); the connection to 172.20.0.3 was made, but the gate did not answer within 8 s: it is stuck (paused, or starved of CPU): boxes logs NAME gate\n"},
+		{"the gate refuses its port", Door{Egress: "open"}, directNone + "health 000 000 7\ngatenet 172.20.0.3 0x2 0.000000\n" + refusedPriv + refusedLink,
+			"error box gate answers: the gate does not answer from the agent (000 000 7); its address is 172.20.0.3: boxes logs NAME gate\n"},
 		{"a private address answered", Door{Egress: "open"}, directNone + healthy + "private 200 000 0\n" + refusedLink,
 			"error box gate refuses private: a private address (10.255.255.1) was not refused by the gate (200 000 0)\n"},
 		{"a link-local address answered", Door{Egress: "open"}, directNone + healthy + refusedPriv + "linklocal 200 000 0\n",
@@ -132,7 +142,7 @@ func TestDoorProbesFollowTheMode(t *testing.T) {
 	list := doorProbes(Door{Egress: "list", Allowed: "http://api.example.com/"})
 	none := doorProbes(Door{Egress: "none"})
 	for _, s := range []string{open, list, none} {
-		for _, want := range []string{"/proc/net/route", "echo \"health ", "--noproxy '*' -o /dev/null -w '%{http_code} %{http_connect}' 'http://gate:3129/_health'",
+		for _, want := range []string{"/proc/net/route", "echo \"health ", "--noproxy '*' -o /dev/null -w '%{http_code} %{http_connect} %{time_connect}' 'http://gate:3129/_health'", "/proc/net/arp",
 			"echo \"private ", "'http://10.255.255.1/'", "echo \"linklocal ", "'http://169.254.0.1/'"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("script lacks %q:\n%s", want, s)
