@@ -229,17 +229,7 @@ func writeEgress(w io.Writer, r egressReport) error {
 	if r.Gate != "missing" && !r.Current {
 		fmt.Fprintln(w, "  the gate runs other rules than boxes.yaml declares: boxes plan shows the change")
 	}
-	switch r.Egress {
-	case "list":
-		fmt.Fprintf(w, "  egress:   %d allowed\n", len(r.Allow))
-		for _, d := range r.Allow {
-			fmt.Fprintf(w, "              %s\n", d)
-		}
-	case "none":
-		fmt.Fprintln(w, "  egress:   none (every destination refused)")
-	default:
-		fmt.Fprintln(w, "  egress:   open (any public address)")
-	}
+	writeEgressMode(w, r.Egress, r.Allow)
 	fmt.Fprintf(w, "  closed:   %s\n", strings.Join(r.Closed, ", "))
 	switch {
 	case r.Machine.Status == "exposed":
@@ -259,17 +249,13 @@ func writeEgress(w io.Writer, r egressReport) error {
 	return writeExecutorEgress(w, r.Executor)
 }
 
-// writeExecutorEgress writes the executor's side of egress.
-func writeExecutorEgress(w io.Writer, e egressExecutor) error {
-	if !e.Door {
-		fmt.Fprintln(w, "executor: reaches out by itself (boxes.yaml gives it no egress:), under no rule of the gate")
-		return nil
-	}
-	fmt.Fprintf(w, "executor: its one way out is the gate too (%s), under its own rules\n", compose.ExecutorGateURL)
-	switch e.Egress {
+// writeEgressMode writes the egress line of one side of a gate: its mode
+// ("list", "none" or "open") and, for a list, the destinations allowed.
+func writeEgressMode(w io.Writer, mode string, allow []string) {
+	switch mode {
 	case "list":
-		fmt.Fprintf(w, "  egress:   %d allowed\n", len(e.Allow))
-		for _, d := range e.Allow {
+		fmt.Fprintf(w, "  egress:   %d allowed\n", len(allow))
+		for _, d := range allow {
 			fmt.Fprintf(w, "              %s\n", d)
 		}
 	case "none":
@@ -277,6 +263,16 @@ func writeExecutorEgress(w io.Writer, e egressExecutor) error {
 	default:
 		fmt.Fprintln(w, "  egress:   open (any public address)")
 	}
+}
+
+// writeExecutorEgress writes the executor's side of egress.
+func writeExecutorEgress(w io.Writer, e egressExecutor) error {
+	if !e.Door {
+		fmt.Fprintln(w, "executor: reaches out by itself (boxes.yaml gives it no egress:), under no rule of the gate")
+		return nil
+	}
+	fmt.Fprintf(w, "executor: its one way out is the gate too (%s), under its own rules\n", compose.ExecutorGateURL)
+	writeEgressMode(w, e.Egress, e.Allow)
 	fmt.Fprintln(w, "  closed:   as for the agent")
 	if len(e.Private) > 0 {
 		fmt.Fprintf(w, "  private:  open exceptions: %s\n", strings.Join(e.Private, ", "))
