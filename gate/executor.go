@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -180,14 +179,8 @@ func ServeExecutor(ctx context.Context, cfg Config, proxyLn, relayLn net.Listene
 		_ = relayLn.Close()
 		return err
 	}
-	if refusals == nil {
-		refusals = io.Discard
-	}
-	logs := cfg.logs
-	if logs == nil {
-		logs = os.Stderr
-	}
-	g := &gate{policy: &policy, refusals: &refusalLog{w: refusals, side: SideExecutor}, logs: logs, resolver: cfg.resolver}
+	g := sideGate(cfg, &policy, refusals, SideExecutor)
+	logs := g.logs
 	srv := &http.Server{
 		Handler:           g.proxy(proxyLn.Addr()),
 		ReadHeaderTimeout: 30 * time.Second,

@@ -69,6 +69,21 @@ func Run(ctx context.Context, cfg Config, refusals io.Writer) error {
 	return runSides(ctx, cfg, proxyLn, routeLn, refusals)
 }
 
+// sideGate is the gate of one side of cfg ("" for the agent's, or
+// SideExecutor) under policy: its refusals go to refusals (nowhere when
+// nil) under that side's name, its logs to cfg's (standard error when it
+// has none).
+func sideGate(cfg Config, policy *compiled, refusals io.Writer, side string) *gate {
+	if refusals == nil {
+		refusals = io.Discard
+	}
+	logs := cfg.logs
+	if logs == nil {
+		logs = os.Stderr
+	}
+	return &gate{policy: policy, refusals: &refusalLog{w: refusals, side: side}, logs: logs, resolver: cfg.resolver}
+}
+
 // Serve serves cfg's proxy on proxyLn and its routes on routeLn until ctx
 // ends, then closes both; it returns nil then, or the error that stopped a
 // listener first.
@@ -79,22 +94,11 @@ func Serve(ctx context.Context, cfg Config, proxyLn, routeLn net.Listener, refus
 		_ = routeLn.Close()
 		return err
 	}
-	if refusals == nil {
-		refusals = io.Discard
-	}
-	logs := cfg.logs
-	if logs == nil {
-		logs = os.Stderr
-	}
-	g := &gate{
-		policy:    &policy,
-		refusals:  &refusalLog{w: refusals},
-		logs:      logs,
-		resolver:  cfg.resolver,
-		proxyAddr: loopback(proxyLn.Addr()),
-		tunnels:   newTunnelListener(),
-		authority: cfg.authority,
-	}
+	g := sideGate(cfg, &policy, refusals, "")
+	logs := g.logs
+	g.proxyAddr = loopback(proxyLn.Addr())
+	g.tunnels = newTunnelListener()
+	g.authority = cfg.authority
 	if g.token, err = newToken(); err == nil && g.authority == nil && len(policy.credentials) > 0 {
 		g.authority, err = newAuthority(policy.credentials, nil)
 	}
