@@ -30,14 +30,8 @@ func startExecutor(t *testing.T, cfg Config, from netip.Prefix) *executorSide {
 	}
 	g := &running{t: t, refusals: &lockedBuffer{}, logs: &lockedBuffer{}}
 	cfg.logs = g.logs
-	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxyLn := listen(t)
+	relayLn := listen(t)
 	g.proxy = proxyLn.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -87,14 +87,8 @@ func start(t testing.TB, cfg Config) *running {
 	}
 	g := &running{t: t, refusals: &lockedBuffer{}, logs: &lockedBuffer{}}
 	cfg.logs = g.logs
-	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	routeLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxyLn := listen(t)
+	routeLn := listen(t)
 	g.proxy, g.route = proxyLn.Addr().String(), routeLn.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -600,10 +594,7 @@ func TestUnknownRouteAndHealth(t *testing.T) {
 		t.Errorf("checkHealth of a running gate: %v", err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listen(t)
 	gone := ln.Addr().String()
 	ln.Close()
 	if err := checkHealth(context.Background(), gone); err == nil {
@@ -620,4 +611,14 @@ func assertNoSecret(t *testing.T, g *running) {
 			t.Errorf("the credential's value is in the gate's %s:\n%s", name, out)
 		}
 	}
+}
+
+// listen is a listener on a free loopback port, for a gate under test.
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

@@ -400,14 +400,8 @@ func TestStopEndsInterceptedConnections(t *testing.T) {
 	up := newUpstream(t, ca, "api.test", false)
 	cfg := httpsConfig(up, ca.pem)
 	cfg.logs = io.Discard
-	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	routeLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	proxyLn := listen(t)
+	routeLn := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
