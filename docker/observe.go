@@ -196,7 +196,7 @@ func (l Listing) Observed(host string) *engine.Observed {
 			continue
 		}
 		if label := v.Labels[compose.SnapshotLabel]; label != "" {
-			o.Snapshots = append(o.Snapshots, snapshotOf(v.Name, box, label, v.Labels, writing[v.Name]))
+			o.Snapshots = append(o.Snapshots, compose.SnapshotOf(v.Name, box, label, v.Labels, writing[v.Name]))
 			continue
 		}
 		// Unreadable, the time stays zero: every backup of the box is shown.
@@ -382,16 +382,6 @@ func (e *Engine) describe() string {
 		return "the local engine"
 	}
 	return fmt.Sprintf("host %q", e.Host)
-}
-
-// snapshotOf is snapshot volume name of box as its labels describe it.
-func snapshotOf(name, box, label string, labels map[string]string, writing bool) engine.Snapshot {
-	created, _ := time.Parse(time.RFC3339, labels[compose.SnapshotCreatedLabel])
-	size, err := strconv.ParseInt(labels[compose.SnapshotSizeLabel], 10, 64)
-	if err != nil || size < 0 {
-		size = -1
-	}
-	return engine.Snapshot{Volume: name, Box: box, Label: label, Fleet: labels[compose.FleetLabel], Created: created, Size: size, Writing: writing}
 }
 
 func managedBox(labels map[string]string) (string, bool) {

@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -14,26 +13,17 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hermes-box/boxes/compose"
+	"github.com/hermes-box/boxes/hb"
 )
 
 // ToolVersions runs `hb versions --json` in a throwaway container of image
 // and returns tool → version for the tools it found.
 func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]string, error) {
-	out, err := e.runOnce(ctx, image, []string{compose.HB, "versions", "--json"})
+	out, err := e.runOnce(ctx, image, hb.VersionsCmd)
 	if err != nil {
 		return nil, err
 	}
-	var raw map[string]any
-	if err := json.Unmarshal(out, &raw); err != nil {
-		return nil, fmt.Errorf("hb versions --json: %w", err)
-	}
-	tools := map[string]string{}
-	for k, v := range raw {
-		if s, ok := v.(string); ok && s != "" {
-			tools[k] = s
-		}
-	}
-	return tools, nil
+	return hb.ParseVersions(out)
 }
 
 // runOnce runs cmd in a new container of image (no network) and returns

@@ -189,3 +189,23 @@ func Attach() []string { return InHome("tmux", "new-session", "-A", "-s", Sessio
 func InHome(cmd ...string) []string {
 	return append([]string{"sh", "-c", `cd 2>/dev/null; exec "$@"`, "sh"}, cmd...)
 }
+
+// VersionsCmd is the command that prints the tools of an image, as JSON:
+// run by an engine's ToolVersions in a throwaway container of the image.
+var VersionsCmd = []string{Path, "versions", "--json"}
+
+// ParseVersions reads what VersionsCmd printed: tool → version, for the
+// tools it found.
+func ParseVersions(out []byte) (map[string]string, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, fmt.Errorf("hb versions --json: %w", err)
+	}
+	tools := map[string]string{}
+	for k, v := range raw {
+		if s, ok := v.(string); ok && s != "" {
+			tools[k] = s
+		}
+	}
+	return tools, nil
+}
