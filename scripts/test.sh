@@ -44,6 +44,12 @@ kube_cli='TestIntegrationKube[A-Za-z]*'
 kube_pkgs=(./kube ./internal/testkube)
 
 started=$(date +%s)
+# The machine's processor time, all of it (every process, the engines'
+# included), from /proc/stat's first line: clock ticks busy, idle (with
+# waiting for the disk) and stolen (taken by the hypervisor from this
+# machine's virtual processors).
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6, $9; exit }' /proc/stat; }
+read -r busy0 idle0 steal0 < <(cpu_ticks)
 
 # The test cluster, for the tests that need it (internal/testkube).
 failed=()
@@ -125,5 +131,11 @@ for name in "${failed[@]}"; do
 	echo "==== $out/$name.log"
 	cat "$out/$name.log"
 done
+# How busy the machine's processors were meanwhile: near 100 %, the suite
+# waits on nothing but them, and its time on this machine is their time.
+read -r busy1 idle1 steal1 < <(cpu_ticks)
+awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v st=$((steal1 - steal0)) -v n="$(nproc)" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+	t = b + i + st
+	if (t > 0) printf "test: the processors were busy %.0f %% of the time, idle %.0f %%, taken by the hypervisor %.0f %% (%.0f s of processor time on %d cores)\n", 100 * b / t, 100 * i / t, 100 * st / t, b / hz, n }' >&2
 echo "test: $(($(date +%s) - started)) s in all" >&2
 [ ${#failed[@]} -eq 0 ]
