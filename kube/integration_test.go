@@ -211,6 +211,7 @@ func boxProject(t testing.TB, name, image, token string) *types.Project {
 // decide all of it.
 func TestIntegrationKubeBox(t *testing.T) {
 	kubeconfig, ctxName := testCluster(t)
+	t.Parallel() // a namespace of its own
 	const ns = "it-kube-box"
 	namespace(t, kubeconfig, ns)
 	e, calls := countingEngine(t, kubeconfig, ctxName, ns)
@@ -375,6 +376,7 @@ func TestIntegrationKubeBox(t *testing.T) {
 // enforcer (kube-router here) decides what passes.
 func TestIntegrationKubeDoor(t *testing.T) {
 	kubeconfig, ctxName := testCluster(t)
+	t.Parallel() // a namespace of its own
 	const ns = "it-kube-door"
 	namespace(t, kubeconfig, ns)
 	e, _ := countingEngine(t, kubeconfig, ctxName, ns)

@@ -316,13 +316,27 @@ func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
 }
 
 // RemoveVolume removes a volume's claim (and so, by the cluster's reclaim
-// policy, its data).
+// policy, its data), and first the helper pods a killed boxes left on it,
+// which would hold it; it returns once the claim is gone.
 func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
-	err := e.core.CoreV1().PersistentVolumeClaims(e.namespace).Delete(ctx, objectName(name), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	claim := objectName(name)
+	if err := e.removeHelpers(ctx, claim, func(p *corev1.Pod) bool { return mounts(p, claim, false) }); err != nil {
+		return err
+	}
+	claims := e.core.CoreV1().PersistentVolumeClaims(e.namespace)
+	err := claims.Delete(ctx, claim, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return e.apiError("removing volume claim "+name, err)
 	}
-	return nil
+	// Gone once no pod holds it any more (its protection finalizer), as
+	// a volume on Docker is gone when its removal returns.
+	return e.waitGone(ctx, "volume claim "+claim, func(ctx context.Context) error {
+		_, err := claims.Get(ctx, claim, metav1.GetOptions{})
+		return err
+	})
 }
 
 // previous is a box's Sandboxes as they were.

@@ -120,10 +120,14 @@ func (l listing) observed(host string) *engine.Observed {
 		Images:    map[string]bool{},
 	}
 	pods := map[string]*corev1.Pod{}
+	writing := map[string]bool{} // snapshot claims a helper pod is writing
 	for i := range l.pods {
 		p := &l.pods[i]
 		if owner := sandboxOwner(p); owner != "" {
 			pods[owner] = p
+		}
+		if box, ok := managedBox(p.Labels); ok && p.Labels[compose.OneOffLabel] != "" && p.Annotations[compose.SnapshotLabel] != "" {
+			writing[compose.SnapshotVolumeName(box, p.Annotations[compose.SnapshotLabel])] = true
 		}
 	}
 	for _, s := range l.sandboxes {
@@ -138,9 +142,14 @@ func (l listing) observed(host string) *engine.Observed {
 		if !ok {
 			continue
 		}
+		labels := labelsOf(c.ObjectMeta)
+		if label := labels[compose.SnapshotLabel]; label != "" {
+			o.Snapshots = append(o.Snapshots, compose.SnapshotOf(nameOf(c.ObjectMeta), box, label, labels, writing[nameOf(c.ObjectMeta)]))
+			continue
+		}
 		o.Volumes = append(o.Volumes, engine.Volume{
 			Name: nameOf(c.ObjectMeta), Box: box, Fleet: c.Labels[compose.FleetLabel],
-			Labels: labelsOf(c.ObjectMeta), Size: -1, Created: c.CreationTimestamp.Time,
+			Labels: labels, Size: -1, Created: c.CreationTimestamp.Time,
 		})
 	}
 	for _, n := range l.policies {

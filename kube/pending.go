@@ -11,27 +11,21 @@ import (
 )
 
 // ErrNotYet is what a kubernetes: host answers to the parts of the engine
-// contract this boxes does not carry out on a cluster yet: it reads the
-// cluster (plan, ls, leases) and changes nothing there.
-var ErrNotYet = errors.New("this boxes reads kubernetes: hosts (plan, ls) but does not yet change them")
+// contract this boxes does not carry out on a cluster yet (archives,
+// moves, a box's room for a load); nothing has changed there when it does.
+var ErrNotYet = errors.New("this boxes does not do that on kubernetes: hosts yet")
 
 func (e *Engine) notYet(what string) error {
-	return e.fail(fmt.Errorf("%s: %w", what, ErrNotYet), "keep the host's boxes on a Docker host for now: boxes plan shows what would be made on the cluster")
+	return e.fail(fmt.Errorf("%s: %w", what, ErrNotYet), "what works on a cluster today is listed in docs/kubernetes.md; a Docker host does it")
 }
 
 // Capabilities: a Sandbox has no freeze and no rename.
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{} }
 
+// VolumeSizes measures each volume with du in the running pod that mounts
+// it (engine.SizeVolumes); a stopped box's are unread.
 func (e *Engine) VolumeSizes(ctx context.Context, o *engine.Observed, volumes []string) map[string]engine.VolumeSize {
-	out := map[string]engine.VolumeSize{}
-	for _, v := range volumes {
-		out[v] = engine.VolumeSize{Bytes: -1, Unread: "volume sizes are not read on kubernetes: hosts yet"}
-	}
-	return out
-}
-
-func (e *Engine) ToolVersions(ctx context.Context, image string) (map[string]string, error) {
-	return nil, e.notYet("reading the tools of " + image)
+	return engine.SizeVolumes(ctx, e, o, volumes, nil)
 }
 
 func (e *Engine) Pause(ctx context.Context, id string) error   { return e.notYet("freezing " + id) }
@@ -39,10 +33,6 @@ func (e *Engine) Unpause(ctx context.Context, id string) error { return e.notYet
 
 func (e *Engine) VolumeRoom(ctx context.Context, image, box string) (int64, error) {
 	return 0, e.notYet("measuring the room for " + box)
-}
-
-func (e *Engine) RunHelper(ctx context.Context, h engine.Helper) ([]byte, error) {
-	return nil, e.notYet("running a helper for " + h.Box)
 }
 
 // ExecutorReach: a box's executor on a cluster is reached through the API

@@ -114,7 +114,6 @@ wait_parts
 echo "test: then alone: the test cluster's tests" >&2
 "$GO" test -count=1 -timeout 20m "${kube_pkgs[@]}" >"$out/kube-packages.log" 2>&1 &
 pids+=($!) names+=(kube-packages)
-wait_parts
 run_part cli-kube -test.run "^(${kube_cli})\$"
 wait_parts
 echo "test: then alone: ${alone}" >&2
