@@ -38,8 +38,11 @@ type Engine struct {
 	// Endpoint is how the engine was reached.
 	Endpoint Endpoint
 	api      client.APIClient
-	compose  api.Compose
-	calls    *atomic.Int64
+	// compose is docker/compose's service on api, made when a command
+	// first creates, starts or stops a project: most commands (ls, lease,
+	// exec, doctor) never do.
+	compose func() (api.Compose, error)
+	calls   *atomic.Int64
 
 	// info is what docker info says, read once, when first needed
 	// (Observe, ID): docker info is the engine's slowest answer, several
@@ -119,21 +122,21 @@ func ConnectEndpoint(ctx context.Context, ep Endpoint, opts Options) (*Engine, e
 	// Connecting is not part of the work the calls count.
 	e.calls.Store(0)
 
-	cli, err := command.NewDockerCli(command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	// The CLI gets our client, already verified, and the plain address:
-	// given a context it would resolve it again itself, and its lazy
-	// initialisation exits the process on any error.
-	clientOpts := cliflags.NewClientOptions()
-	clientOpts.Hosts = []string{ep.URL}
-	if err := cli.Initialize(clientOpts, command.WithAPIClient(composeClient{APIClient: c})); err != nil {
-		c.Close()
-		return nil, &HostError{Host: ep.Host, URL: ep.URL, Err: err}
-	}
-	e.compose = composesvc.NewComposeService(cli, composesvc.WithPrompt(decline))
+	e.compose = sync.OnceValues(func() (api.Compose, error) {
+		cli, err := command.NewDockerCli(command.WithOutputStream(io.Discard), command.WithErrorStream(io.Discard))
+		if err != nil {
+			return nil, err
+		}
+		// The CLI gets our client, already verified, and the plain
+		// address: given a context it would resolve it again itself, and
+		// its lazy initialisation exits the process on any error.
+		clientOpts := cliflags.NewClientOptions()
+		clientOpts.Hosts = []string{ep.URL}
+		if err := cli.Initialize(clientOpts, command.WithAPIClient(composeClient{APIClient: c})); err != nil {
+			return nil, &HostError{Host: ep.Host, URL: ep.URL, Err: err}
+		}
+		return composesvc.NewComposeService(cli, composesvc.WithPrompt(decline)), nil
+	})
 	return e, nil
 }
 
@@ -273,8 +276,12 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 	if force {
 		recreate = api.RecreateForce
 	}
+	c, err := e.compose()
+	if err != nil {
+		return err
+	}
 	return e.raced(againOnFirewallRace(ctx, func() error {
-		return e.compose.Create(ctx, versioned(p), api.CreateOptions{
+		return c.Create(ctx, versioned(p), api.CreateOptions{
 			Services:             p.ServiceNames(),
 			Recreate:             recreate,
 			RecreateDependencies: recreate,
@@ -289,8 +296,12 @@ func (e *Engine) Create(ctx context.Context, p *types.Project, force bool) error
 // whatever compose sees of them: the others, and what depends on these, are
 // left as they run (a gate-only change leaves the agent's processes alone).
 func (e *Engine) Replace(ctx context.Context, p *types.Project, services []string) error {
+	c, err := e.compose()
+	if err != nil {
+		return err
+	}
 	return e.raced(againOnFirewallRace(ctx, func() error {
-		return e.compose.Create(ctx, versioned(p), api.CreateOptions{
+		return c.Create(ctx, versioned(p), api.CreateOptions{
 			Services:             services,
 			Recreate:             api.RecreateForce,
 			RecreateDependencies: api.RecreateNever,
@@ -315,11 +326,15 @@ func versioned(p *types.Project) *types.Project {
 
 // Start starts the project's created or stopped containers and unpauses paused ones.
 func (e *Engine) Start(ctx context.Context, p *types.Project) error {
+	c, err := e.compose()
+	if err != nil {
+		return err
+	}
 	if err := e.unpause(ctx, p.Name); err != nil {
 		return e.lost(err)
 	}
 	return explainRuntime(e.raced(againOnFirewallRace(ctx, func() error {
-		return e.compose.Start(ctx, p.Name, api.StartOptions{Project: atOnce(p), Services: p.ServiceNames()})
+		return c.Start(ctx, p.Name, api.StartOptions{Project: atOnce(p), Services: p.ServiceNames()})
 	})))
 }
 
@@ -360,7 +375,11 @@ func (r racedError) Is(target error) bool { return target == engine.ErrRaced }
 
 // Stop stops every container of project.
 func (e *Engine) Stop(ctx context.Context, project string) error {
-	return e.lost(e.compose.Stop(ctx, project, api.StopOptions{}))
+	c, err := e.compose()
+	if err != nil {
+		return err
+	}
+	return e.lost(c.Stop(ctx, project, api.StopOptions{}))
 }
 
 // RemoveContainer force-removes one container by ID (its anonymous volumes too; boxes has none).

@@ -272,7 +272,11 @@ func TestComposeSeesOneVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rv, ok := e.compose.(interface {
+		c, err := e.compose()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, ok := c.(interface {
 			RuntimeVersion(context.Context) (string, error)
 		})
 		if !ok {
