@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	pathpkg "path"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,12 +15,15 @@ import (
 )
 
 // CopyFrom streams path of Sandbox id's container out as a tar stream,
-// made by tar inside it (the box's image has it).
+// made by tar inside it (the box's image has it). Its entries are named
+// from path's last element, as Docker's archive names them (/data's are
+// data/…), which the archive format expects.
 func (e *Engine) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
+	clean := pathpkg.Clean(path)
 	go func() {
 		var stderr limitedBuffer
-		code, err := e.Exec(ctx, id, engine.ExecOptions{Cmd: []string{"tar", "-c", "-f", "-", "-C", path, "."}, Stdout: pw, Stderr: &stderr})
+		code, err := e.Exec(ctx, id, engine.ExecOptions{Cmd: []string{"tar", "-c", "-f", "-", "-C", pathpkg.Dir(clean), pathpkg.Base(clean)}, Stdout: pw, Stderr: &stderr})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("reading %s of %s: tar exited %d: %s", path, id, code, stderr.String())
 		}

@@ -114,6 +114,10 @@ wait_parts
 echo "test: then alone: the test cluster's tests" >&2
 "$GO" test -count=1 -timeout 20m "${kube_pkgs[@]}" >"$out/kube-packages.log" 2>&1 &
 pids+=($!) names+=(kube-packages)
+wait_parts
+# After them: TestIntegrationKubeSnapshotCommands loads an archive from the
+# cluster onto Docker, whose new networks must not meet the cluster's
+# changes to iptables.
 run_part cli-kube -test.run "^(${kube_cli})\$"
 wait_parts
 echo "test: then alone: ${alone}" >&2

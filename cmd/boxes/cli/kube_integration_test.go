@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hermes-box/boxes/archive"
+	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/internal/testkube"
@@ -108,7 +110,9 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 	config := filepath.Join(dir, "boxes.yaml")
 	yaml := "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: " + raw.CurrentContext + ", namespace: " + ns + ", kubeconfig: " + kubeconfig + "}}\nboxes:\n  " + box + ": {host: k8s}\n"
 	writeFile(t, config, yaml)
-	cfg, err := spec.Parse(config, []byte(yaml))
+	// As the command line reads it (writeFile names the fleet for make
+	// test's part).
+	cfg, err := spec.Parse(config, []byte(readFile(t, config)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +194,47 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 		t.Errorf("/data after the revert: %q", got)
 	}
 
+	// Saved from the cluster: a verified archive, which extract reads and
+	// load makes a box of on the local Docker engine (a move by hand).
+	lowerScryptCost(t)
+	t.Setenv(backup.EnvPassphrase, "correct horse battery staple")
+	run("echo saved > /data/marker")
+	file := filepath.Join(t.TempDir(), box+archive.Ext)
+	r = boxes(t, dir, "save", box, "-o", file)
+	if r.code != 0 || !strings.Contains(r.stdout, "verified") {
+		t.Fatalf("save from the cluster: %+v", r)
+	}
+	t.Logf("boxes save %s:\n%s%s", box, r.stdout, r.stderr)
+	if got := run("test -e /data/.hb/quiesced && echo quiesced || echo resumed"); got != "resumed" {
+		t.Errorf("the box after its save: %s", got)
+	}
+	out := filepath.Join(t.TempDir(), "x")
+	if r := boxes(t, dir, "extract", file, out); r.code != 0 || readFile(t, filepath.Join(out, "data", "marker")) != "saved\n" {
+		t.Errorf("extract of the cluster's archive: %+v", r)
+	}
 	if r := boxes(t, dir, "snapshot", "rm", box, "before", "--confirm", box); r.code != 0 || !strings.Contains(r.stdout, "removed snapshot before of "+box) {
 		t.Errorf("snapshot rm: %+v", r)
 	}
 	if out := claims(); strings.Contains(out, "snap-before") {
 		t.Errorf("snapshot rm left its claim: %s", out)
+	}
+	// The cluster's part done, and gone, before Docker makes networks:
+	// the cluster's network rewrites iptables as its pods go.
+	dropNS()
+	const here = "it-kss-here"
+	removeBoxes(here)
+	t.Cleanup(func() { removeBoxes(here) })
+	// Loaded elsewhere: a boxes.yaml of the local engine alone.
+	elsewhere := t.TempDir()
+	writeFile(t, filepath.Join(elsewhere, "boxes.yaml"), "version: 1\nfleet: it-kube\nboxes:\n  "+here+": {}\n")
+	if r := boxes(t, elsewhere, "lock", "image", image); r.code != 0 {
+		t.Fatalf("lock image: %+v", r)
+	}
+	r = boxes(t, elsewhere, "load", file, here)
+	if r.code != 0 || !strings.Contains(r.stdout, "loaded "+here) {
+		t.Fatalf("load of the cluster's archive on Docker: %+v", r)
+	}
+	if r := boxes(t, elsewhere, "exec", "-u", "root", here, "--", "cat", "/data/marker"); r.stdout != "saved\n" {
+		t.Errorf("the loaded box's /data/marker: %+v", r)
 	}
 }
