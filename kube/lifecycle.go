@@ -253,23 +253,10 @@ func (e *Engine) removeSandbox(ctx context.Context, name string) error {
 		return e.apiError("removing sandbox "+name, err)
 	}
 	box, service := sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]
-	deadline := time.Now().Add(WaitTimeout)
-	for {
-		left, err := e.sandbox(ctx, name)
-		if err != nil {
-			return err
-		}
-		if left == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sandbox %s is still there after %s", name, WaitTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := e.waitGone(ctx, "sandbox "+name, func(ctx context.Context) error {
+		return e.sandboxes.Get().Namespace(e.namespace).Resource("sandboxes").Name(name).Do(ctx).Error()
+	}); err != nil {
+		return err
 	}
 	return e.waitPods(ctx, box, service)
 }
