@@ -35,7 +35,7 @@ func helperEngine(t *testing.T, end corev1.ContainerState, objs ...runtime.Objec
 			n++
 			p.Name = p.GenerateName + string(rune('a'+n))
 		}
-		p.UID = "uid-" + "x"
+		p.UID = "uid-x"
 		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "helper", State: end}}}
 		return false, nil, nil
 	})
