@@ -5,24 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/distribution/reference"
-	"github.com/docker/cli/cli/config"
 	dockerimage "github.com/docker/docker/api/types/image"
 	registrytypes "github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/pkg/jsonmessage"
+
+	"github.com/hermes-box/boxes/regcred"
 )
 
 // Registry credentials come from the docker configuration of the machine
 // running boxes, read as the docker CLI reads it (auths, credsStore,
 // credHelpers; DOCKER_CONFIG or ~/.docker), and travel with each request to
 // whichever engine pulls or pushes: no host needs a login of its own.
-
-// dockerHubKey is the key Docker Hub's credentials have in a docker
-// configuration: the docker CLI's historical index address, not its name.
-const dockerHubKey = "https://index.docker.io/v1/"
 
 // credentials are what this machine's docker configuration holds for the
 // registry of one reference.
@@ -39,28 +34,12 @@ type credentials struct {
 
 // registryCredentials reads the credentials for ref's registry.
 func registryCredentials(ref string) (credentials, error) {
-	named, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return credentials{}, fmt.Errorf("%s is not an image reference: %w", ref, err)
+	rc, err := regcred.For(ref)
+	c := credentials{registry: rc.Registry}
+	if err != nil || rc.Empty() {
+		return c, err
 	}
-	c := credentials{registry: reference.Domain(named)}
-	key := c.registry
-	if key == "docker.io" || key == "index.docker.io" {
-		key = dockerHubKey
-	}
-	// The library caches its default directory for the whole process, so
-	// DOCKER_CONFIG is read here, each time: a changed login is seen.
-	cf, err := config.Load(os.Getenv(config.EnvOverrideConfigDir))
-	if err != nil {
-		return c, fmt.Errorf("reading the docker configuration for %s's credentials: %w", c.registry, err)
-	}
-	a, err := cf.GetAuthConfig(key)
-	if err != nil {
-		return c, fmt.Errorf("reading %s's credentials from the docker configuration: %w", c.registry, err)
-	}
-	if a.Username == "" && a.Password == "" && a.IdentityToken == "" && a.RegistryToken == "" {
-		return c, nil
-	}
+	a := rc.Auth
 	c.user = a.Username
 	c.auth, err = registrytypes.EncodeAuthConfig(registrytypes.AuthConfig{
 		Username:      a.Username,
