@@ -66,6 +66,17 @@ type Engine interface {
 	Close() error
 }
 
+// BoxForwarder is an engine whose boxes' executors publish no port on a
+// machine: a person here reaches one through a local port the engine
+// forwards to the box's executor itself (a cluster's API server
+// port-forward), which lives until Close.
+type BoxForwarder interface {
+	ForwardExecutor(ctx context.Context, box string) (Forward, error)
+	// ForwardVia says, for messages, how the forward reaches the box
+	// (", forwarded through the API server of host …").
+	ForwardVia() string
+}
+
 // PoolObserver is an engine that observes one pool alone: the containers
 // labelled with its fleet and its name (its boxes' and their lease
 // markers), read as Observe reads them, and nothing else (no volumes,

@@ -15,11 +15,15 @@ const (
 	// ReachHostOnly: the port is on the loopback of a remote engine
 	// reached without ssh; only that machine reaches it.
 	ReachHostOnly = "host-only"
+	// ReachAPIForward: the executor publishes no port; boxes open forwards
+	// a local port to it through the engine (a cluster's API server).
+	ReachAPIForward = "api-forward"
 )
 
 // Reach is how a person on this machine reaches a published port.
 type Reach struct {
-	// How is ReachDirect, ReachSSHForward or ReachHostOnly; "" for no port.
+	// How is ReachDirect, ReachSSHForward, ReachHostOnly or
+	// ReachAPIForward; "" for no port.
 	How string
 	// URL is the executor's address from here; "" unless How is ReachDirect.
 	URL string

@@ -24,6 +24,7 @@ import (
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
 	"github.com/hermes-box/boxes/mcp"
+	"github.com/hermes-box/boxes/regcred"
 )
 
 // A box's container on a cluster is its Sandbox's one pod, named as the
@@ -78,6 +79,8 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 				refusedSince = time.Now()
 			}
 			switch {
+			case state == engine.Dead && pullFailed(why):
+				return nil, e.pullError(service, box, p, why)
 			case state == engine.Exited || state == engine.Dead || restarts > 0:
 				return nil, fmt.Errorf("%s of %s: the container is %s (exit %d, %d restarts) %s; its last log lines: %s", service, box, state, code, restarts, why, e.lastLines(ctx, id, 3))
 			case !refusedSince.IsZero() && time.Since(refusedSince) > RetriedFor:
@@ -98,6 +101,26 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// pullFailed reports whether a container's waiting reason is its image
+// not pulled.
+func pullFailed(why string) bool {
+	return strings.HasPrefix(why, "ErrImagePull:") || strings.HasPrefix(why, "ImagePullBackOff:")
+}
+
+// pullError is service of box whose pod p the node could not pull the
+// image of, with what to do: the registry's credentials come from this
+// machine's docker configuration, its certificate must be one the node
+// trusts.
+func (e *Engine) pullError(service, box string, p *corev1.Pod, why string) error {
+	image := p.Spec.Containers[0].Image
+	registry, err := regcred.Registry(image)
+	if err != nil || !strings.Contains(image, "/") {
+		return e.fail(fmt.Errorf("%s of %s: the node cannot pull image %s: %s", service, box, image, why), "")
+	}
+	hint := "docker login " + registry + " on this machine, then boxes apply: boxes gives the nodes its credentials as an image pull secret; a node must also reach " + registry + " and trust its certificate"
+	return e.fail(fmt.Errorf("%s of %s: the node cannot pull image %s from registry %s: %s", service, box, image, registry, why), hint)
 }
 
 // RetriedFor is how long a container the kubelet cannot make yet, and
@@ -220,10 +243,71 @@ func (e *Engine) forwardPod(ctx context.Context, name string, port int) (*podFor
 }
 
 // Forward: a kubernetes: host's executor is forwarded by boxes open
-// through the API server, not by port.
+// through the API server (ForwardExecutor), not by port.
 func (e *Engine) Forward(ctx context.Context, bind string, port int) (engine.Forward, error) {
 	return nil, errors.New("a kubernetes: host forwards a box's executor through the API server (boxes open BOX)")
 }
+
+// ForwardExecutor forwards a local port to the executor of box through
+// the API server's port-forward, as kubectl port-forward does, and returns
+// once an HTTP request through it is answered. It lives until Close, or
+// until the API server ends the stream (Done).
+func (e *Engine) ForwardExecutor(ctx context.Context, box string) (engine.Forward, error) {
+	id := objectName(compose.ContainerName(box, compose.ExecutorService))
+	p, err := e.pod(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.Status.Phase != corev1.PodRunning {
+		return nil, e.fail(fmt.Errorf("the executor of %s does not run (no running pod %s)", box, id), "boxes doctor "+box)
+	}
+	f, err := e.forwardPod(ctx, p.Name, compose.ExecutorPort)
+	if err != nil {
+		return nil, err
+	}
+	if err := answered(ctx, f, ForwardAnswerTimeout); err != nil {
+		f.Close()
+		return nil, e.fail(fmt.Errorf("the executor of %s through the API server's port-forward: %w", box, err), "boxes doctor "+box)
+	}
+	return f, nil
+}
+
+// ForwardAnswerTimeout is how long ForwardExecutor waits for the executor
+// to answer through the forward.
+var ForwardAnswerTimeout = 30 * time.Second
+
+// ForwardVia: through the API server of the host.
+func (e *Engine) ForwardVia() string {
+	return ", forwarded through the API server of host " + e.host.Name
+}
+
+// answered returns once an HTTP request through f is answered, whatever
+// the answer, or fails when f ends or timeout passes first.
+func answered(ctx context.Context, f *podForward, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL()+"/", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-f.Done():
+			return fmt.Errorf("the forward ended: %v", f.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("nothing answered within %s: %w", timeout, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var _ engine.BoxForwarder = (*Engine)(nil)
 
 // Exec runs o.Cmd in the pod of Sandbox id, through the API server. The
 // API runs commands as the container's user in its working directory with

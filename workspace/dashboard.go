@@ -25,7 +25,8 @@ type Dashboard struct {
 	Token string
 	// Browser is the command that opens the dashboard.
 	Browser []string
-	// Forward is the ssh forward URL goes through, nil when the executor
+	// Forward is the forward URL goes through (over ssh, or through a
+	// cluster's API server), nil when the executor
 	// is reached directly. Close ends it.
 	Forward engine.Forward
 }
@@ -55,7 +56,7 @@ func (d *Dashboard) WriteText(w io.Writer) {
 	}
 }
 
-// Wait keeps the ssh forward open, for the dashboard keeps talking to the
+// Wait keeps the forward open, for the dashboard keeps talking to the
 // executor, until ctx ends; it fails if the forward ends first. With no
 // forward it returns at once.
 func (d *Dashboard) Wait(ctx context.Context) error {
@@ -66,7 +67,7 @@ func (d *Dashboard) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case <-d.Forward.Done():
-		return fmt.Errorf("box %s: the ssh forward ended: %w", d.Box, d.Forward.Err())
+		return fmt.Errorf("box %s: the forward to its executor ended: %w", d.Box, d.Forward.Err())
 	}
 }
 
@@ -83,6 +84,11 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 	if err != nil {
 		return nil, err
 	}
+	if bf, ok := e.(engine.BoxForwarder); ok {
+		// An executor that publishes no port: the engine forwards one
+		// here to the box itself.
+		return w.forwardedDashboard(ctx, name, bf)
+	}
 	port, ok := c.Published(compose.ExecutorPort)
 	if !ok {
 		// Behind the executor's door, the gate publishes its port.
@@ -93,18 +99,10 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 	if !ok {
 		return nil, hint.Wrap(fmt.Errorf("box %s: the executor publishes no port", name), "boxes doctor %s", name)
 	}
-	token, ok, err := w.Tokens.Get(name)
+	d, err := w.dashboard(name)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("box %s: %w", name, apply.ErrNoToken)
-	}
-	browser, err := handoff.Browser()
-	if err != nil {
-		return nil, err
-	}
-	d := &Dashboard{Box: name, Token: token, Browser: browser}
 	reach := e.ExecutorReach(port.HostIP, port.HostPort)
 	switch reach.How {
 	case engine.ReachSSHForward:
@@ -120,5 +118,37 @@ func (w *Workspace) OpenDashboard(ctx context.Context, name string) (*Dashboard,
 	default:
 		d.URL = reach.URL
 	}
+	return d, nil
+}
+
+// dashboard is box name's dashboard before its address is known: its
+// token and the browser.
+func (w *Workspace) dashboard(name string) (*Dashboard, error) {
+	token, ok, err := w.Tokens.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("box %s: %w", name, apply.ErrNoToken)
+	}
+	browser, err := handoff.Browser()
+	if err != nil {
+		return nil, err
+	}
+	return &Dashboard{Box: name, Token: token, Browser: browser}, nil
+}
+
+// forwardedDashboard is box name's dashboard through a local port bf
+// forwards to its executor.
+func (w *Workspace) forwardedDashboard(ctx context.Context, name string, bf engine.BoxForwarder) (*Dashboard, error) {
+	d, err := w.dashboard(name)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := bf.ForwardExecutor(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("box %s: forwarding a local port to its executor: %w", name, err)
+	}
+	d.Forward, d.URL, d.Via = fwd, fwd.URL(), bf.ForwardVia()
 	return d, nil
 }

@@ -32,8 +32,10 @@ type Row struct {
 	URL string `json:"executor_url"`
 	// Reach is how the executor is reached from this machine: "direct" (at
 	// URL), "ssh-forward" (on a remote's loopback: boxes open forwards a
-	// port to it over ssh) or "host-only" (on the loopback of a remote
-	// reached without ssh); "" when it publishes no port.
+	// port to it over ssh), "host-only" (on the loopback of a remote
+	// reached without ssh) or "api-forward" (on a cluster: boxes open
+	// forwards a port to it through the API server); "" when it publishes
+	// no port.
 	Reach      string `json:"executor_reach"`
 	LastBackup string `json:"last_backup"`
 }
@@ -46,6 +48,8 @@ func (r Row) Executor() string {
 		return "via ssh forward: boxes open " + r.Name
 	case "host-only":
 		return "on host " + r.Host + "'s loopback only"
+	case engine.ReachAPIForward:
+		return "via the API server: boxes open " + r.Name
 	}
 	return r.URL
 }
@@ -227,6 +231,11 @@ func (l lister) observed(row *Row, r engine.Resources) {
 		if e, ok := w.engines[row.Host]; ok {
 			r := e.ExecutorReach(p.HostIP, p.HostPort)
 			row.Reach, row.URL = r.How, r.URL
+		}
+	} else if c, ok := r.Container(compose.ExecutorService); ok && c.State == engine.Running {
+		// No port: an engine that forwards one to the box itself.
+		if _, ok := w.engines[row.Host].(engine.BoxForwarder); ok {
+			row.Reach = engine.ReachAPIForward
 		}
 	}
 }

@@ -327,8 +327,10 @@ func TestIntegrationSameEngineByTwoURLs(t *testing.T) {
 // reaches a real dashboard on the remote's loopback, which answers 200,
 // and the port closes once open ends.
 func TestIntegrationOpenThroughForward(t *testing.T) {
+	step := trail(t)
 	image, _ := startIntegration(t)
 	remote := testhost.Start(t, testhost.Options{SSH: true, Images: []string{image}})
+	step("the remote engine is up")
 	t.Setenv("PATH", remote.SSHPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 	const box = "it-h9b-fwd"
 	dir := t.TempDir()
@@ -337,6 +339,7 @@ func TestIntegrationOpenThroughForward(t *testing.T) {
 		t.Fatalf("lock image: %+v", r)
 	}
 	r := boxes(t, dir, "apply", "--auto-approve")
+	step("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
@@ -357,8 +360,39 @@ func TestIntegrationOpenThroughForward(t *testing.T) {
 		t.Errorf("ls --json: %v %+v\n%s", err, rows, ls.stdout)
 	}
 
-	// The browser records the address it is given, follows it as a browser
-	// would, and loads the page it was sent to.
+	step("ls checked")
+	openThroughForward(t, step, dir, box, "forwarded over ssh to 127.0.0.1:")
+}
+
+// trail records a test's steps, each with the time since it began, and
+// logs them once more as the test's last words when it fails: after the
+// logs its cleanups print, where the end of a long output shows them.
+func trail(t *testing.T) func(format string, args ...any) {
+	began := time.Now()
+	var mu sync.Mutex
+	var steps []string
+	t.Cleanup(func() { // registered first: runs last
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the steps done before the failure:\n%s", strings.Join(steps, "\n"))
+		}
+	})
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		steps = append(steps, fmt.Sprintf("%7s ", time.Since(began).Round(100*time.Millisecond))+fmt.Sprintf(format, args...))
+	}
+}
+
+// openThroughForward runs boxes open on box of dir's boxes.yaml with a
+// browser that records the address it is given, follows it as a browser
+// would and loads the page it was sent to: the page must load, signed in,
+// through a forward whose address never holds the token, keep working
+// after the handoff, and close once open ends on Ctrl-C; open must say
+// via (how the forward reaches the box). Each step goes to step (trail).
+func openThroughForward(t *testing.T, step func(string, ...any), dir, box, via string) {
+	t.Helper()
 	tmp := t.TempDir()
 	got, redirect, status := filepath.Join(tmp, "url"), filepath.Join(tmp, "redirect"), filepath.Join(tmp, "status")
 	browser := filepath.Join(tmp, "browser")
@@ -383,14 +417,17 @@ func TestIntegrationOpenThroughForward(t *testing.T) {
 		}
 		select {
 		case code := <-done:
+			step("open ended (exit %d) before the browser loaded the page:\n%s%s", code, out.String(), errb.String())
 			t.Fatalf("open ended (exit %d) before the browser loaded the page:\n%s%s", code, out.String(), errb.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			step("the browser did not load the page within 60s:\n%s%s", out.String(), errb.String())
 			t.Fatalf("the browser did not load the page within 60s:\n%s%s", out.String(), errb.String())
 		}
 	}
 	t.Logf("open to the page loaded through the forward: %s", time.Since(start).Round(time.Millisecond))
+	step("the browser loaded the page through the forward (url %q, redirect %q, status %q)", readFile(t, got), readFile(t, redirect), readFile(t, status))
 	token := mustToken(t, dir, box)
 	if u := readFile(t, got); !strings.HasPrefix(u, "http://127.0.0.1:") || strings.Contains(u, token) {
 		t.Fatalf("the browser's command line was %q: it must not hold the token", u)
@@ -403,7 +440,7 @@ func TestIntegrationOpenThroughForward(t *testing.T) {
 		t.Errorf("the dashboard answered %s through the forward", s)
 	}
 	// The page keeps working after the handoff, while open runs.
-	resp, err := http.Get(to)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(to)
 	if err != nil {
 		t.Fatalf("through the forward after the handoff: %v", err)
 	}
@@ -411,16 +448,18 @@ func TestIntegrationOpenThroughForward(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("dashboard answered %s after the handoff", resp.Status)
 	}
+	step("the dashboard answered after the handoff: %s", resp.Status)
 	cancel() // Ctrl-C
 	select {
 	case code := <-done:
+		step("open ended: exit %d\n%s%s", code, out.String(), errb.String())
 		if code != 0 {
 			t.Errorf("open ended with exit %d:\n%s%s", code, out.String(), errb.String())
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("open did not end on Ctrl-C")
 	}
-	if o := out.String(); !strings.Contains(o, "forwarded over ssh to 127.0.0.1:") || !strings.Contains(o, "until Ctrl-C") || strings.Contains(o+errb.String(), token) {
+	if o := out.String(); !strings.Contains(o, via) || !strings.Contains(o, "until Ctrl-C") || strings.Contains(o+errb.String(), token) {
 		t.Errorf("open said:\n%s%s", o, errb.String())
 	}
 	u, _ := url.Parse(to)

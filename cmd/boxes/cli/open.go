@@ -21,7 +21,9 @@ URL is its last argument), else xdg-open, or open on macOS.
 A box whose executor is bound to the loopback of a host reached over
 ssh:// is opened through a local port forwarded over ssh (batch mode, as
 boxes reaches the host); the forward stays open, for the dashboard to keep
-working, until Ctrl-C.`,
+working, until Ctrl-C. A box on a kubernetes: host is opened through a local
+port forwarded to its executor's pod by the cluster's API server (as kubectl
+port-forward does), open until Ctrl-C too.`,
 		Args: exactlyOne("open", "box name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return inWorkspace(env, func(ws *workspace.Workspace) error { return openDashboard(cmd.Context(), env, ws, args[0]) })
@@ -30,7 +32,7 @@ working, until Ctrl-C.`,
 }
 
 // openDashboard hands the dashboard of box name to the browser and, when it goes
-// through an ssh forward, keeps the forward open until ctx ends.
+// through a forward, keeps the forward open until ctx ends.
 func openDashboard(ctx context.Context, env *Env, ws *workspace.Workspace, name string) error {
 	d, err := ws.OpenDashboard(ctx, name)
 	if err != nil {
