@@ -40,6 +40,10 @@ type Observed struct {
 	// info's Runtimes: runc and those its daemon configuration registers,
 	// such as runsc), sorted. nil when not known.
 	Runtimes []string `json:"-"`
+	// Unpublished: the engine publishes no port of a box on a machine
+	// (a cluster): a box's executor is reached through the engine itself
+	// (BoxForwarder), and where a port is published is no part of a box.
+	Unpublished bool `json:"-"`
 
 	// byBox finds each box's resources at once, as Sort left them: a plan
 	// asks for every box's (Of), on every host, and a look through all of

@@ -119,6 +119,8 @@ type Engine struct {
 	// refs are the registry references of images by ID, as PullImage
 	// was given them: what the cluster's nodes pull.
 	refs map[string]string
+	// pullSecrets are the image pull secrets PullImage made, by reference.
+	pullSecrets map[string]string
 }
 
 func newEngine(h spec.Host, cfg *rest.Config) (*Engine, error) {
@@ -130,7 +132,7 @@ func newEngine(h spec.Host, cfg *rest.Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{host: h, namespace: h.Kubernetes.Namespace, cfg: cfg, core: core, sandboxes: sb, refs: map[string]string{}}, nil
+	return &Engine{host: h, namespace: h.Kubernetes.Namespace, cfg: cfg, core: core, sandboxes: sb, refs: map[string]string{}, pullSecrets: map[string]string{}}, nil
 }
 
 // scheme knows the Sandbox types, for the Sandbox client: made when a

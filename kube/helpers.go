@@ -137,6 +137,7 @@ func (e *Engine) helperPod(h engine.Helper, node string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: objectName(compose.ProjectName(h.Box)) + "-helper-", Namespace: e.namespace, Labels: labels, Annotations: ann},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyNever,
+			ImagePullSecrets:             e.imagePullSecrets(h.Image),
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
 			Containers: []corev1.Container{{

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/hermes-box/boxes/compose"
@@ -39,7 +40,7 @@ func helperEngine(t *testing.T, end corev1.ContainerState, objs ...runtime.Objec
 		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "helper", State: end}}}
 		return false, nil, nil
 	})
-	return &Engine{host: spec.Host{Name: "c"}, namespace: helperNS, core: core, refs: map[string]string{}}, core
+	return &Engine{host: spec.Host{Name: "c"}, cfg: &rest.Config{Host: "https://c.example"}, namespace: helperNS, core: core, refs: map[string]string{}, pullSecrets: map[string]string{}}, core
 }
 
 func podsOf(t *testing.T, core *fake.Clientset) []corev1.Pod {

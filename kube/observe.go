@@ -103,6 +103,9 @@ func (e *Engine) Observe(ctx context.Context, images ...string) (*engine.Observe
 		return nil, e.apiError("observing namespace "+e.namespace, err)
 	}
 	o := l.observed(e.host.Name)
+	// A box's executor is reached through the API server's port-forward
+	// (ForwardExecutor), never on a published port.
+	o.Unpublished = true
 	for _, id := range images {
 		// What images the nodes hold is theirs: a plan brings each one
 		// it needs by its registry reference (PullImage).

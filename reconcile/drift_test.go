@@ -229,3 +229,31 @@ func TestStablePlanIgnoresRestartCount(t *testing.T) {
 		t.Error("Stable changed the plan it was called on")
 	}
 }
+
+// A running executor that publishes no port is drift on a Docker host
+// (the port it should be published on), and nothing on a host whose
+// engine publishes none (a cluster: its executor is reached through the
+// API server).
+func TestUnpublishedHostHasNoPortDrift(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		unpublished bool
+		want        reconcile.Action
+	}{{"a docker host", false, reconcile.Recreate}, {"a cluster", true, reconcile.NoOp}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := emptyObserved()
+			b := testBox("noport")
+			observeBox(t, o, b, testImage, "running", 0)
+			edit(o, "noport", compose.ExecutorService, func(c *engine.Container) { c.Ports = nil })
+			o.Unpublished = tc.unpublished
+			p, err := reconcile.NewPlan(reconcile.Input{Config: testCfg(b), Image: testImage, Observed: obsMap(o), Tokens: map[string]string{b.Name: testToken}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bp := p.Boxes[0]
+			if bp.Action != tc.want || (tc.want == reconcile.Recreate && !reconcile.HasKind(bp.Reasons, "published")) {
+				t.Errorf("action %s, reasons %v", bp.Action, reasonTexts(bp))
+			}
+		})
+	}
+}

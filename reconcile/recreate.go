@@ -170,7 +170,7 @@ func serviceReasons(reasons []Reason, in Input, b spec.Box, r engine.Resources, 
 	}
 	// Published elsewhere with the configuration unchanged is drift; with
 	// it changed, the recreate's own reason says why.
-	if publishesPort(service, c) && c.State == engine.Running && (!h.token() || h.matches(service, c.ConfigHash)) {
+	if publishesPort(service, c) && !unpublished(in, b) && c.State == engine.Running && (!h.token() || h.matches(service, c.ConfigHash)) {
 		if got, want, ok := publishedDrift(b, c); ok {
 			reasons = append(reasons, Reason{Kind: "published", Service: service, Old: got, New: want})
 		}
@@ -269,6 +269,13 @@ func publishedByTheDoor(ch compose.FieldChange) bool {
 // publishesPort reports whether service's container c publishes its box's
 // executor port, as it was made: the executor, or the gate when it was made
 // with the executor's door.
+// unpublished reports whether b's host publishes no ports (a cluster):
+// there the executor is reached through the engine, not on a port.
+func unpublished(in Input, b spec.Box) bool {
+	o := in.Observed[b.Host]
+	return o != nil && o.Unpublished
+}
+
 func publishesPort(service string, c engine.Container) bool {
 	door := compose.HasExecutorDoor(c.Labels)
 	return (service == compose.ExecutorService && !door) || (service == compose.GateService && door)

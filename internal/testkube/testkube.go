@@ -6,8 +6,10 @@
 package testkube
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -55,4 +57,29 @@ func Kubectl(t testing.TB) string {
 		t.Fatalf("test cluster: no kubectl (%s not set, none on PATH)", EnvKubectl)
 	}
 	return path
+}
+
+// TrustRegistry has the test cluster's node trust the registry at addr
+// (HOST:PORT) over TLS with the CA caPEM, as containerd reads a registry's
+// hosts.toml under the node's certs.d (scripts/kube/up.sh), and removes
+// that trust when t ends. It skips t on a cluster started without certs.d.
+func TrustRegistry(t testing.TB, addr string, caPEM []byte) {
+	t.Helper()
+	certs := filepath.Join(filepath.Dir(Config(t)), "certs.d")
+	if _, err := os.Stat(certs); err != nil {
+		t.Skipf("test cluster: its node has no certs.d for registries (%v): started by an earlier scripts/kube/up.sh", err)
+	}
+	dir := filepath.Join(certs, addr)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n", "https://"+addr, "https://"+addr, ca)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

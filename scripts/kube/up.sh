@@ -215,7 +215,12 @@ state = "$KUBE_CTRD_STATE"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$KUBE_CACHE/cni"
     conf_dir = "$D/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$E/certs.d"
 EOF
+# The registries the node trusts: a test writes certs.d/HOST:PORT/hosts.toml
+# (its CA) for a registry of its own; containerd reads it at each pull.
+mkdir -p "$E/certs.d"
 start containerd containerd --config "$E/containerd.toml"
 await containerd ctr -a "$KUBE_CTRD_SOCK" version
 ctr_() { ctr -a "$KUBE_CTRD_SOCK" -n k8s.io "$@"; }

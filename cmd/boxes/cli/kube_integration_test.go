@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -16,9 +19,11 @@ import (
 	"github.com/hermes-box/boxes/backup"
 	"github.com/hermes-box/boxes/compose"
 	"github.com/hermes-box/boxes/engine"
+	"github.com/hermes-box/boxes/internal/testhost"
 	"github.com/hermes-box/boxes/internal/testkube"
 	"github.com/hermes-box/boxes/kube"
 	"github.com/hermes-box/boxes/spec"
+	"github.com/hermes-box/boxes/statedir"
 	"github.com/hermes-box/boxes/workspace"
 )
 
@@ -75,8 +80,10 @@ func TestIntegrationKubePlan(t *testing.T) {
 	t.Logf("plan:\n%s", r.stdout)
 }
 
-// TestIntegrationKubeSnapshotCommands: boxes snapshot, snapshots, revert
-// and snapshot rm from the command line on a box of a kubernetes: host:
+// TestIntegrationKubeSnapshotCommands: boxes ls and open, then snapshot,
+// snapshots, revert and snapshot rm from the command line on a box of a
+// kubernetes: host: the dashboard opened, signed in, through the API
+// server's port-forward;
 // the snapshot made by a helper pod while the box runs (quiesced and
 // resumed), listed with its size, a second one of the same label refused
 // with nothing changed, the stopped box reverted to it, and the snapshot
@@ -84,6 +91,7 @@ func TestIntegrationKubePlan(t *testing.T) {
 // a box's image from a registry, which the test cluster has not).
 // Real cluster: the helper pods and the claims are the cluster's.
 func TestIntegrationKubeSnapshotCommands(t *testing.T) {
+	step := trail(t)
 	image, _ := startIntegration(t)
 	kubeconfig := testkube.Config(t)
 	raw, err := clientcmd.LoadFromFile(kubeconfig)
@@ -154,6 +162,23 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 		return strings.TrimSpace(out.String())
 	}
 	run("echo before > /data/marker && head -c 200000 /dev/urandom > /data/blob")
+
+	// ls says how the executor is reached, and open reaches its dashboard,
+	// signed in, through the API server's port-forward.
+	if err := statedir.Beside(config).Tokens().Put(box, "tok-kss"); err != nil {
+		t.Fatal(err)
+	}
+	if r := boxes(t, dir, "ls"); r.code != 0 || !strings.Contains(r.stdout, "via the API server: boxes open "+box) {
+		t.Errorf("ls: %+v", r)
+	}
+	var listed []struct {
+		Reach string `json:"executor_reach"`
+		URL   string `json:"executor_url"`
+	}
+	if r := boxes(t, dir, "ls", "--json"); json.Unmarshal([]byte(r.stdout), &listed) != nil || len(listed) != 1 || listed[0].Reach != "api-forward" || listed[0].URL != "" {
+		t.Errorf("ls --json: %+v", r)
+	}
+	openThroughForward(t, step, dir, box, "forwarded through the API server of host k8s")
 
 	r := boxes(t, dir, "snapshot", box, "before")
 	if r.code != 0 || !strings.Contains(r.stdout, "before") {
@@ -236,5 +261,115 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 	}
 	if r := boxes(t, elsewhere, "exec", "-u", "root", here, "--", "cat", "/data/marker"); r.stdout != "saved\n" {
 		t.Errorf("the loaded box's /data/marker: %+v", r)
+	}
+}
+
+// TestIntegrationKubeApplyFromRegistry: boxes apply onto a kubernetes:
+// host from the command line, its image pushed by lock image --push to a
+// private registry (htpasswd users, TLS with a CA made for the test that
+// the node trusts): with a wrong password the box fails with the node's
+// refusal, naming the registry, and the hint to log in here, the password
+// printed nowhere; logged in, the next apply gives the nodes this
+// machine's credentials as an image pull secret boxes makes and labels,
+// the node pulls the locked digest and the box becomes ready, and the plan
+// after it is empty. Real cluster: the kubelet and containerd pull with
+// the secret, and the registry checks it.
+func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
+	image, _ := startIntegration(t)
+	kubeconfig := testkube.Config(t)
+	raw, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "alice", "s3cret-for-the-cluster"
+	pushTo := testhost.StartRegistry(t, user, password)
+	// The same registry over TLS where the node pulls from, with a CA
+	// only the node trusts.
+	reg := pushTo.ListenTLS(t, "127.0.0.1")
+	testkube.TrustRegistry(t, reg.Addr, reg.CA)
+	const ns, box = "it-kube-cli-reg", "it-kreg"
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(testkube.Kubectl(t), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	dropNS := func() {
+		_ = exec.Command(testkube.Kubectl(t), "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=120s").Run()
+	}
+	dropNS()
+	kubectl("create", "namespace", ns)
+	t.Cleanup(dropNS)
+
+	config := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", config)
+	login := func(password string) {
+		t.Helper()
+		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+		data := fmt.Sprintf(`{"auths": {%q: {"auth": %q}, %q: {"auth": %q}}}`, pushTo.Addr, auth, reg.Addr, auth)
+		if err := os.WriteFile(filepath.Join(config, "config.json"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	login(password)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: "+raw.CurrentContext+", namespace: "+ns+", kubeconfig: "+kubeconfig+"}}\nboxes:\n  "+box+": {host: k8s}\n")
+	repo := pushTo.Addr + "/hbl"
+	untag(t, repo+":test")
+	r := boxes(t, dir, "lock", "image", image, "--push", repo)
+	if r.code != 0 {
+		t.Fatalf("lock image --push: %+v", r)
+	}
+	lockFile := filepath.Join(dir, "boxes.lock")
+	lock, err := spec.LoadLock(lockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untag(t, lock.Image.Ref)
+	digest := lock.Image.Ref[strings.LastIndex(lock.Image.Ref, "@")+1:]
+	ref := reg.Addr + "/hbl@" + digest
+	lock.Image.Ref = ref
+	if err := spec.WriteLock(lockFile, lock); err != nil {
+		t.Fatal(err)
+	}
+	pullSecrets := func() string {
+		return kubectl("-n", ns, "get", "secrets", "-l", kube.PullSecretLabel+"=1", "-o", `jsonpath={range .items[*]}{.type}{" "}{.metadata.annotations.boxes\.registry}{"\n"}{end}`)
+	}
+
+	login("wrong-password")
+	r = boxes(t, dir, "apply", "--auto-approve")
+	t.Logf("apply with a wrong password: exit %d\n%s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "the node cannot pull image "+ref+" from registry "+reg.Addr) ||
+		!strings.Contains(r.stderr, "boxes: hint: docker login "+reg.Addr+" on this machine") {
+		t.Fatalf("apply with a wrong password: %+v", r)
+	}
+	if s := pullSecrets(); s != "kubernetes.io/dockerconfigjson "+reg.Addr+"\n" {
+		t.Errorf("pull secrets after the first apply: %q", s)
+	}
+
+	login(password)
+	start := time.Now()
+	r = boxes(t, dir, "apply", "--auto-approve")
+	if r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	t.Logf("apply, logged in: %s\n%s%s", time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
+	if e := boxes(t, dir, "exec", box, "--", "cat", "/etc/hostname"); e.code != 0 {
+		t.Errorf("exec in the box: %+v", e)
+	}
+	pulled := kubectl("-n", ns, "get", "pods", "-l", compose.BoxLabel+"="+box, "-o", `jsonpath={range .items[*]}{.status.containerStatuses[0].imageID}{"\n"}{end}`)
+	if n := strings.Count(pulled, "@"+digest); n != len(compose.Services) {
+		t.Errorf("the box's pods run %q, not %s each", pulled, digest)
+	}
+	plan := boxes(t, dir, "plan", "--detailed-exitcode")
+	if plan.code != 0 {
+		t.Errorf("plan after the apply: %+v", plan)
+	}
+	for _, out := range []string{r.stdout + r.stderr, plan.stdout + plan.stderr} {
+		if strings.Contains(out, password) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(user+":"+password))) {
+			t.Errorf("the password was printed:\n%s", out)
+		}
 	}
 }
