@@ -74,6 +74,11 @@ type Probes struct {
 	// Runtime reads the OCI runtime a container runs under; nil leaves
 	// the runtime unchecked.
 	Runtime func(ctx context.Context, container string) (string, error)
+	// Forward, when set, is how the box's executor is reached from here
+	// on an engine that publishes no port (a cluster): a local port
+	// forwarded to it (engine.BoxForwarder), checked instead of a
+	// published port.
+	Forward func(ctx context.Context) (engine.Forward, error)
 }
 
 // Check checks b.
@@ -135,7 +140,11 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 				publisher = gate
 			}
 		}
-		checkExecutorPort(ctx, rep, b, publisher, p.Initialize)
+		if p.Forward != nil {
+			checkForwardedExecutor(ctx, rep, b, p)
+		} else {
+			checkExecutorPort(ctx, rep, b, publisher, p.Initialize)
+		}
 	}
 	if haveAgent && agent.State == engine.Running && p.Runner != nil {
 		rep.Checks = append(rep.Checks, hb.Doctor(ctx, p.Runner, agent.ID)...)
@@ -225,7 +234,35 @@ func checkExecutorPort(ctx context.Context, rep *Report, b Box, c engine.Contain
 		rep.add("host", "mcp handshake", "warn", "box on host %s: checked from inside the box only", b.Host)
 		return
 	}
-	url := reconcile.ExecutorURL(port.HostIP, port.HostPort) + "/mcp"
+	checkMCP(ctx, rep, b, reconcile.ExecutorURL(port.HostIP, port.HostPort)+"/mcp", initialize)
+}
+
+// checkForwardedExecutor checks an executor that publishes no port through
+// the local port p.Forward opens to it: it speaks MCP there, with the token
+// and refusing without it.
+func checkForwardedExecutor(ctx context.Context, rep *Report, b Box, p Probes) {
+	if published := publishedPorts(mustContainer(b, compose.ExecutorService)); published != "" {
+		rep.add("host", "executor port", "error", "published on %s, where the engine publishes none", published)
+	}
+	f, err := p.Forward(ctx)
+	if err != nil {
+		rep.add("host", "executor port", "error", "not reached through the engine's forward: %v", err)
+		return
+	}
+	defer f.Close()
+	rep.add("host", "executor port", "ok", "no port published; reached through a port the engine forwards to it (as boxes open %s does)", b.Name)
+	checkMCP(ctx, rep, b, f.URL()+"/mcp", p.Initialize)
+}
+
+// mustContainer is b's container of service (its zero value when none).
+func mustContainer(b Box, service string) engine.Container {
+	c, _ := b.Resources.Container(service)
+	return c
+}
+
+// checkMCP checks the executor at url speaks MCP: 200 and a protocol
+// version with the token, 401 without.
+func checkMCP(ctx context.Context, rep *Report, b Box, url string, initialize func(context.Context, string, string) error) {
 	switch {
 	case b.TokenErr != nil:
 		rep.add("host", "mcp with token", "error", "reading the token: %v", b.TokenErr)

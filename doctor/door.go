@@ -23,6 +23,10 @@ type Door struct {
 	// Machine are the public addresses of the engine's machine now, as
 	// CIDRs (compose.MachineAddresses): the gate must close every one.
 	Machine []string
+	// Cluster: the box is on a cluster, where the names gate and executor
+	// are their Services' addresses, which the cluster's Service routing
+	// carries to their pods.
+	Cluster bool
 	// Executor is the executor's door, checked from inside the executor
 	// as the agent's is from inside the agent (its Machine unused); nil
 	// when the executor has none.
@@ -116,6 +120,19 @@ func gateUnanswered(health, gatenet []string) string {
 	return fmt.Sprintf("; its address is %s", ip)
 }
 
+// clusterGateUnanswered says where to look when a box's gate on a cluster
+// does not answer: the name is its Service's address.
+func clusterGateUnanswered(gatenet []string) string {
+	ip := "-"
+	if len(gatenet) > 0 {
+		ip = gatenet[0]
+	}
+	if ip == "-" {
+		return "; the name gate does not resolve there (boxes gives the agent's pod the gate Service's address as a host alias: boxes apply remakes it)"
+	}
+	return fmt.Sprintf("; the name gate is the gate Service's address %s, which the cluster's Service routing (kube-proxy or its equivalent) must carry to the gate's pod: a cluster without it leaves the agent no way out", ip)
+}
+
 // checkDoor runs the probes in the agent container id and reads them.
 func checkDoor(ctx context.Context, r engine.Runner, id string, d Door) []hb.Check {
 	return checkDoorOf(ctx, r, id, hb.AgentUser, "", d)
@@ -163,8 +180,12 @@ func readDoor(ctx context.Context, r engine.Runner, id, user string, d Door) []h
 	add("no way around the gate", directClosed(seen["direct"]), "a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by",
 		fmt.Sprintf("a direct connection from the agent reached a machine (%s): traffic can bypass the gate (boxes apply remakes the box on its inside network)", strings.Join(seen["direct"], " ")))
 	health := seen["health"]
+	why := gateUnanswered(health, seen["gatenet"])
+	if d.Cluster {
+		why = clusterGateUnanswered(seen["gatenet"])
+	}
 	add("gate answers", len(health) > 0 && health[0] == "200", "the gate answers on gate:3129",
-		fmt.Sprintf("the gate does not answer from the agent (%s)%s: boxes logs %s", strings.Join(health, " "), gateUnanswered(health, seen["gatenet"]), "NAME gate"))
+		fmt.Sprintf("the gate does not answer from the agent (%s)%s: boxes logs %s", strings.Join(health, " "), why, "NAME gate"))
 	for _, p := range []struct{ key, what string }{{"private", "a private address (10.255.255.1)"}, {"linklocal", "a link-local address, where cloud metadata lives (169.254.0.1)"}} {
 		add("gate refuses "+p.key, refusedByGate(seen[p.key]), "the gate refuses "+p.what,
 			fmt.Sprintf("%s was not refused by the gate (%s)", p.what, strings.Join(seen[p.key], " ")))

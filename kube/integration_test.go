@@ -370,8 +370,8 @@ func TestIntegrationKubeBox(t *testing.T) {
 }
 
 // TestIntegrationKubeDoor: the NetworkPolicies a box is made with are
-// enforced by the cluster's network: its agent reaches its own gate and
-// executor, and neither the API server on the node, nor the node's
+// enforced by the cluster's network: its agent reaches its own gate (its
+// proxy and its routes) and executor, and neither the API server on the node, nor the node's
 // kubelet, nor another box's executor. Real cluster: only the cluster's
 // enforcer (kube-router here) decides what passes.
 func TestIntegrationKubeDoor(t *testing.T) {
@@ -417,8 +417,9 @@ func TestIntegrationKubeDoor(t *testing.T) {
 		return out.String()
 	}
 	for what, url := range map[string]string{
-		"its gate":     "http://" + ip["da/gate"] + ":3128/",
-		"its executor": fmt.Sprintf("http://%s:%d/mcp", ip["da/executor"], compose.ExecutorPort),
+		"its gate":          "http://" + ip["da/gate"] + ":3128/",
+		"its gate's routes": "http://" + ip["da/gate"] + ":3129/_health",
+		"its executor":      fmt.Sprintf("http://%s:%d/mcp", ip["da/executor"], compose.ExecutorPort),
 	} {
 		// The enforcer learns of new pods within moments.
 		code := reach(url)
@@ -430,11 +431,12 @@ func TestIntegrationKubeDoor(t *testing.T) {
 		}
 	}
 	for what, url := range map[string]string{
-		"the API server":           "https://" + ip["node"] + ":6443/",
-		"the kubelet":              "https://" + ip["node"] + ":10250/",
-		"another box's executor":   fmt.Sprintf("http://%s:%d/mcp", ip["db/executor"], compose.ExecutorPort),
-		"another box's gate":       "http://" + ip["db/gate"] + ":3128/",
-		"its executor, other port": "http://" + ip["da/executor"] + ":22/",
+		"the API server":              "https://" + ip["node"] + ":6443/",
+		"the kubelet":                 "https://" + ip["node"] + ":10250/",
+		"another box's executor":      fmt.Sprintf("http://%s:%d/mcp", ip["db/executor"], compose.ExecutorPort),
+		"another box's gate":          "http://" + ip["db/gate"] + ":3128/",
+		"another box's gate's routes": "http://" + ip["db/gate"] + ":3129/_health",
+		"its executor, other port":    "http://" + ip["da/executor"] + ":22/",
 	} {
 		if code := reach(url); code != "000" {
 			t.Errorf("the agent reaches %s (%s): HTTP %s", what, url, code)

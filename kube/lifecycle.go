@@ -12,6 +12,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -74,6 +75,12 @@ func (e *Engine) create(ctx context.Context, p *types.Project, remake func(have,
 		got, err := e.core.CoreV1().Services(e.namespace).Create(ctx, svc, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			got, err = e.core.CoreV1().Services(e.namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+			if err == nil && !equality.Semantic.DeepEqual(got.Spec.Ports, svc.Spec.Ports) {
+				// Made by an earlier boxes with other ports: its address
+				// (the agent's host alias) is kept, its ports replaced.
+				got.Spec.Ports = svc.Spec.Ports
+				got, err = e.core.CoreV1().Services(e.namespace).Update(ctx, got, metav1.UpdateOptions{})
+			}
 		}
 		if err != nil {
 			return e.apiError("making service "+svc.Name, err)

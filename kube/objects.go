@@ -35,8 +35,10 @@ type objects struct {
 	policies  []*networkingv1.NetworkPolicy
 }
 
-// reached are the services the agent reaches by name, with their ports.
-var reached = map[string]int32{compose.GateService: gate.ProxyPort, compose.ExecutorService: compose.ExecutorPort}
+// reached are the services the agent reaches by name, with their ports:
+// the gate's proxy and its routes (the credentials' and its health), the
+// executor's MCP.
+var reached = map[string][]int32{compose.GateService: {gate.ProxyPort, gate.RoutePort}, compose.ExecutorService: {compose.ExecutorPort}}
 
 // boxOf is the box a project is the compose project of.
 func boxOf(p *types.Project) string { return strings.TrimPrefix(p.Name, compose.ProjectPrefix) }
@@ -99,12 +101,19 @@ func objectsOf(p *types.Project, namespace string) (*objects, error) {
 		if _, ok := p.Services[name]; !ok {
 			continue
 		}
-		port := reached[name]
+		var ports []corev1.ServicePort
+		for i, port := range reached[name] {
+			n := name
+			if i > 0 {
+				n = fmt.Sprintf("%s-%d", name, port)
+			}
+			ports = append(ports, corev1.ServicePort{Name: n, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
+		}
 		o.services[name] = &corev1.Service{
 			ObjectMeta: meta(compose.ProjectName(box)+"-"+name, namespace, map[string]string{compose.BoxLabel: box, compose.ManagedLabel: "1"}, fleet, name),
 			Spec: corev1.ServiceSpec{
 				Selector: selectLabels(box, fleet, name),
-				Ports:    []corev1.ServicePort{{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
+				Ports:    ports,
 			},
 		}
 	}
@@ -326,10 +335,14 @@ func policiesOf(p *types.Project, box, fleet, namespace string) []*networkingv1.
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			}
 			for _, svc := range slices.Sorted(maps.Keys(reached)) {
-				port := intstr.FromInt32(reached[svc])
+				var ports []networkingv1.NetworkPolicyPort
+				for _, p := range reached[svc] {
+					port := intstr.FromInt32(p)
+					ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &port})
+				}
 				np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
 					To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{compose.BoxLabel: box, compose.ManagedLabel: "1", compose.ComposeServiceLabel: svc}}}},
-					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
+					Ports: ports,
 				})
 			}
 		} else {

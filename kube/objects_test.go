@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,7 +128,7 @@ func TestObjectsDoor(t *testing.T) {
 	if len(inside.Spec.PolicyTypes) != 2 || len(inside.Spec.Ingress) != 0 {
 		t.Errorf("inside policy types %v, ingress %v: want ingress and egress, nothing let in", inside.Spec.PolicyTypes, inside.Spec.Ingress)
 	}
-	ports := map[string]int32{}
+	ports := map[string][]int32{}
 	for _, r := range inside.Spec.Egress {
 		if len(r.To) != 1 || r.To[0].PodSelector == nil || r.To[0].IPBlock != nil || r.To[0].NamespaceSelector != nil {
 			t.Fatalf("egress rule %v reaches beyond a pod of the box", r)
@@ -136,10 +137,22 @@ func TestObjectsDoor(t *testing.T) {
 		if to[compose.BoxLabel] != "web" {
 			t.Errorf("egress to %v: another box", to)
 		}
-		ports[to[compose.ComposeServiceLabel]] = r.Ports[0].Port.IntVal
+		for _, p := range r.Ports {
+			ports[to[compose.ComposeServiceLabel]] = append(ports[to[compose.ComposeServiceLabel]], p.Port.IntVal)
+		}
 	}
-	if len(ports) != 2 || ports[compose.GateService] != 3128 || ports[compose.ExecutorService] != compose.ExecutorPort {
-		t.Errorf("agent may send to %v, want the gate's proxy and the executor's port alone", ports)
+	if len(ports) != 2 || !slices.Equal(ports[compose.GateService], []int32{3128, 3129}) || !slices.Equal(ports[compose.ExecutorService], []int32{compose.ExecutorPort}) {
+		t.Errorf("agent may send to %v, want the gate's proxy and routes and the executor's port alone", ports)
+	}
+	// The Services the agent reaches them by carry the same ports.
+	for svc, want := range map[string][]int32{compose.GateService: {3128, 3129}, compose.ExecutorService: {compose.ExecutorPort}} {
+		var got []int32
+		for _, p := range o.services[svc].Spec.Ports {
+			got = append(got, p.Port)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Service of %s: ports %v, want %v", svc, got, want)
+		}
 	}
 	if len(outer.Spec.PolicyTypes) != 1 || outer.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
 		t.Errorf("outer policy types %v: the gate and executor keep their way out", outer.Spec.PolicyTypes)

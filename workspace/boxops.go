@@ -163,5 +163,12 @@ func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Re
 		b.Restoring = &rec
 	}
 	b.RestoringErr = err
-	return doctor.Check(ctx, b, doctor.Probes{Runner: e, Runtime: e.ContainerRuntime})
+	probes := doctor.Probes{Runner: e, Runtime: e.ContainerRuntime}
+	if bf, ok := e.(engine.BoxForwarder); ok {
+		probes.Forward = func(ctx context.Context) (engine.Forward, error) { return bf.ForwardExecutor(ctx, name) }
+		if b.Door != nil {
+			b.Door.Cluster = true
+		}
+	}
+	return doctor.Check(ctx, b, probes)
 }

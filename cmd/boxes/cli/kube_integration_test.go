@@ -271,8 +271,9 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 // refusal, naming the registry, and the hint to log in here, the password
 // printed nowhere; logged in, the next apply gives the nodes this
 // machine's credentials as an image pull secret boxes makes and labels,
-// the node pulls the locked digest and the box becomes ready, and the plan
-// after it is empty. Real cluster: the kubelet and containerd pull with
+// the node pulls the locked digest and the box becomes ready, doctor
+// reaches its executor through the API server and runs the door's probes
+// inside it, and the plan after it is empty. Real cluster: the kubelet and containerd pull with
 // the secret, and the registry checks it.
 func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	image, _ := startIntegration(t)
@@ -362,6 +363,26 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	pulled := kubectl("-n", ns, "get", "pods", "-l", compose.BoxLabel+"="+box, "-o", `jsonpath={range .items[*]}{.status.containerStatuses[0].imageID}{"\n"}{end}`)
 	if n := strings.Count(pulled, "@"+digest); n != len(compose.Services) {
 		t.Errorf("the box's pods run %q, not %s each", pulled, digest)
+	}
+	// doctor reaches the executor through the API server, as open does,
+	// and runs the door's probes from inside the agent.
+	dr := boxes(t, dir, "doctor", box)
+	t.Logf("doctor: exit %d\n%s%s", dr.code, dr.stdout, dr.stderr)
+	for _, want := range []string{
+		"ok    host  executor port              no port published; reached through a port the engine forwards to it",
+		"ok    host  mcp with token             initialize at http://127.0.0.1:",
+		"ok    host  mcp without token          refused with 401",
+		"ok    box   no way around the gate",
+	} {
+		if !strings.Contains(dr.stdout, want) {
+			t.Errorf("doctor does not say %q", want)
+		}
+	}
+	// The test cluster runs no Service routing (no kube-proxy): the
+	// agent's gate, a Service's address, is then unreachable, which
+	// doctor must say rather than trust.
+	if !strings.Contains(dr.stdout, "ok    box   gate answers") && !strings.Contains(dr.stdout, "which the cluster's Service routing (kube-proxy or its equivalent) must carry to the gate's pod") {
+		t.Errorf("doctor's gate line says neither that it answers nor why not")
 	}
 	plan := boxes(t, dir, "plan", "--detailed-exitcode")
 	if plan.code != 0 {
