@@ -384,6 +384,25 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	if !strings.Contains(dr.stdout, "ok    box   gate answers") && !strings.Contains(dr.stdout, "which the cluster's Service routing (kube-proxy or its equivalent) must carry to the gate's pod") {
 		t.Errorf("doctor's gate line says neither that it answers nor why not")
 	}
+	// A cluster that does not enforce the box's policy is reported from
+	// inside: with the agent's policy removed by hand, a direct
+	// connection reaches the node, and doctor says so; apply puts the
+	// policy back.
+	inside := strings.ReplaceAll(compose.InsideNetworkName(box), "_", "-") // as a cluster names it
+	kubectl("-n", ns, "delete", "networkpolicy", inside)
+	var open run
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		if open = boxes(t, dir, "doctor", box); strings.Contains(open.stdout, "FAIL  box   no way around the gate") {
+			break
+		}
+	}
+	if !strings.Contains(open.stdout, "FAIL  box   no way around the gate") || !strings.Contains(open.stdout, "a direct connection from the agent reached a machine") {
+		t.Errorf("doctor with the agent's policy gone:\n%s", open.stdout)
+	}
+	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply after the policy was removed: %+v", r)
+	}
+	kubectl("-n", ns, "get", "networkpolicy", inside)
 	plan := boxes(t, dir, "plan", "--detailed-exitcode")
 	if plan.code != 0 {
 		t.Errorf("plan after the apply: %+v", plan)
