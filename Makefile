@@ -64,9 +64,11 @@ kube-down:
 	bash scripts/kube/down.sh
 
 # The longer trials: 50 random kills of apply, 15 of each of load, a seeding apply and a move,
-# 50 of each of lease, renew and release, and 50 of each of a snapshot and a fork's apply.
+# 50 of each of lease, renew and release, and 50 of each of a snapshot and a fork's apply;
+# then 15 kills of apply on the test cluster, started for them.
 test-long: test-image
 	BOXES_KILL_TRIALS=50 BOXES_RESTORE_KILL_TRIALS=15 $(GO) test -count=1 -timeout 120m -run 'TestIntegrationRandomKills|TestIntegrationPoolKills|TestIntegrationForkKills' -v ./cmd/boxes/cli/
+	bash scripts/test-long-kube.sh
 
 test-short:
 	$(GO) test -short ./...

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -150,34 +149,14 @@ func (e *sshEnded) Error() string { return "the ssh forward: " + e.err.Error() }
 // wait returns once an HTTP request through the forward is answered, or
 // fails when ssh ends or timeout passes first.
 func (f *Forward) wait(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	client := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for {
-		select {
-		case <-f.done:
-			return &sshEnded{f.err}
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing answered through the ssh forward within %s: %w", timeout, err)
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := engine.AwaitAnswer(ctx, f.url+"/", f.done, timeout)
+	switch {
+	case errors.Is(err, engine.ErrForwardEnded):
+		return &sshEnded{f.err}
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("through the ssh forward: %w", err)
 	}
+	return err
 }
 
 // Done is closed when the forward's ssh has ended; Err says why.

@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"time"
 )
 
 // How a person on this machine reaches a port an engine publishes.
@@ -86,4 +90,43 @@ type LogOptions struct {
 	Follow     bool
 	Tail       string // "all" or a number of lines
 	Timestamps bool
+}
+
+// ErrForwardEnded is a forward that ended before anything answered
+// through it.
+var ErrForwardEnded = errors.New("the forward ended")
+
+// AwaitAnswer returns once an HTTP GET of url, through a forward, is
+// answered, whatever the answer: the forward carries traffic and something
+// listens at its end. It fails with ErrForwardEnded once ended is closed,
+// with ctx's error once ctx ends, and after timeout with the last error.
+func AwaitAnswer(ctx context.Context, url string, ended <-chan struct{}, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for {
+		select {
+		case <-ended:
+			return ErrForwardEnded
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing answered within %s: %w", timeout, err)
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

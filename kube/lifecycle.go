@@ -268,8 +268,11 @@ func (e *Engine) removeSandbox(ctx context.Context, name string) error {
 	return e.waitPods(ctx, box, service)
 }
 
-// RemoveContainer removes a box's container: its Sandbox (id), its Secret
-// and, for the gate and executor, the Service that gave it its address.
+// RemoveContainer removes a box's container: its Secret and, for the gate
+// and executor, the Service that gave it its address, then its Sandbox
+// (id), last: a plan sees Sandboxes, not Secrets or Services, so a removal
+// cut short leaves the Sandbox, which the next apply removes again, never
+// a Secret or a Service no plan would find.
 func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	if name, ok := strings.CutPrefix(id, leaseMarkPrefix); ok {
 		return e.removeLeaseMark(ctx, name)
@@ -278,17 +281,64 @@ func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	if err != nil || sb == nil {
 		return err
 	}
-	if err := e.removeSandbox(ctx, id); err != nil {
+	if err := e.removeSecret(ctx, id); err != nil {
 		return err
 	}
-	if err := e.core.CoreV1().Secrets(e.namespace).Delete(ctx, id, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return e.apiError("removing secret "+id, err)
+	if err := e.removeService(ctx, sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]); err != nil {
+		return err
 	}
-	box, service := sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]
-	if _, ok := reached[service]; ok {
-		name := objectName(compose.ProjectName(box) + "-" + service)
-		if err := e.core.CoreV1().Services(e.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return e.apiError("removing service "+name, err)
+	return e.removeSandbox(ctx, id)
+}
+
+// removeSecret removes a container's Secret, name being its Sandbox's.
+func (e *Engine) removeSecret(ctx context.Context, name string) error {
+	if err := e.core.CoreV1().Secrets(e.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return e.apiError("removing secret "+name, err)
+	}
+	return nil
+}
+
+// removeService removes the Service of box's service, if it has one.
+func (e *Engine) removeService(ctx context.Context, box, service string) error {
+	if _, ok := reached[service]; !ok {
+		return nil
+	}
+	name := objectName(compose.ProjectName(box) + "-" + service)
+	if err := e.core.CoreV1().Services(e.namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return e.apiError("removing service "+name, err)
+	}
+	return nil
+}
+
+// sweepBox removes the Secrets and Services of box whose Sandbox is gone:
+// those an apply killed between making one and its Sandbox left, which no
+// plan sees. It runs as the box's networks go.
+func (e *Engine) sweepBox(ctx context.Context, box string) error {
+	sbs, err := e.boxSandboxes(ctx, box)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, sb := range sbs {
+		have[sb.Labels[compose.ComposeServiceLabel]] = true
+	}
+	sel := metav1.ListOptions{LabelSelector: compose.ManagedLabel + "=1," + compose.BoxLabel + "=" + box}
+	secrets, err := e.core.CoreV1().Secrets(e.namespace).List(ctx, sel)
+	if err != nil {
+		return e.apiError("listing the secrets of "+box, err)
+	}
+	for _, s := range secrets.Items {
+		if service := s.Labels[compose.ComposeServiceLabel]; service != "" && !have[service] {
+			if err := e.removeSecret(ctx, s.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for service := range reached {
+		if !have[service] {
+			if err := e.removeService(ctx, box, service); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -302,7 +352,21 @@ func (e *Engine) RenameContainer(ctx context.Context, from, to string) error {
 // RemoveNetwork removes the NetworkPolicy that stands for a network (id is
 // its name).
 func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
-	err := e.core.NetworkingV1().NetworkPolicies(e.namespace).Delete(ctx, id, metav1.DeleteOptions{})
+	np, err := e.core.NetworkingV1().NetworkPolicies(e.namespace).Get(ctx, id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return e.apiError("reading network policy "+id, err)
+	}
+	// The box's network goes once its containers have: what of theirs a
+	// killed apply left goes with it.
+	if box := np.Labels[compose.BoxLabel]; box != "" {
+		if err := e.sweepBox(ctx, box); err != nil {
+			return err
+		}
+	}
+	err = e.core.NetworkingV1().NetworkPolicies(e.namespace).Delete(ctx, id, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return e.apiError("removing network policy "+id, err)
 	}

@@ -65,7 +65,7 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 	ctx, cancel := context.WithTimeout(ctx, WaitTimeout)
 	defer cancel()
 	last := "it has no pod yet"
-	var refusedSince time.Time
+	var refusedSince, pullSince time.Time
 	for {
 		p, err := e.pod(ctx, id)
 		if err != nil && ctx.Err() == nil {
@@ -79,8 +79,15 @@ func (e *Engine) ready(ctx context.Context, box, service, what string) (*corev1.
 				refusedSince = time.Now()
 			}
 			switch {
-			case state == engine.Dead && pullFailed(why):
+			case state == engine.Dead && pullFailed(why) && pullSince.IsZero():
+				pullSince, last = time.Now(), "the node has not pulled its image yet ("+why+")"
+			case state == engine.Dead && pullFailed(why) && time.Since(pullSince) > PullRetriedFor:
 				return nil, e.pullError(service, box, p, why)
+			case state == engine.Dead && pullFailed(why):
+				// The kubelet pulls again after a backoff: a pull secret
+				// made a moment before the pod may not have reached its
+				// cache at the first pull.
+				last = "the node has not pulled its image yet (" + why + ")"
 			case state == engine.Exited || state == engine.Dead || restarts > 0:
 				return nil, fmt.Errorf("%s of %s: the container is %s (exit %d, %d restarts) %s; its last log lines: %s", service, box, state, code, restarts, why, e.lastLines(ctx, id, 3))
 			case !refusedSince.IsZero() && time.Since(refusedSince) > RetriedFor:
@@ -122,6 +129,11 @@ func (e *Engine) pullError(service, box string, p *corev1.Pod, why string) error
 	hint := "docker login " + registry + " on this machine, then boxes apply: boxes gives the nodes its credentials as an image pull secret; a node must also reach " + registry + " and trust its certificate"
 	return e.fail(fmt.Errorf("%s of %s: the node cannot pull image %s from registry %s: %s", service, box, image, registry, why), hint)
 }
+
+// PullRetriedFor is how long a pod whose image the node failed to pull is
+// waited for, the kubelet pulling again after its backoff (10 s, then
+// 20 s), before ready fails with the node's reason.
+var PullRetriedFor = 25 * time.Second
 
 // RetriedFor is how long a container the kubelet cannot make yet, and
 // retries (kubeletRetries), is waited for before ready says why.
@@ -265,8 +277,11 @@ func (e *Engine) ForwardExecutor(ctx context.Context, box string) (engine.Forwar
 	if err != nil {
 		return nil, err
 	}
-	if err := answered(ctx, f, ForwardAnswerTimeout); err != nil {
+	if err := engine.AwaitAnswer(ctx, f.URL()+"/", f.Done(), ForwardAnswerTimeout); err != nil {
 		f.Close()
+		if errors.Is(err, engine.ErrForwardEnded) {
+			err = fmt.Errorf("%w: %v", err, f.Err())
+		}
 		return nil, e.fail(fmt.Errorf("the executor of %s through the API server's port-forward: %w", box, err), "boxes doctor "+box)
 	}
 	return f, nil
@@ -279,32 +294,6 @@ var ForwardAnswerTimeout = 30 * time.Second
 // ForwardVia: through the API server of the host.
 func (e *Engine) ForwardVia() string {
 	return ", forwarded through the API server of host " + e.host.Name
-}
-
-// answered returns once an HTTP request through f is answered, whatever
-// the answer, or fails when f ends or timeout passes first.
-func answered(ctx context.Context, f *podForward, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL()+"/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-f.Done():
-			return fmt.Errorf("the forward ended: %v", f.Err())
-		case <-ctx.Done():
-			return fmt.Errorf("nothing answered within %s: %w", timeout, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 var _ engine.BoxForwarder = (*Engine)(nil)

@@ -277,70 +277,18 @@ func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 // the secret, and the registry checks it.
 func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	image, _ := startIntegration(t)
-	kubeconfig := testkube.Config(t)
-	raw, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const user, password = "alice", "s3cret-for-the-cluster"
-	pushTo := testhost.StartRegistry(t, user, password)
-	// The same registry over TLS where the node pulls from, with a CA
-	// only the node trusts.
-	reg := pushTo.ListenTLS(t, "127.0.0.1")
-	testkube.TrustRegistry(t, reg.Addr, reg.CA)
-	const ns, box = "it-kube-cli-reg", "it-kreg"
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(testkube.Kubectl(t), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	dropNS := func() {
-		_ = exec.Command(testkube.Kubectl(t), "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=120s").Run()
-	}
-	dropNS()
-	kubectl("create", "namespace", ns)
-	t.Cleanup(dropNS)
-
-	config := t.TempDir()
-	t.Setenv("DOCKER_CONFIG", config)
-	login := func(password string) {
-		t.Helper()
-		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-		data := fmt.Sprintf(`{"auths": {%q: {"auth": %q}, %q: {"auth": %q}}}`, pushTo.Addr, auth, reg.Addr, auth)
-		if err := os.WriteFile(filepath.Join(config, "config.json"), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	login(password)
+	const box = "it-kreg"
+	k := startKubeRegistry(t, image, "it-kube-cli-reg")
+	kubectl, ns, reg, ref, login := k.kubectl, k.ns, k.reg, k.ref, k.login
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "boxes.yaml"), "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: "+raw.CurrentContext+", namespace: "+ns+", kubeconfig: "+kubeconfig+"}}\nboxes:\n  "+box+": {host: k8s}\n")
-	repo := pushTo.Addr + "/hbl"
-	untag(t, repo+":test")
-	r := boxes(t, dir, "lock", "image", image, "--push", repo)
-	if r.code != 0 {
-		t.Fatalf("lock image --push: %+v", r)
-	}
-	lockFile := filepath.Join(dir, "boxes.lock")
-	lock, err := spec.LoadLock(lockFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	untag(t, lock.Image.Ref)
-	digest := lock.Image.Ref[strings.LastIndex(lock.Image.Ref, "@")+1:]
-	ref := reg.Addr + "/hbl@" + digest
-	lock.Image.Ref = ref
-	if err := spec.WriteLock(lockFile, lock); err != nil {
-		t.Fatal(err)
-	}
+	k.write(t, dir, box)
+	const user, password = kubeRegistryUser, kubeRegistryPassword
 	pullSecrets := func() string {
 		return kubectl("-n", ns, "get", "secrets", "-l", kube.PullSecretLabel+"=1", "-o", `jsonpath={range .items[*]}{.type}{" "}{.metadata.annotations.boxes\.registry}{"\n"}{end}`)
 	}
 
 	login("wrong-password")
-	r = boxes(t, dir, "apply", "--auto-approve")
+	r := boxes(t, dir, "apply", "--auto-approve")
 	t.Logf("apply with a wrong password: exit %d\n%s", r.code, r.stderr)
 	if r.code != 1 || !strings.Contains(r.stderr, "the node cannot pull image "+ref+" from registry "+reg.Addr) ||
 		!strings.Contains(r.stderr, "boxes: hint: docker login "+reg.Addr+" on this machine") {
@@ -360,6 +308,7 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	if e := boxes(t, dir, "exec", box, "--", "cat", "/etc/hostname"); e.code != 0 {
 		t.Errorf("exec in the box: %+v", e)
 	}
+	digest := ref[strings.LastIndex(ref, "@")+1:]
 	pulled := kubectl("-n", ns, "get", "pods", "-l", compose.BoxLabel+"="+box, "-o", `jsonpath={range .items[*]}{.status.containerStatuses[0].imageID}{"\n"}{end}`)
 	if n := strings.Count(pulled, "@"+digest); n != len(compose.Services) {
 		t.Errorf("the box's pods run %q, not %s each", pulled, digest)
@@ -411,5 +360,111 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 		if strings.Contains(out, password) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(user+":"+password))) {
 			t.Errorf("the password was printed:\n%s", out)
 		}
+	}
+}
+
+const kubeRegistryUser, kubeRegistryPassword = "alice", "s3cret-for-the-cluster"
+
+// kubeRegistry is a namespace of its own on the test cluster, and the test
+// image pushed by lock image --push to a private registry (htpasswd users,
+// TLS with a CA made for the test that only the node trusts), with this
+// machine's docker configuration (the test's own) logged in to it.
+type kubeRegistry struct {
+	kubeconfig, context, ns, kubectlPath string
+	// reg is the registry as the node reaches it; ref the image there by
+	// digest, as boxes.lock records it.
+	reg      *testhost.Registry
+	ref, id  string
+	lockFile string
+	// login writes the docker configuration with password for the
+	// registry under both its names.
+	login   func(password string)
+	kubectl func(args ...string) string
+}
+
+func startKubeRegistry(t *testing.T, image, ns string) *kubeRegistry {
+	t.Helper()
+	k := &kubeRegistry{kubeconfig: testkube.Config(t), kubectlPath: testkube.Kubectl(t), ns: ns}
+	raw, err := clientcmd.LoadFromFile(k.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.context = raw.CurrentContext
+	pushTo := testhost.StartRegistry(t, kubeRegistryUser, kubeRegistryPassword)
+	k.reg = pushTo.ListenTLS(t, "127.0.0.1")
+	testkube.TrustRegistry(t, k.reg.Addr, k.reg.CA)
+	k.kubectl = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(k.kubectlPath, append([]string{"--kubeconfig", k.kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	k.dropNS()
+	k.kubectl("create", "namespace", ns)
+	t.Cleanup(k.dropNS)
+
+	config := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", config)
+	k.login = func(password string) {
+		t.Helper()
+		auth := base64.StdEncoding.EncodeToString([]byte(kubeRegistryUser + ":" + password))
+		data := fmt.Sprintf(`{"auths": {%q: {"auth": %q}, %q: {"auth": %q}}}`, pushTo.Addr, auth, k.reg.Addr, auth)
+		if err := os.WriteFile(filepath.Join(config, "config.json"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.login(kubeRegistryPassword)
+	dir := t.TempDir()
+	k.write(t, dir)
+	repo := pushTo.Addr + "/hbl"
+	untag(t, repo+":test")
+	if r := boxes(t, dir, "lock", "image", image, "--push", repo); r.code != 0 {
+		t.Fatalf("lock image --push: %+v", r)
+	}
+	k.lockFile = filepath.Join(t.TempDir(), "boxes.lock")
+	lock, err := spec.LoadLock(filepath.Join(dir, "boxes.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untag(t, lock.Image.Ref)
+	// The node reaches the registry by its TLS name; a digest is the
+	// same under every name of one registry.
+	k.ref = k.reg.Addr + "/hbl@" + lock.Image.Ref[strings.LastIndex(lock.Image.Ref, "@")+1:]
+	k.id = lock.Image.ID
+	lock.Image.Ref = k.ref
+	if err := spec.WriteLock(k.lockFile, lock); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// dropNS removes the namespace and waits for it to be gone.
+func (k *kubeRegistry) dropNS() {
+	_ = exec.Command(k.kubectlPath, "--kubeconfig", k.kubeconfig, "delete", "namespace", k.ns, "--ignore-not-found", "--wait=true", "--timeout=180s").Run()
+}
+
+// write writes dir's boxes.yaml, boxes on the cluster's host k8s, and the
+// lock of the pushed image.
+func (k *kubeRegistry) write(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	k.writeWith(t, dir, "", names...)
+}
+
+// writeWith is write with defaults, a YAML block of defaults: ("" none).
+func (k *kubeRegistry) writeWith(t *testing.T, dir, defaults string, names ...string) {
+	t.Helper()
+	y := "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: " + k.context + ", namespace: " + k.ns + ", kubeconfig: " + k.kubeconfig + "}}\n" + defaults + "boxes:"
+	if len(names) == 0 {
+		y += " {}"
+	}
+	y += "\n"
+	for _, n := range names {
+		y += "  " + n + ": {host: k8s}\n"
+	}
+	writeFile(t, filepath.Join(dir, "boxes.yaml"), y)
+	if k.lockFile != "" {
+		writeFile(t, filepath.Join(dir, "boxes.lock"), readFile(t, k.lockFile))
 	}
 }
