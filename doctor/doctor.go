@@ -242,7 +242,7 @@ func checkExecutorPort(ctx context.Context, rep *Report, b Box, c engine.Contain
 // and refusing without it.
 func checkForwardedExecutor(ctx context.Context, rep *Report, b Box, p Probes) {
 	if published := publishedPorts(mustContainer(b, compose.ExecutorService)); published != "" {
-		rep.add("host", "executor port", "error", "published on %s, where the engine publishes none", published)
+		rep.add("host", "executor publishes nothing", "error", "published on %s, where the engine publishes none", published)
 	}
 	f, err := p.Forward(ctx)
 	if err != nil {

@@ -40,6 +40,8 @@ func (e *Engine) PullImage(ctx context.Context, ref, image string) error {
 	e.refs[image] = ref
 	if secret != "" {
 		e.pullSecrets[ref] = secret
+	} else {
+		delete(e.pullSecrets, ref)
 	}
 	return nil
 }
@@ -64,9 +66,10 @@ func pullSecretName(registry string) string {
 }
 
 // pullSecret makes or updates the pull secret for ref's registry from the
-// docker configuration's credentials and returns its name; with none
-// there, it removes a pull secret boxes made for the registry before (the
-// nodes then pull anonymously, as a Docker host would) and returns "".
+// docker configuration's credentials and returns its name. With none
+// there, it makes none and removes none: one boxes made for the registry
+// before (from another machine's login, perhaps) is still named, since
+// other boxes' pods pull with it; without one the nodes pull anonymously.
 func (e *Engine) pullSecret(ctx context.Context, ref string) (string, error) {
 	c, err := regcred.For(ref)
 	if err != nil {
@@ -75,11 +78,16 @@ func (e *Engine) pullSecret(ctx context.Context, ref string) (string, error) {
 	name := pullSecretName(c.Registry)
 	secrets := e.core.CoreV1().Secrets(e.namespace)
 	if c.Empty() {
-		err := secrets.Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", e.apiError("removing the pull secret of registry "+c.Registry, err)
+		have, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return "", nil
+		case err != nil:
+			return "", e.apiError("reading the pull secret of registry "+c.Registry, err)
+		case have.Labels[PullSecretLabel] != "1":
+			return "", nil // not one of boxes'
 		}
-		return "", nil
+		return name, nil
 	}
 	if c.Auth.Username == "" || c.Auth.Password == "" {
 		return "", e.fail(fmt.Errorf("image %s: the docker configuration of this machine holds a token for registry %s, not a user and password, and a cluster's nodes pull with a user and password only", ref, c.Registry),

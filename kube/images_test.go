@@ -82,25 +82,52 @@ func TestPullImageMakesAPullSecret(t *testing.T) {
 	}
 }
 
-// With no credentials for the registry, the nodes pull anonymously: no
-// pull secret, and one boxes made before is removed.
+// With no credentials for the registry here, no pull secret is made and
+// none removed: one boxes made before is still named (other boxes' pods
+// pull with it), a Secret of that name not boxes' is not, and without one
+// the nodes pull anonymously.
 func TestPullImageWithoutCredentials(t *testing.T) {
-	e, core := helperEngine(t, corev1.ContainerState{})
 	ctx := context.Background()
+	dockerConfig(t, map[string]string{"other.example": "bob:x"})
+	e, core := helperEngine(t, corev1.ContainerState{})
+	if err := e.PullImage(ctx, pulledRef, "sha256:img"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := core.CoreV1().Secrets(helperNS).List(ctx, metav1.ListOptions{}); len(list.Items) != 0 {
+		t.Errorf("secrets made: %+v", list.Items)
+	}
+	if refs := e.imagePullSecrets("sha256:img"); refs != nil {
+		t.Errorf("the image's pods name %+v", refs)
+	}
+
 	dockerConfig(t, map[string]string{"reg.example:5000": "alice:pw"})
 	if err := e.PullImage(ctx, pulledRef, "sha256:img"); err != nil {
 		t.Fatal(err)
 	}
+	made := e.imagePullSecrets("sha256:img")
 	dockerConfig(t, map[string]string{"other.example": "bob:x"})
 	e2 := &Engine{host: e.host, cfg: e.cfg, namespace: helperNS, core: core, refs: map[string]string{}, pullSecrets: map[string]string{}}
 	if err := e2.PullImage(ctx, pulledRef, "sha256:img"); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := core.CoreV1().Secrets(helperNS).List(ctx, metav1.ListOptions{}); len(list.Items) != 0 {
-		t.Errorf("secrets left: %+v", list.Items)
+	if list, _ := core.CoreV1().Secrets(helperNS).List(ctx, metav1.ListOptions{}); len(list.Items) != 1 {
+		t.Errorf("secrets: %+v, want boxes' earlier one kept", list.Items)
+	}
+	if refs := e2.imagePullSecrets("sha256:img"); len(made) != 1 || len(refs) != 1 || refs[0] != made[0] {
+		t.Errorf("the image's pods name %+v, want the earlier %+v", refs, made)
+	}
+
+	// A Secret of that name that boxes did not make is not named.
+	other, _ := core.CoreV1().Secrets(helperNS).Get(ctx, made[0].Name, metav1.GetOptions{})
+	other.Labels = nil
+	if _, err := core.CoreV1().Secrets(helperNS).Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.PullImage(ctx, pulledRef, "sha256:img"); err != nil {
+		t.Fatal(err)
 	}
 	if refs := e2.imagePullSecrets("sha256:img"); refs != nil {
-		t.Errorf("the image's pods name %+v", refs)
+		t.Errorf("the image's pods name a Secret boxes did not make: %+v", refs)
 	}
 }
 

@@ -268,11 +268,12 @@ func (e *Engine) removeSandbox(ctx context.Context, name string) error {
 	return e.waitPods(ctx, box, service)
 }
 
-// RemoveContainer removes a box's container: its Secret and, for the gate
-// and executor, the Service that gave it its address, then its Sandbox
-// (id), last: a plan sees Sandboxes, not Secrets or Services, so a removal
-// cut short leaves the Sandbox, which the next apply removes again, never
-// a Secret or a Service no plan would find.
+// RemoveContainer removes a box's container: its Sandbox (id), then its
+// Secret and, for the gate and executor, the Service that gave it its
+// address. The Sandbox goes first: one left without its Secret or Service
+// would run broken while the plan, which sees Sandboxes, found nothing to
+// do. A Secret or Service a removal cut short leaves is swept as the box's
+// networks go (sweepBox), or remade as it was by the box's next create.
 func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	if name, ok := strings.CutPrefix(id, leaseMarkPrefix); ok {
 		return e.removeLeaseMark(ctx, name)
@@ -281,13 +282,13 @@ func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	if err != nil || sb == nil {
 		return err
 	}
+	if err := e.removeSandbox(ctx, id); err != nil {
+		return err
+	}
 	if err := e.removeSecret(ctx, id); err != nil {
 		return err
 	}
-	if err := e.removeService(ctx, sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel]); err != nil {
-		return err
-	}
-	return e.removeSandbox(ctx, id)
+	return e.removeService(ctx, sb.Labels[compose.BoxLabel], sb.Labels[compose.ComposeServiceLabel])
 }
 
 // removeSecret removes a container's Secret, name being its Sandbox's.

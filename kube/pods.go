@@ -131,8 +131,8 @@ func (e *Engine) pullError(service, box string, p *corev1.Pod, why string) error
 }
 
 // PullRetriedFor is how long a pod whose image the node failed to pull is
-// waited for, the kubelet pulling again after its backoff (10 s, then
-// 20 s), before ready fails with the node's reason.
+// waited for before ready fails with the node's reason: long enough for
+// the kubelet's first pull again, after its backoff of 10 s.
 var PullRetriedFor = 25 * time.Second
 
 // RetriedFor is how long a container the kubelet cannot make yet, and

@@ -266,9 +266,6 @@ func publishedByTheDoor(ch compose.FieldChange) bool {
 	return (ch.Field == "executor.bind" || ch.Field == "executor.port") && (ch.Old == "" || ch.New == "")
 }
 
-// publishesPort reports whether service's container c publishes its box's
-// executor port, as it was made: the executor, or the gate when it was made
-// with the executor's door.
 // unpublished reports whether b's host publishes no ports (a cluster):
 // there the executor is reached through the engine, not on a port.
 func unpublished(in Input, b spec.Box) bool {
@@ -276,6 +273,9 @@ func unpublished(in Input, b spec.Box) bool {
 	return o != nil && o.Unpublished
 }
 
+// publishesPort reports whether service's container c publishes its box's
+// executor port, as it was made: the executor, or the gate when it was made
+// with the executor's door.
 func publishesPort(service string, c engine.Container) bool {
 	door := compose.HasExecutorDoor(c.Labels)
 	return (service == compose.ExecutorService && !door) || (service == compose.GateService && door)

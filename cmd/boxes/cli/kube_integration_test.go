@@ -287,8 +287,16 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 		return kubectl("-n", ns, "get", "secrets", "-l", kube.PullSecretLabel+"=1", "-o", `jsonpath={range .items[*]}{.type}{" "}{.metadata.annotations.boxes\.registry}{"\n"}{end}`)
 	}
 
+	// Everything the commands print, for the passwords' absence.
+	var printed []string
+	cmd := func(args ...string) run {
+		t.Helper()
+		r := boxes(t, dir, args...)
+		printed = append(printed, r.stdout+r.stderr)
+		return r
+	}
 	login("wrong-password")
-	r := boxes(t, dir, "apply", "--auto-approve")
+	r := cmd("apply", "--auto-approve")
 	t.Logf("apply with a wrong password: exit %d\n%s", r.code, r.stderr)
 	if r.code != 1 || !strings.Contains(r.stderr, "the node cannot pull image "+ref+" from registry "+reg.Addr) ||
 		!strings.Contains(r.stderr, "boxes: hint: docker login "+reg.Addr+" on this machine") {
@@ -300,12 +308,12 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 
 	login(password)
 	start := time.Now()
-	r = boxes(t, dir, "apply", "--auto-approve")
+	r = cmd("apply", "--auto-approve")
 	if r.code != 0 {
 		t.Fatalf("apply: %+v", r)
 	}
 	t.Logf("apply, logged in: %s\n%s%s", time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
-	if e := boxes(t, dir, "exec", box, "--", "cat", "/etc/hostname"); e.code != 0 {
+	if e := cmd("exec", box, "--", "cat", "/etc/hostname"); e.code != 0 {
 		t.Errorf("exec in the box: %+v", e)
 	}
 	digest := ref[strings.LastIndex(ref, "@")+1:]
@@ -315,7 +323,7 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	}
 	// doctor reaches the executor through the API server, as open does,
 	// and runs the door's probes from inside the agent.
-	dr := boxes(t, dir, "doctor", box)
+	dr := cmd("doctor", box)
 	t.Logf("doctor: exit %d\n%s%s", dr.code, dr.stdout, dr.stderr)
 	for _, want := range []string{
 		"ok    host  executor port              no port published; reached through a port the engine forwards to it",
@@ -341,24 +349,25 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 	kubectl("-n", ns, "delete", "networkpolicy", inside)
 	var open run
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
-		if open = boxes(t, dir, "doctor", box); strings.Contains(open.stdout, "FAIL  box   no way around the gate") {
+		if open = cmd("doctor", box); strings.Contains(open.stdout, "FAIL  box   no way around the gate") {
 			break
 		}
 	}
 	if !strings.Contains(open.stdout, "FAIL  box   no way around the gate") || !strings.Contains(open.stdout, "a direct connection from the agent reached a machine") {
 		t.Errorf("doctor with the agent's policy gone:\n%s", open.stdout)
 	}
-	if r := boxes(t, dir, "apply", "--auto-approve"); r.code != 0 {
+	if r := cmd("apply", "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply after the policy was removed: %+v", r)
 	}
 	kubectl("-n", ns, "get", "networkpolicy", inside)
-	plan := boxes(t, dir, "plan", "--detailed-exitcode")
-	if plan.code != 0 {
+	if plan := cmd("plan", "--detailed-exitcode"); plan.code != 0 {
 		t.Errorf("plan after the apply: %+v", plan)
 	}
-	for _, out := range []string{r.stdout + r.stderr, plan.stdout + plan.stderr} {
-		if strings.Contains(out, password) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(user+":"+password))) {
-			t.Errorf("the password was printed:\n%s", out)
+	for _, out := range printed {
+		for _, pw := range []string{password, "wrong-password"} {
+			if strings.Contains(out, pw) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(user+":"+pw))) {
+				t.Errorf("a password was printed:\n%s", out)
+			}
 		}
 	}
 }
