@@ -141,7 +141,7 @@ func Check(ctx context.Context, b Box, p Probes) *Report {
 			}
 		}
 		if p.Forward != nil {
-			checkForwardedExecutor(ctx, rep, b, p)
+			checkForwardedExecutor(ctx, rep, b, executor, p)
 		} else {
 			checkExecutorPort(ctx, rep, b, publisher, p.Initialize)
 		}
@@ -237,11 +237,11 @@ func checkExecutorPort(ctx context.Context, rep *Report, b Box, c engine.Contain
 	checkMCP(ctx, rep, b, reconcile.ExecutorURL(port.HostIP, port.HostPort)+"/mcp", initialize)
 }
 
-// checkForwardedExecutor checks an executor that publishes no port through
+// checkForwardedExecutor checks executor c, which publishes no port, through
 // the local port p.Forward opens to it: it speaks MCP there, with the token
 // and refusing without it.
-func checkForwardedExecutor(ctx context.Context, rep *Report, b Box, p Probes) {
-	if published := publishedPorts(mustContainer(b, compose.ExecutorService)); published != "" {
+func checkForwardedExecutor(ctx context.Context, rep *Report, b Box, c engine.Container, p Probes) {
+	if published := publishedPorts(c); published != "" {
 		rep.add("host", "executor publishes nothing", "error", "published on %s, where the engine publishes none", published)
 	}
 	f, err := p.Forward(ctx)
@@ -252,12 +252,6 @@ func checkForwardedExecutor(ctx context.Context, rep *Report, b Box, p Probes) {
 	defer f.Close()
 	rep.add("host", "executor port", "ok", "no port published; reached through a port the engine forwards to it (as boxes open %s does)", b.Name)
 	checkMCP(ctx, rep, b, f.URL()+"/mcp", p.Initialize)
-}
-
-// mustContainer is b's container of service (its zero value when none).
-func mustContainer(b Box, service string) engine.Container {
-	c, _ := b.Resources.Container(service)
-	return c
 }
 
 // checkMCP checks the executor at url speaks MCP: 200 and a protocol

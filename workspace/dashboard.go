@@ -26,8 +26,8 @@ type Dashboard struct {
 	// Browser is the command that opens the dashboard.
 	Browser []string
 	// Forward is the forward URL goes through (over ssh, or through a
-	// cluster's API server), nil when the executor
-	// is reached directly. Close ends it.
+	// cluster's API server), nil when the executor is reached directly.
+	// Close ends it.
 	Forward engine.Forward
 }
 
