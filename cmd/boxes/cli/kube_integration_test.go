@@ -87,37 +87,20 @@ func TestIntegrationKubePlan(t *testing.T) {
 // the snapshot made by a helper pod while the box runs (quiesced and
 // resumed), listed with its size, a second one of the same label refused
 // with nothing changed, the stopped box reverted to it, and the snapshot
-// deleted. The box is made through the cluster's engine (a cluster pulls
-// a box's image from a registry, which the test cluster has not).
+// deleted. The box is made through the cluster's engine, of the image
+// imported into the test node (TestIntegrationKubeApplyFromRegistry makes
+// one by apply, from a registry).
 // Real cluster: the helper pods and the claims are the cluster's.
 func TestIntegrationKubeSnapshotCommands(t *testing.T) {
 	step := trail(t)
 	image, _ := startIntegration(t)
-	kubeconfig := testkube.Config(t)
-	raw, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns, box = "it-kube-cli-snap", "it-kss"
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(testkube.Kubectl(t), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	dropNS := func() {
-		_ = exec.Command(testkube.Kubectl(t), "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=120s").Run()
-	}
-	dropNS()
-	kubectl("create", "namespace", ns)
-	t.Cleanup(dropNS)
+	k := startKubeNamespace(t, ns)
+	kubectl, dropNS := k.kubectl, k.dropNS
 
 	dir := t.TempDir()
 	config := filepath.Join(dir, "boxes.yaml")
-	yaml := "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: " + raw.CurrentContext + ", namespace: " + ns + ", kubeconfig: " + kubeconfig + "}}\nboxes:\n  " + box + ": {host: k8s}\n"
-	writeFile(t, config, yaml)
+	k.write(t, dir, box)
 	// As the command line reads it (writeFile names the fleet for make
 	// test's part).
 	cfg, err := spec.Parse(config, []byte(readFile(t, config)))
@@ -374,34 +357,23 @@ func TestIntegrationKubeApplyFromRegistry(t *testing.T) {
 
 const kubeRegistryUser, kubeRegistryPassword = "alice", "s3cret-for-the-cluster"
 
-// kubeRegistry is a namespace of its own on the test cluster, and the test
-// image pushed by lock image --push to a private registry (htpasswd users,
-// TLS with a CA made for the test that only the node trusts), with this
-// machine's docker configuration (the test's own) logged in to it.
-type kubeRegistry struct {
+// kubeNamespace is a namespace of the test cluster of a test's own,
+// removed (and waited for) before and after it, and what reaches it.
+type kubeNamespace struct {
 	kubeconfig, context, ns, kubectlPath string
-	// reg is the registry as the node reaches it; ref the image there by
-	// digest, as boxes.lock records it.
-	reg      *testhost.Registry
-	ref, id  string
+	kubectl                              func(args ...string) string
+	// lockFile, when set, is the boxes.lock write gives each directory.
 	lockFile string
-	// login writes the docker configuration with password for the
-	// registry under both its names.
-	login   func(password string)
-	kubectl func(args ...string) string
 }
 
-func startKubeRegistry(t *testing.T, image, ns string) *kubeRegistry {
+func startKubeNamespace(t *testing.T, ns string) *kubeNamespace {
 	t.Helper()
-	k := &kubeRegistry{kubeconfig: testkube.Config(t), kubectlPath: testkube.Kubectl(t), ns: ns}
+	k := &kubeNamespace{kubeconfig: testkube.Config(t), kubectlPath: testkube.Kubectl(t), ns: ns}
 	raw, err := clientcmd.LoadFromFile(k.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.context = raw.CurrentContext
-	pushTo := testhost.StartRegistry(t, kubeRegistryUser, kubeRegistryPassword)
-	k.reg = pushTo.ListenTLS(t, "127.0.0.1")
-	testkube.TrustRegistry(t, k.reg.Addr, k.reg.CA)
 	k.kubectl = func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(k.kubectlPath, append([]string{"--kubeconfig", k.kubeconfig}, args...)...).CombinedOutput()
@@ -413,6 +385,30 @@ func startKubeRegistry(t *testing.T, image, ns string) *kubeRegistry {
 	k.dropNS()
 	k.kubectl("create", "namespace", ns)
 	t.Cleanup(k.dropNS)
+	return k
+}
+
+// kubeRegistry is a namespace of its own on the test cluster, and the test
+// image pushed by lock image --push to a private registry (htpasswd users,
+// TLS with a CA made for the test that only the node trusts), with this
+// machine's docker configuration (the test's own) logged in to it.
+type kubeRegistry struct {
+	*kubeNamespace
+	// reg is the registry as the node reaches it; ref the image there by
+	// digest, as boxes.lock records it.
+	reg     *testhost.Registry
+	ref, id string
+	// login writes the docker configuration with password for the
+	// registry under both its names.
+	login func(password string)
+}
+
+func startKubeRegistry(t *testing.T, image, ns string) *kubeRegistry {
+	t.Helper()
+	k := &kubeRegistry{kubeNamespace: startKubeNamespace(t, ns)}
+	pushTo := testhost.StartRegistry(t, kubeRegistryUser, kubeRegistryPassword)
+	k.reg = pushTo.ListenTLS(t, "127.0.0.1")
+	testkube.TrustRegistry(t, k.reg.Addr, k.reg.CA)
 
 	config := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", config)
@@ -450,19 +446,19 @@ func startKubeRegistry(t *testing.T, image, ns string) *kubeRegistry {
 }
 
 // dropNS removes the namespace and waits for it to be gone.
-func (k *kubeRegistry) dropNS() {
+func (k *kubeNamespace) dropNS() {
 	_ = exec.Command(k.kubectlPath, "--kubeconfig", k.kubeconfig, "delete", "namespace", k.ns, "--ignore-not-found", "--wait=true", "--timeout=180s").Run()
 }
 
-// write writes dir's boxes.yaml, boxes on the cluster's host k8s, and the
-// lock of the pushed image.
-func (k *kubeRegistry) write(t *testing.T, dir string, names ...string) {
+// write writes dir's boxes.yaml, boxes on the cluster's host k8s, and
+// lockFile, when set, as its boxes.lock.
+func (k *kubeNamespace) write(t *testing.T, dir string, names ...string) {
 	t.Helper()
 	k.writeWith(t, dir, "", names...)
 }
 
 // writeWith is write with defaults, a YAML block of defaults: ("" none).
-func (k *kubeRegistry) writeWith(t *testing.T, dir, defaults string, names ...string) {
+func (k *kubeNamespace) writeWith(t *testing.T, dir, defaults string, names ...string) {
 	t.Helper()
 	y := "version: 1\nfleet: it-kube\nhosts:\n  k8s: {kubernetes: {context: " + k.context + ", namespace: " + k.ns + ", kubeconfig: " + k.kubeconfig + "}}\n" + defaults + "boxes:"
 	if len(names) == 0 {
