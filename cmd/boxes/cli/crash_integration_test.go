@@ -2,24 +2,61 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// buildBoxes compiles the real binary, so a test can SIGKILL it mid-apply.
+// buildBoxes is the real binary, so a test can SIGKILL it mid-apply: the
+// one BOXES_TEST_BOXES names (scripts/test.sh builds it once for every
+// part), else compiled once for this test process (linking it takes
+// seconds of processor time) into testBinDir, which TestMain removes.
 func buildBoxes(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "boxes")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput()
+	bin, err := boxesBinary()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var boxesBinary = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("BOXES_TEST_BOXES"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("BOXES_TEST_BOXES: %w", err)
+		}
+		return bin, nil
+	}
+	dir, err := testBinDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "boxes")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// testBinDir is a directory of this test process's own for the programs
+// its tests build, made on first use; TestMain removes it.
+var testBinDir = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "boxes-test-bin-")
+	if err == nil {
+		testBinDirs.Store(dir)
+	}
+	return dir, err
+})
+
+// testBinDirs holds testBinDir's directory once made.
+var testBinDirs atomic.Value
 
 // killAt runs apply and SIGKILLs it when the nth progress line containing step appears.
 func killAt(t *testing.T, bin, dir, step string, nth int) {

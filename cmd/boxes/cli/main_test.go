@@ -8,9 +8,13 @@ import (
 )
 
 // TestMain removes, after every test, the data-root templates the extra
-// engines' images were copied from (testhost.RemoveTemplates).
+// engines' images were copied from (testhost.RemoveTemplates) and the
+// programs the tests built (testBinDir).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testhost.RemoveTemplates()
+	if dir, ok := testBinDirs.Load().(string); ok {
+		_ = os.RemoveAll(dir)
+	}
 	os.Exit(code)
 }
