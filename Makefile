@@ -2,7 +2,10 @@
 # boxes.yaml up; `make test` runs every test, unit and real-engine.
 GO       ?= go
 BIN      := bin/boxes
-GOFLAGS  ?=
+# -trimpath: what is built does not depend on where the clone is, so a
+# fresh clone's build and tests reuse the Go build cache (packages and
+# linked test binaries) that another clone of the same code filled.
+GOFLAGS  ?= -trimpath
 export GOFLAGS
 # boxes puts itself into the box image as the network gate (boxes build), so
 # it is built static; nothing here needs cgo.

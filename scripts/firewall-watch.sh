@@ -7,15 +7,17 @@
 # rule is a box whose agent cannot reach its own gate or executor. Another
 # firewall manager rewriting FORWARD while Docker writes it can lose the
 # rule. A bridge just made has no rule for a moment (Docker adds it after
-# the link): only a second or more is noted. Runs until killed.
+# the link): only a second or more is noted. Runs until killed; each look
+# forks two programs (iptables, ip), so that the watch itself costs the
+# suite little processor time.
 set -u
 log=$1
 declare -A since noted
 while :; do
 	rules=$(iptables -S FORWARD 2>/dev/null) || exit 0
-	now=$(date +%s.%N)
+	now=$EPOCHREALTIME
 	for br in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '$2 ~ /^br-/ {print $2}'); do
-		if grep -qF -- "-A FORWARD -i $br -o $br -j ACCEPT" <<<"$rules"; then
+		if [[ $rules == *"-A FORWARD -i $br -o $br -j ACCEPT"* ]]; then
 			if [ -n "${noted[$br]:-}" ]; then
 				echo "$(date +%T) $br: its rule is back" >>"$log"
 			fi
