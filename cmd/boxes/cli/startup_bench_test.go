@@ -40,7 +40,7 @@ func BenchmarkStartup(b *testing.B) {
 	floor := floorBinary(b)
 	bin := benchBinary(b)
 	var (
-		boxesInit, floorInit, boxesRun, floorRun []time.Duration
+		boxesInit, floorInit, boxesRun, floorRun, floorQuietRun []time.Duration
 		byPackage                                = map[string][]time.Duration{}
 		inFloor                                  = map[string]bool{}
 	)
@@ -57,6 +57,7 @@ func BenchmarkStartup(b *testing.B) {
 		}
 		boxesRun = append(boxesRun, timedRun(b, bin, "version"))
 		floorRun = append(floorRun, timedRun(b, floor))
+		floorQuietRun = append(floorQuietRun, timedRunEnv(b, quietCollector, floor))
 	}
 	b.Logf("the packages whose initialisation costs most in boxes version (median of %d):\n%s", startupRuns, topPackages(byPackage, 8))
 	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version: package initialisation (inittrace, median of %d)", startupRuns),
@@ -75,7 +76,16 @@ func BenchmarkStartup(b *testing.B) {
 	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version, the whole run (median of %d)", startupRuns),
 		Value: ms(median(boxesRun)), Unit: "ms",
 		Baseline: "the floor's whole run", Base: ms(median(floorRun))})
+	benchtable.Report(b, benchtable.Row{Figure: fmt.Sprintf("boxes version, the whole run (median of %d)", startupRuns),
+		Value: ms(median(boxesRun)), Unit: "ms",
+		Baseline: "the floor's whole run with the collector off as boxes starts (GOGC=off GOMEMLIMIT=256MiB)", Base: ms(median(floorQuietRun))})
 }
+
+// quietCollector is the environment that starts a Go program with its
+// garbage collector as boxes starts with it (internal/gcstart): off, under
+// a memory limit of 256 MiB. The floors run with it too, so that boxes'
+// figures stand beside a floor that has the same start.
+var quietCollector = []string{"GOGC=off", "GOMEMLIMIT=256MiB"}
 
 // floorBinary builds internal/initfloor, boxes' start-up floor; a
 // benchmark that needs it is skipped where it links other packages than
@@ -132,8 +142,16 @@ func initTrace(b *testing.B, bin string, args ...string) (total time.Duration, p
 // its end.
 func timedRun(b *testing.B, bin string, args ...string) time.Duration {
 	b.Helper()
+	return timedRunEnv(b, nil, bin, args...)
+}
+
+// timedRunEnv is timedRun with env added to the environment.
+func timedRunEnv(b *testing.B, env []string, bin string, args ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s %v: %v\n%s", bin, args, err, out)
 	}
 	return time.Since(start)
