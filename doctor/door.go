@@ -27,6 +27,10 @@ type Door struct {
 	// are their Services' addresses, which the cluster's Service routing
 	// carries to their pods.
 	Cluster bool
+	// ControlPlane is the address of the engine's control plane (a
+	// cluster's API server), which listens: an agent that can connect to
+	// it directly has a way around its gate. "" tries none.
+	ControlPlane string
 	// Executor is the executor's door, checked from inside the executor
 	// as the agent's is from inside the agent (its Machine unused); nil
 	// when the executor has none.
@@ -84,6 +88,13 @@ func doorProbes(d Door) string {
 	// connect (0 when it never did).
 	s.WriteString("( r=$(curl -s -m 8 --noproxy '*' -o /dev/null -w '%{http_code} %{http_connect} %{time_connect}' 'http://gate:3129/_health'); c=$?; set -- $r; echo \"health $1 $2 $c\"; " +
 		"ip=$(getent hosts gate | awk '{print $1; exit}'); echo \"gatenet ${ip:--} $(awk -v ip=\"$ip\" '$1 == ip {f = $3} END {print (f == \"\" ? \"-\" : f)}' /proc/net/arp) ${3:-0}\" ) &\n")
+	// The control plane, which listens: a connection made to it (any HTTP
+	// answer, or a TLS failure after the connection) is a way out; curl's
+	// exits 6, 7 and 28 (no address, refused or rejected, no answer) are
+	// none.
+	if d.ControlPlane != "" {
+		s.WriteString(fmt.Sprintf("( echo \"controlplane $(curl -sk -m 2 --noproxy '*' -o /dev/null -w '%%{http_code}' '%s'; echo \" $?\")\" ) &\n", d.ControlPlane))
+	}
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))
 	s.WriteString(probe("linklocal", "http://169.254.0.1/", ""))
 	if d.Egress != "open" {
@@ -177,8 +188,20 @@ func readDoor(ctx context.Context, r engine.Runner, id, user string, d Door) []h
 		}
 		checks = append(checks, c)
 	}
-	add("no way around the gate", directClosed(seen["direct"]), "a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by",
-		fmt.Sprintf("a direct connection from the agent reached a machine (%s): traffic can bypass the gate (boxes apply remakes the box on its inside network)", strings.Join(seen["direct"], " ")))
+	if d.Cluster {
+		// A pod's gateway is its node, and a cluster's NetworkPolicy
+		// enforcer may reject a connection (an ICMP error, which curl
+		// reads as refused) where Docker's inside network has no one to
+		// answer: refused is no machine reached. The proof is the control
+		// plane, which listens.
+		cp := seen["controlplane"]
+		closed := clusterDirectClosed(seen["direct"]) && (d.ControlPlane == "" || controlPlaneClosed(cp))
+		add("no way around the gate", closed, "a direct connection (curl --noproxy) reaches neither the node nor the cluster's API server",
+			fmt.Sprintf("a direct connection from the agent reached a machine (%s; the API server %s: %s): traffic can bypass the gate (the cluster does not enforce the box's NetworkPolicies: boxes apply puts them back, and the cluster's network must enforce them)", strings.Join(seen["direct"], " "), d.ControlPlane, strings.Join(cp, " ")))
+	} else {
+		add("no way around the gate", directClosed(seen["direct"]), "a direct connection (curl --noproxy, raw TCP, UDP) finds no machine to leave by",
+			fmt.Sprintf("a direct connection from the agent reached a machine (%s): traffic can bypass the gate (boxes apply remakes the box on its inside network)", strings.Join(seen["direct"], " ")))
+	}
 	health := seen["health"]
 	why := gateUnanswered(health, seen["gatenet"])
 	if d.Cluster {
@@ -221,6 +244,26 @@ func directClosed(f []string) bool {
 		return false
 	}
 	return !strings.Contains(strings.ToLower(strings.Join(f, " ")), "refused")
+}
+
+// clusterDirectClosed reads the direct probe on a cluster: no gateway, or
+// a connection to it that failed (curl's exit 7, refused or rejected) or
+// got no answer (28).
+func clusterDirectClosed(f []string) bool {
+	if len(f) == 1 && f[0] == "none" {
+		return true
+	}
+	return len(f) >= 2 && (f[1] == "7" || f[1] == "28")
+}
+
+// controlPlaneClosed reads the control plane's probe, "HTTP EXIT": closed
+// when no connection was made (no HTTP answer, and curl's exit 6, 7 or
+// 28); a probe that did not run is not closed.
+func controlPlaneClosed(f []string) bool {
+	if len(f) != 2 || f[0] != "000" {
+		return false
+	}
+	return f[1] == "6" || f[1] == "7" || f[1] == "28"
 }
 
 // refusedByGate reads a probe's "HTTP CONNECT EXIT": the gate's own refusal,

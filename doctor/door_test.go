@@ -58,6 +58,7 @@ const (
 
 func TestCheckDoorReadsTheProbes(t *testing.T) {
 	list := Door{Egress: "list", Allowed: "http://api.example.com/"}
+	cluster := Door{Egress: "open", Cluster: true, ControlPlane: "https://10.247.0.1:6443"}
 	for _, c := range []struct {
 		name string
 		door Door
@@ -94,6 +95,18 @@ ok box gate allows: http://api.example.com/ answers through the gate
 			"error box gate answers: the gate does not answer from the agent (000 000 28); the connection to 172.20.0.3 was made, but the gate did not answer within 8 s: it is stuck (paused, or starved of CPU): boxes logs NAME gate\n"},
 		{"the gate refuses its port", Door{Egress: "open"}, directNone + "health 000 000 7\ngatenet 172.20.0.3 0x2 0.000000\n" + refusedPriv + refusedLink,
 			"error box gate answers: the gate does not answer from the agent (000 000 7); its address is 172.20.0.3: boxes logs NAME gate\n"},
+		{"on a cluster, the node rejects and the API server is closed", cluster, "direct 10.247.1.1 7 connection refused\ncontrolplane 000 7\n" + healthy + refusedPriv + refusedLink,
+			"ok box no way around the gate: a direct connection (curl --noproxy) reaches neither the node nor the cluster's API server\n"},
+		{"on a cluster, nothing answers", cluster, "direct 10.247.1.1 28 timed out\ncontrolplane 000 28\n" + healthy + refusedPriv + refusedLink,
+			"ok box no way around the gate: a direct connection (curl --noproxy) reaches neither the node nor the cluster's API server\n"},
+		{"on a cluster, the API server answers", cluster, "direct 10.247.1.1 7 connection refused\ncontrolplane 403 0\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (10.247.1.1 7 connection refused; the API server https://10.247.0.1:6443: 403 0): traffic can bypass the gate (the cluster does not enforce the box's NetworkPolicies: boxes apply puts them back, and the cluster's network must enforce them)\n"},
+		{"on a cluster, a TLS failure after the connection", cluster, "direct 10.247.1.1 7 connection refused\ncontrolplane 000 35\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (10.247.1.1 7 connection refused; the API server https://10.247.0.1:6443: 000 35)"},
+		{"on a cluster, the node answers", cluster, "direct 10.247.1.1 0\ncontrolplane 000 7\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (10.247.1.1 0; the API server"},
+		{"on a cluster, the control plane's probe did not run", cluster, "direct 10.247.1.1 7 connection refused\n" + healthy + refusedPriv + refusedLink,
+			"error box no way around the gate: a direct connection from the agent reached a machine (10.247.1.1 7 connection refused; the API server https://10.247.0.1:6443: )"},
 		{"a private address answered", Door{Egress: "open"}, directNone + healthy + "private 200 000 0\n" + refusedLink,
 			"error box gate refuses private: a private address (10.255.255.1) was not refused by the gate (200 000 0)\n"},
 		{"a link-local address answered", Door{Egress: "open"}, directNone + healthy + refusedPriv + "linklocal 200 000 0\n",
@@ -250,5 +263,17 @@ func TestCheckMachineAddresses(t *testing.T) {
 				t.Errorf("report ok %v:\n%s\nwant one machine check, ok %v: %q", rep.OK, got, c.ok, c.want)
 			}
 		})
+	}
+}
+
+// TestDoorProbesControlPlane: the probes try the control plane only when
+// the door names one, directly (not through the gate).
+func TestDoorProbesControlPlane(t *testing.T) {
+	if s := doorProbes(Door{Egress: "open"}); strings.Contains(s, "controlplane") {
+		t.Errorf("a door with no control plane probes one:\n%s", s)
+	}
+	s := doorProbes(Door{Egress: "open", Cluster: true, ControlPlane: "https://10.247.0.1:6443"})
+	if !strings.Contains(s, `controlplane $(curl -sk -m 2 --noproxy '*' -o /dev/null -w '%{http_code}' 'https://10.247.0.1:6443'`) {
+		t.Errorf("the control plane's probe is not in the script:\n%s", s)
 	}
 }

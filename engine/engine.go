@@ -77,6 +77,16 @@ type BoxForwarder interface {
 	ForwardVia() string
 }
 
+// ControlPlane is an engine with a control plane a box's agent must not
+// reach directly (a cluster's API server): doctor tries to connect to it
+// from inside the agent, as proof that a box's traffic cannot go around
+// its gate.
+type ControlPlane interface {
+	// ControlPlaneURL is its address, as this machine reaches it
+	// ("https://10.0.0.1:6443").
+	ControlPlaneURL() string
+}
+
 // PoolObserver is an engine that observes one pool alone: the containers
 // labelled with its fleet and its name (its boxes' and their lease
 // markers), read as Observe reads them, and nothing else (no volumes,

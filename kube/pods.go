@@ -298,6 +298,12 @@ func (e *Engine) ForwardVia() string {
 
 var _ engine.BoxForwarder = (*Engine)(nil)
 
+// ControlPlaneURL is the API server's address, as the host's kubeconfig
+// gives it.
+func (e *Engine) ControlPlaneURL() string { return e.cfg.Host }
+
+var _ engine.ControlPlane = (*Engine)(nil)
+
 // Exec runs o.Cmd in the pod of Sandbox id, through the API server. The
 // API runs commands as the container's user in its working directory with
 // its environment: another user, directory or variables go through env,

@@ -170,5 +170,8 @@ func (w *Workspace) doctorOn(ctx context.Context, host, name string, r engine.Re
 			b.Door.Cluster = true
 		}
 	}
+	if cp, ok := e.(engine.ControlPlane); ok && b.Door != nil {
+		b.Door.ControlPlane = cp.ControlPlaneURL()
+	}
 	return doctor.Check(ctx, b, probes)
 }
