@@ -420,6 +420,10 @@ func TestIntegrationKubeDoor(t *testing.T) {
 		"its gate":          "http://" + ip["da/gate"] + ":3128/",
 		"its gate's routes": "http://" + ip["da/gate"] + ":3129/_health",
 		"its executor":      fmt.Sprintf("http://%s:%d/mcp", ip["da/executor"], compose.ExecutorPort),
+		// By name, as the box's own programs reach them: the names are
+		// the Services' addresses, which the cluster routes to the pods.
+		"its gate's routes, by name": "http://" + compose.GateService + ":3129/_health",
+		"its executor, by name":      fmt.Sprintf("http://%s:%d/mcp", compose.ExecutorService, compose.ExecutorPort),
 	} {
 		// The enforcer learns of new pods within moments.
 		code := reach(url)

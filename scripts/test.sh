@@ -35,11 +35,10 @@ all=$(IFS='|'; echo "${parts[*]}")
 # the engine's machine, which every gate must then close): run alone, once
 # the parts are done, so that no other test's plan meets the change.
 alone='TestIntegrationMachineAddress'
-# The tests of the test cluster run alone too, before those: its pods' and
-# NetworkPolicies' changes have its network plugin and kube-router rewrite
-# iptables' FORWARD, and a Docker network made at the same moment lost
-# rules (its containers then could not reach each other on its bridge) or
-# was refused ("unable to remove jump to DOCKER-ISOLATION-STAGE-1").
+# The tests of the test cluster run beside the parts, one after the other:
+# the packages' (./kube, ./internal/testkube), then the command line's. The
+# cluster's NetworkPolicy enforcer restores only its own iptables chains
+# (scripts/kube/kube-router-bin), so Docker's rules written meanwhile stay.
 kube_cli='TestIntegrationKube[A-Za-z]*'
 kube_pkgs=(./kube ./internal/testkube)
 
@@ -79,8 +78,10 @@ if [ "$(id -u)" -eq 0 ] && command -v iptables >/dev/null; then
 	trap 'stop_watch; kube_session_stop' EXIT
 fi
 
-echo "test: building the command line's tests" >&2
+echo "test: building the command line's tests, and boxes for those that run it" >&2
 $GO test -c -o "$out/cli.test" ./cmd/boxes/cli
+$GO build -o "$out/boxes" ./cmd/boxes
+export BOXES_TEST_BOXES=$root/$out/boxes
 
 pids=() names=()
 run_part() { # name, then the test binary's flags
@@ -97,6 +98,15 @@ run_part "cli-$((${#parts[@]} + 1))" -test.skip "^(${all}|${alone}|${kube_cli})\
 mapfile -t pkgs < <($GO list ./... | grep -v -e '/cmd/boxes/cli$' -e '/kube$' -e '/internal/testkube$')
 nice -n 10 "$GO" test -p 1 -count=1 -timeout 40m "${pkgs[@]}" >"$out/packages.log" 2>&1 &
 pids+=($!) names+=(packages)
+# The cluster's: its packages, then (when they passed or not) the command
+# line's tests of it, in one stream beside the others.
+(
+	rc=0
+	"$GO" test -count=1 -timeout 20m "${kube_pkgs[@]}" >"$out/kube-packages.log" 2>&1 || rc=$?
+	(cd cmd/boxes/cli && BOXES_TEST_SHARD=kube "../../../$out/cli.test" -test.v -test.count=1 -test.timeout 40m -test.run "^(${kube_cli})\$") >"$out/cli-kube.log" 2>&1 || rc=$?
+	exit "$rc"
+) &
+pids+=($!) names+=(cluster)
 
 wait_parts() {
 	for i in "${!pids[@]}"; do
@@ -111,15 +121,7 @@ wait_parts() {
 }
 echo "test: ${#names[@]} parts running: ${names[*]} (logs in $out/)" >&2
 wait_parts
-echo "test: then alone: the test cluster's tests" >&2
-"$GO" test -count=1 -timeout 20m "${kube_pkgs[@]}" >"$out/kube-packages.log" 2>&1 &
-pids+=($!) names+=(kube-packages)
-wait_parts
-# After them: TestIntegrationKubeSnapshotCommands loads an archive from the
-# cluster onto Docker, whose new networks must not meet the cluster's
-# changes to iptables.
-run_part cli-kube -test.run "^(${kube_cli})\$"
-wait_parts
+kube_session_stop
 echo "test: then alone: ${alone}" >&2
 run_part cli-alone -test.run "^(${alone})\$"
 wait_parts
@@ -131,8 +133,12 @@ grep -h -E '^--- (PASS|FAIL): ' "$out"/cli-*.log | sed -E 's/^--- [A-Z]+: ([^ ]+
 kube_session_stop
 stop_watch
 for name in "${failed[@]}"; do
-	echo "==== $out/$name.log"
-	cat "$out/$name.log"
+	logs=("$out/$name.log")
+	[ "$name" != cluster ] || logs=("$out/kube-packages.log" "$out/cli-kube.log")
+	for log in "${logs[@]}"; do
+		echo "==== $log"
+		cat "$log"
+	done
 done
 # How busy the machine's processors were meanwhile: near 100 %, the suite
 # waits on nothing but them, and its time on this machine is their time.

@@ -3,7 +3,7 @@
 # Kubernetes version, from the Go module proxy and Debian's packages:
 #
 #   bin/     kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-#            kubectl (only when the host has no usable one),
+#            kube-proxy, kubectl (only when the host has no usable one),
 #            agent-sandbox-controller, kube-router
 #   cni/     the CNI plugins bridge, host-local, loopback, portmap, firewall
 #   crds/    agent-sandbox's CustomResourceDefinitions

@@ -4,7 +4,8 @@
 # The test cluster is one node of Kubernetes run as host processes: etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet on a
 # containerd of its own (never Docker's), with the agent-sandbox controller
-# and kube-router (NetworkPolicy enforcement only) outside the cluster.
+# and kube-router (NetworkPolicy enforcement only) outside the cluster; the
+# Services' addresses are routed by kube-proxy in nftables mode.
 # build.sh fills a cache kept between runs; up.sh starts the cluster from it
 # in a work directory; down.sh removes all of it again.
 # shellcheck shell=bash disable=SC2034
@@ -25,7 +26,8 @@ KUBE_DIR=${BOXES_KUBE_DIR:-/tmp/boxes-kube}
 # Names and addresses, all of them the cluster's own so that it can run
 # beside other clusters of the same kind: a bridge without ports carries the
 # node's address (kubelet refuses a loopback one), the pods are on a second
-# bridge, and the Services' range is only allocated (nothing routes it).
+# bridge, and the Services' addresses are kube-proxy's, in nftables mode (a
+# table of its own: no chain of Docker's or iptables' is touched).
 readonly KUBE_NODE=boxes-kube-node
 readonly KUBE_NODE_LINK=bxknode0
 readonly KUBE_NODE_IP=10.247.0.1
@@ -36,6 +38,8 @@ readonly KUBE_SVC_FIRST=10.247.16.1
 readonly KUBE_API_PORT=6443
 readonly KUBE_ETCD_CLIENT=127.0.0.1:23791
 readonly KUBE_ETCD_PEER=127.0.0.1:23792
+readonly KUBE_PROXY_HEALTH_PORT=23793
+readonly KUBE_PROXY_METRICS_PORT=23794
 readonly KUBE_CNI_NET=boxes-kube
 # The cluster's containerd keeps its state and sockets here (not under
 # KUBE_DIR: unix socket paths are short).
@@ -47,11 +51,11 @@ readonly KUBE_CGROUP=boxes-kube
 readonly KUBE_PAUSE_IMAGE=boxes.test/kube-pause:1
 
 # The binaries the cluster runs, from the cache (kubectl may be the host's).
-readonly KUBE_CP_BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet"
+readonly KUBE_CP_BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
 readonly KUBE_EXTRA_BINS="agent-sandbox-controller kube-router"
 readonly KUBE_CNI_PLUGINS="main/bridge ipam/host-local main/loopback meta/portmap meta/firewall"
 # The Debian packages up.sh needs (build.sh installs the missing ones).
-readonly KUBE_PACKAGES="containerd runc etcd-server iptables ipset iproute2 openssl curl"
+readonly KUBE_PACKAGES="containerd runc etcd-server iptables ipset nftables iproute2 openssl curl"
 
 kube_log() { echo "kube: $*"; }
 kube_die() {

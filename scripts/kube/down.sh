@@ -2,9 +2,10 @@
 # down.sh stops the test cluster up.sh started and removes what it made
 # (make kube-down): its processes (by the PIDs in run/, and whatever still
 # runs in its cgroups), its pods' mounts, links and iptables rules,
-# kube-router's chains and ipsets, its cgroups, containerd's state and the
-# work directory. Nothing else: not Docker, its containerd or its chains.
-# Safe to run when nothing runs. Prints what is left, if anything.
+# kube-router's chains and ipsets, kube-proxy's nftables tables, its cgroups,
+# containerd's state and the work directory. Nothing else: not Docker, its
+# containerd or its chains. Safe to run when nothing runs. Prints what is
+# left, if anything.
 set -u
 set -o pipefail
 
@@ -67,7 +68,7 @@ if running kube-apiserver && running kubelet; then
 	done
 	say "pods deleted"
 fi
-stop 5 kube-router kubelet kube-scheduler kube-apiserver
+stop 5 kube-proxy kube-router kubelet kube-scheduler kube-apiserver
 stop 5 etcd
 
 # --- whatever is left in the cluster's containerd, then containerd, then
@@ -145,6 +146,12 @@ if [ -e "$R/kube-router.used" ]; then
 	rm -f "$R/kube-router.used"
 fi
 
+# --- kube-proxy leaves its nftables tables when stopped ---
+if [ -e "$R/kube-proxy.used" ]; then
+	for family in ip ip6; do nft delete table "$family" kube-proxy 2>/dev/null; done
+	rm -f "$R/kube-proxy.used"
+fi
+
 # --- the kubelet's cgroups, deepest first ---
 for h in /sys/fs/cgroup/*/"$KUBE_CGROUP"; do
 	[ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -177,6 +184,7 @@ for table in filter nat mangle; do
 		iptables -t "$table" -S 2>/dev/null | grep -E "${pod_prefix//./\\.}|\"$KUBE_CNI_NET\"|KUBE-ROUTER-|KUBE-NWPLCY-|KUBE-POD-FW-"
 	)
 done
+for family in ip ip6; do nft list table "$family" kube-proxy >/dev/null 2>&1 && report "nftables table $family kube-proxy"; done
 while read -r set; do [ -z "$set" ] || report "ipset $set"; done < <(ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-(SRC|DST)-')
 while read -r m; do [ -z "$m" ] || report "mount $m"; done < <(findmnt -rn -o TARGET | grep -E "^($D|$KUBE_CTRD_STATE)(/|\$)")
 for h in /sys/fs/cgroup/*/"$KUBE_CGROUP"; do [ -d "$h" ] && report "cgroup $h"; done

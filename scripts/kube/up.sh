@@ -13,6 +13,7 @@
 #     Available again when their claims are deleted (recycle-volumes.sh)
 #   agent-sandbox's CRDs and its controller, outside the cluster
 #   kube-router, outside the cluster, enforcing NetworkPolicies only
+#   kube-proxy in nftables mode, routing the Services' addresses
 #
 # Each process is started detached with its PID in run/NAME.pid; whatever
 # already runs is left alone, so a second up.sh only checks (and imports
@@ -41,7 +42,7 @@ for p in ${KUBE_CNI_PLUGINS}; do
 	[ -x "$KUBE_CACHE/cni/${p##*/}" ] || kube_die "up: CNI plugin ${p##*/} is missing: run scripts/kube/build.sh"
 done
 [ -s "$KUBE_CACHE/images/pause.tar" ] || kube_die "up: the pause image is missing: run scripts/kube/build.sh"
-for c in etcd containerd ctr runc ipset iptables openssl curl ip; do
+for c in etcd containerd ctr runc ipset iptables nft openssl curl ip; do
 	command -v "$c" >/dev/null || kube_die "up: $c is not installed: run scripts/kube/build.sh"
 done
 
@@ -384,19 +385,42 @@ start agent-sandbox-controller env KUBECONFIG="$E/admin.kubeconfig" agent-sandbo
 # service proxy, no CNI, no ports. Its chains have fixed names, so one runs
 # per machine: refuse when another's are there (not this cluster's own
 # from an earlier start). It leaves its rules when stopped; down.sh removes
-# them. It rewrites the filter table when a pod or a policy changes, and
-# every --iptables-sync-period besides: Docker's own rules written at that
-# moment can be lost, so no periodic rewrite while Docker tests run (the
-# cluster's tests run alone, scripts/test.sh) ---
+# them. It rewrites the whole filter table when a pod or a policy changes,
+# which would lose a rule Docker writes at that moment: its iptables-restore
+# is kube-router-bin's, which restores its own chains alone (no periodic
+# rewrite either: nothing else changes them) ---
 if [ ! -e "$R/kube-router.used" ] && iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; then
 	kube_die "up: another kube-router's chains (KUBE-ROUTER-*) are in iptables: is a cluster of another kind running?"
 fi
 touch "$R/kube-router.used"
-start kube-router kube-router --kubeconfig "$E/admin.kubeconfig" --hostname-override "$KUBE_NODE" \
+start kube-router env PATH="$here/kube-router-bin:$PATH" kube-router --kubeconfig "$E/admin.kubeconfig" --hostname-override "$KUBE_NODE" \
 	--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
 	--service-cluster-ip-range "$KUBE_SVC_CIDR" --health-port 0 --metrics-port 0 --v 1 \
 	--iptables-sync-period 24h
 await "kube-router's chains" iptables -S KUBE-ROUTER-FORWARD
+
+# --- kube-proxy, in nftables mode: the Services' addresses go to their
+# pods through the tables ip and ip6 kube-proxy, its own (no chain of
+# Docker's or iptables' is touched; nftables mode adds no drop of
+# conntrack-invalid packets, which iptables mode would put before Docker's
+# rules). Conntrack's settings are left as they are (0: not set); NodePorts
+# only on the node's address; its health and metrics on loopback ports ---
+put "$E/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection: {kubeconfig: $E/admin.kubeconfig}
+hostnameOverride: $KUBE_NODE
+clusterCIDR: $KUBE_POD_CIDR
+detectLocalMode: ClusterCIDR
+nodePortAddresses: [$KUBE_NODE_IP/32]
+healthzBindAddress: 127.0.0.1:$KUBE_PROXY_HEALTH_PORT
+metricsBindAddress: 127.0.0.1:$KUBE_PROXY_METRICS_PORT
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s, udpTimeout: 0s, udpStreamTimeout: 0s}
+EOF
+touch "$R/kube-proxy.used"
+start kube-proxy kube-proxy --config "$E/kube-proxy.yaml" --v 1
+await "kube-proxy's table" nft list chain ip kube-proxy services
 
 wait "$importing" || kube_die "up: importing images failed"
 say "cluster up (kubectl: $D/bin/kubectl)"
