@@ -80,7 +80,7 @@ lint: lint-workflow
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run scripts/kube/kube-router-bin/iptables-restore)
+	shellcheck $$(git ls-files '*.sh') $$(git ls-files 'guest/hb' .ci/run scripts/kube/kube-router-bin/iptables-restore scripts/kube/kube-router-bin/iptables)
 
 # docs/pr-workflow.yml, the workflow the README offers for pull requests:
 # actionlint at a fixed version (which runs shellcheck on each run: script when
