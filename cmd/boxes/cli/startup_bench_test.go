@@ -41,8 +41,8 @@ func BenchmarkStartup(b *testing.B) {
 	bin := benchBinary(b)
 	var (
 		boxesInit, floorInit, boxesRun, floorRun, floorQuietRun []time.Duration
-		byPackage                                = map[string][]time.Duration{}
-		inFloor                                  = map[string]bool{}
+		byPackage                                               = map[string][]time.Duration{}
+		inFloor                                                 = map[string]bool{}
 	)
 	for range startupRuns {
 		total, pkgs := initTrace(b, bin, "version")
