@@ -92,7 +92,7 @@ func doorProbes(d Door) string {
 	// answer, or a TLS failure after the connection) is a way out; curl's
 	// exits 6, 7 and 28 (no address, refused or rejected, no answer) are
 	// none.
-	if d.ControlPlane != "" {
+	if d.ControlPlane != "" && !strings.ContainsAny(d.ControlPlane, "'\\\n") {
 		s.WriteString(fmt.Sprintf("( echo \"controlplane $(curl -sk -m 2 --noproxy '*' -o /dev/null -w '%%{http_code}' '%s'; echo \" $?\")\" ) &\n", d.ControlPlane))
 	}
 	s.WriteString(probe("private", "http://10.255.255.1/", ""))

@@ -250,3 +250,21 @@ func TestHelperState(t *testing.T) {
 		}
 	}
 }
+
+// TestControlPlaneURL: the API server's scheme and host, as the kubeconfig
+// gives them (https when it names no scheme); nothing from an address
+// that names no host.
+func TestControlPlaneURL(t *testing.T) {
+	for host, want := range map[string]string{
+		"https://10.247.0.1:6443":          "https://10.247.0.1:6443",
+		"https://api.example.com:443/base": "https://api.example.com:443",
+		"10.247.0.1:6443":                  "https://10.247.0.1:6443",
+		"https://":                         "",
+		"":                                 "",
+	} {
+		e := &Engine{cfg: &rest.Config{Host: host}}
+		if got := e.ControlPlaneURL(); got != want {
+			t.Errorf("host %q: %q, want %q", host, got, want)
+		}
+	}
+}

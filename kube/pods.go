@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,8 +300,19 @@ func (e *Engine) ForwardVia() string {
 var _ engine.BoxForwarder = (*Engine)(nil)
 
 // ControlPlaneURL is the API server's address, as the host's kubeconfig
-// gives it.
-func (e *Engine) ControlPlaneURL() string { return e.cfg.Host }
+// gives it: its scheme (https when it names none, as client-go reads it)
+// and host alone ("" when it does not parse).
+func (e *Engine) ControlPlaneURL() string {
+	host := e.cfg.Host
+	if host != "" && !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
 
 var _ engine.ControlPlane = (*Engine)(nil)
 
