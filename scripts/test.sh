@@ -53,12 +53,13 @@ started=$(date +%s)
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6, $9; exit }' /proc/stat; }
 read -r busy0 idle0 steal0 < <(cpu_ticks)
 
-# The test cluster, for the tests that need it (internal/testkube).
+# The test cluster, for the tests that need it (internal/testkube): started
+# once the Docker parts are done (idle, it would spend processor time they
+# need), stopped when its tests are.
 failed=()
 kube_who="test"
 # shellcheck source=scripts/kube/session.sh
 . scripts/kube/session.sh
-kube_session_start
 
 # Bridges whose containers iptables keeps apart (scripts/firewall-watch.sh),
 # noted while the tests run: printed at the end when there were any. The
@@ -117,6 +118,9 @@ echo "test: ${#names[@]} parts running: ${names[*]} (logs in $out/)" >&2
 wait_parts
 # The cluster's: its packages, then (when they passed or not) the command
 # line's tests of it, in one stream.
+kube_session_start
+# (kube_session_start sets its own EXIT trap: the watch's is put back.)
+[ -z "$watch_pid" ] || trap 'stop_watch; kube_session_stop' EXIT
 echo "test: then the test cluster's tests" >&2
 (
 	rc=0
