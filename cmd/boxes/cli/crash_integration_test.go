@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,7 +15,7 @@ import (
 // buildBoxes is the real binary, so a test can SIGKILL it mid-apply: the
 // one BOXES_TEST_BOXES names (scripts/test.sh builds it once for every
 // part), else compiled once for this test process (linking it takes
-// seconds of processor time) into testBinDir, which TestMain removes.
+// seconds of processor time) into builtDir, which TestMain removes.
 func buildBoxes(t *testing.T) string {
 	t.Helper()
 	bin, err := boxesBinary()
@@ -26,6 +25,10 @@ func buildBoxes(t *testing.T) string {
 	return bin
 }
 
+// builtDir is the directory boxesBinary built into ("" when it built
+// nothing); TestMain removes it once every test is done.
+var builtDir string
+
 var boxesBinary = sync.OnceValues(func() (string, error) {
 	if bin := os.Getenv("BOXES_TEST_BOXES"); bin != "" {
 		if _, err := os.Stat(bin); err != nil {
@@ -33,10 +36,11 @@ var boxesBinary = sync.OnceValues(func() (string, error) {
 		}
 		return bin, nil
 	}
-	dir, err := testBinDir()
+	dir, err := os.MkdirTemp("", "boxes-test-bin-")
 	if err != nil {
 		return "", err
 	}
+	builtDir = dir
 	bin := filepath.Join(dir, "boxes")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/hermes-box/boxes/cmd/boxes").CombinedOutput()
 	if err != nil {
@@ -44,19 +48,6 @@ var boxesBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
-
-// testBinDir is a directory of this test process's own for the programs
-// its tests build, made on first use; TestMain removes it.
-var testBinDir = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "boxes-test-bin-")
-	if err == nil {
-		testBinDirs.Store(dir)
-	}
-	return dir, err
-})
-
-// testBinDirs holds testBinDir's directory once made.
-var testBinDirs atomic.Value
 
 // killAt runs apply and SIGKILLs it when the nth progress line containing step appears.
 func killAt(t *testing.T, bin, dir, step string, nth int) {

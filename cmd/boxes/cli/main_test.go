@@ -9,12 +9,12 @@ import (
 
 // TestMain removes, after every test, the data-root templates the extra
 // engines' images were copied from (testhost.RemoveTemplates) and the
-// programs the tests built (testBinDir).
+// binary the tests built (builtDir).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testhost.RemoveTemplates()
-	if dir, ok := testBinDirs.Load().(string); ok {
-		_ = os.RemoveAll(dir)
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
 	}
 	os.Exit(code)
 }
